@@ -1,0 +1,114 @@
+//! The one error type of rlock. Every surface maps [`ErrorKind`] once: C result codes, Python
+//! exceptions, Node error codes.
+
+use std::fmt;
+
+/// What went wrong, in the categories callers act on. New kinds may be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller passed something unusable (empty name, bad duration, bad URL). Nothing was
+    /// sent to Redis.
+    InvalidArgument,
+    /// Release by an owner that does not hold the lock (never held it, or its lease expired).
+    NotHeld,
+    /// Release of a hold that the watchdog had already lost (renewal found it gone or could not
+    /// reach Redis for longer than the lease).
+    Lost,
+    /// Redis did not answer within the command timeout (or the subscription timeout).
+    Timeout,
+    /// The connection to Redis failed or was refused.
+    Connection,
+    /// Redis answered with an error (for example WRONGTYPE when the lock name holds a
+    /// non-lock key, or NOPERM).
+    Redis,
+    /// The client was closed.
+    Closed,
+}
+
+impl ErrorKind {
+    /// A short stable name for the kind, e.g. `"not_held"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::NotHeld => "not_held",
+            ErrorKind::Lost => "lost",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Redis => "redis",
+            ErrorKind::Closed => "closed",
+        }
+    }
+}
+
+/// An rlock error: a [`ErrorKind`] and a message that says what happened and what to do.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    source: Option<redis::RedisError>,
+}
+
+/// `Result` with rlock's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), source: None }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn closed() -> Self {
+        Self::new(ErrorKind::Closed, "the rlock client is closed; create a new client")
+    }
+
+    /// Wraps a `redis` crate error, with `context` saying what rlock was doing.
+    pub(crate) fn from_redis(context: &str, err: redis::RedisError) -> Self {
+        let kind = if err.is_timeout() {
+            ErrorKind::Timeout
+        } else if err.is_io_error()
+            || err.is_connection_refusal()
+            || err.is_connection_dropped()
+            || err.is_unrecoverable_error()
+        {
+            ErrorKind::Connection
+        } else if err.kind() == redis::ErrorKind::InvalidClientConfig {
+            ErrorKind::InvalidArgument
+        } else {
+            ErrorKind::Redis
+        };
+        let hint = match kind {
+            ErrorKind::Timeout => " (Redis did not answer within the command timeout)",
+            ErrorKind::Connection => " (check that Redis is reachable at the configured URL)",
+            _ => "",
+        };
+        let message = format!("{context}: {err}{hint}");
+        Error { kind, message, source: Some(err) }
+    }
+
+    /// The category of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The human-readable message (also what `Display` prints).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

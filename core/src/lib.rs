@@ -1,0 +1,35 @@
+//! rlock: Redisson-compatible distributed reentrant locks on Redis.
+//!
+//! Locks live in Redis exactly as Redisson (the Java client) stores them, so Java services and
+//! rlock users in Rust, C, Python and Node share locks. Holds belong to [`Owner`]s; a watchdog
+//! keeps leases alive while held, and waiters sleep on pub/sub until an unlock message.
+//!
+//! ```no_run
+//! # async fn demo() -> rlock::Result<()> {
+//! let client = rlock::Client::connect("redis://127.0.0.1:6379", Default::default()).await?;
+//! let owner = client.new_owner();
+//! let lock = client.lock("orders")?;
+//! lock.acquire(&owner).await?;
+//! // ... critical section ...
+//! lock.release(&owner).await?;
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod connection;
+mod error;
+mod keys;
+mod lock;
+mod options;
+mod owner;
+mod pubsub;
+mod scripts;
+mod watchdog;
+
+pub use client::{Client, ListenerId};
+pub use error::{Error, ErrorKind, Result};
+pub use keys::MAX_NAME_LEN;
+pub use lock::{Guard, Lock, Released, Ttl};
+pub use options::ClientOptions;
+pub use owner::Owner;
+pub use watchdog::{LostEvent, LostReason};

@@ -1,0 +1,490 @@
+//! The reentrant lock (Redisson `RLock`): acquire with pub/sub waiting, release, queries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::client::{is_transient, ClientInner};
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys;
+use crate::options::{check_duration, positive_ms};
+use crate::owner::Owner;
+use crate::pubsub::SubState;
+use crate::scripts::{ACQUIRE, FORCE_RELEASE, RELEASE, UNLOCK_MESSAGE};
+use crate::watchdog::{Forgotten, HoldKey};
+
+/// A handle on one reentrant lock. Cheap to clone; holds belong to [`Owner`]s, not to handles.
+#[derive(Clone)]
+pub struct Lock {
+    inner: Arc<LockInner>,
+}
+
+struct LockInner {
+    client: Arc<ClientInner>,
+    name: Arc<str>,
+    channel: String,
+    latch_prefix: String,
+    group: u16,
+}
+
+/// What a successful release did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// The owner's last hold level was released: the lock is free and a waiter was woken.
+    Unlocked,
+    /// The owner still holds the lock (it had re-entered it); the count went down by one.
+    StillHeld,
+}
+
+/// The remaining lease of a lock key (`PTTL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    /// The key does not exist (the lock is free).
+    Absent,
+    /// The key exists without expiry (not made by rlock or Redisson).
+    NoExpiry,
+    /// The lease left.
+    Remaining(Duration),
+}
+
+impl Ttl {
+    /// As Redis reports it: milliseconds, -2 absent, -1 no expiry.
+    pub fn as_millis_i64(self) -> i64 {
+        match self {
+            Ttl::Absent => -2,
+            Ttl::NoExpiry => -1,
+            Ttl::Remaining(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+/// An acquired hold that releases itself when dropped unless handed to the caller: the result
+/// of an acquire script whose caller may have given up (dropped future) meanwhile.
+struct PendingHold {
+    lock: Option<Lock>,
+    owner: Owner,
+}
+
+impl PendingHold {
+    fn keep(mut self) {
+        self.lock = None;
+    }
+}
+
+impl Drop for PendingHold {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            let owner = self.owner.clone();
+            let handle = lock.inner.client.handle.clone();
+            handle.spawn(async move {
+                if let Err(e) = lock.release_now(&owner).await {
+                    log::warn!(
+                        "rlock: could not undo the acquire of a cancelled call on '{}': {e}",
+                        lock.name()
+                    );
+                }
+            });
+        }
+    }
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock").field("name", &self.inner.name).finish()
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Lock {
+    pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> Lock {
+        let group = client.commands.batch_group(name);
+        Lock {
+            inner: Arc::new(LockInner {
+                client,
+                name: name.into(),
+                channel: keys::lock_channel(name),
+                latch_prefix: keys::unlock_latch_prefix(name),
+                group,
+            }),
+        }
+    }
+
+    /// The lock name (also its Redis key).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn key(&self, owner: &Owner) -> HoldKey {
+        HoldKey { name: self.inner.name.clone(), owner: owner.id() }
+    }
+
+    /// Waits until `owner` holds the lock, with a watchdog-renewed lease. Re-entering a held
+    /// lock increments its hold count. Cancel-safe: dropping the future leaves no hold,
+    /// renewal or subscription behind.
+    pub async fn acquire(&self, owner: &Owner) -> Result<()> {
+        self.acquire_inner(owner, None, None).await.map(|_| ())
+    }
+
+    /// Waits until `owner` holds the lock with a fixed `lease` (no watchdog: the hold ends by
+    /// itself when the lease runs out). `InvalidArgument` when `lease` is under 1 ms.
+    pub async fn acquire_with_lease(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        self.acquire_inner(owner, None, Some(lease)).await.map(|_| ())
+    }
+
+    /// Tries to acquire for at most `wait` (zero tries once). `lease` `None` uses the watchdog.
+    /// Returns false when the wait ran out; the bound is kept to within a command round trip.
+    pub async fn try_acquire(&self, owner: &Owner, wait: Duration, lease: Option<Duration>) -> Result<bool> {
+        self.acquire_inner(owner, Some(wait), lease).await
+    }
+
+    /// Like [`Lock::acquire`], returning a guard that releases on drop (on the client's
+    /// runtime, in the background). Prefer [`Guard::release`], which reports the outcome.
+    pub async fn lock(&self, owner: &Owner) -> Result<Guard> {
+        self.acquire(owner).await?;
+        Ok(Guard { lock: Some(self.clone()), owner: owner.clone() })
+    }
+
+    async fn acquire_inner(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<bool> {
+        let client = &self.inner.client;
+        client.check_owner(owner)?;
+        let (lease, renew) = match lease {
+            Some(l) => {
+                positive_ms("lease", l)?;
+                (l, false)
+            }
+            None => (client.watchdog.lease(), true),
+        };
+        let deadline = match wait {
+            Some(w) => {
+                check_duration("wait", w)?;
+                Some(Instant::now() + w)
+            }
+            None => None,
+        };
+        client.check_open()?;
+        let lease_ms = millis(lease);
+        let mut membership = None;
+        let mut failures = 0u32;
+        loop {
+            let channel = membership.as_ref().map(|m: &crate::pubsub::Membership| m.channel.clone());
+            // Registered before the attempt, so a message sent after the attempt's answer is
+            // never missed.
+            let notified = channel.as_ref().map(|c| c.notify.notified());
+            tokio::pin!(notified);
+            if let Some(n) = notified.as_mut().as_pin_mut() {
+                n.enable();
+            }
+            let ttl = match self.attempt(owner, lease, lease_ms, renew).await {
+                Ok(None) => return Ok(true),
+                Ok(Some(ttl)) => {
+                    failures = 0;
+                    ttl
+                }
+                Err(e) if is_transient(&e) && failures < client.options.retry_attempts => {
+                    failures += 1;
+                    let pause = remaining(deadline)
+                        .map_or(client.options.retry_delay, |r| r.min(client.options.retry_delay));
+                    if pause.is_zero() {
+                        return Ok(false);
+                    }
+                    self.sleep(pause).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let left = remaining(deadline);
+            if left == Some(Duration::ZERO) {
+                return Ok(false);
+            }
+            let Some(m) = membership.as_ref() else {
+                // Subscribe, then try again before waiting: a release that raced the
+                // subscription is caught by that retry.
+                let m = client.pubsub.join(&self.inner.channel);
+                let mut state = m.channel.state();
+                let bound = left.map_or(client.options.subscription_timeout, |l| {
+                    l.min(client.options.subscription_timeout)
+                });
+                tokio::select! {
+                    _ = client.closed.cancelled() => return Err(Error::closed()),
+                    _ = tokio::time::timeout(bound, state.wait_for(|s| *s != SubState::Pending)) => {}
+                }
+                membership = Some(m);
+                continue;
+            };
+            // Bounded by the holder's lease, so a lost message costs at most that.
+            let mut bound = match ttl {
+                t if t > 0 => Duration::from_millis(t as u64 + 1),
+                0 => Duration::from_millis(1),
+                _ => Duration::from_secs(1),
+            };
+            if *m.channel.state().borrow() != SubState::Active {
+                client.pubsub.retry_subscribe(m);
+                bound = bound.min(client.options.poll_interval);
+            }
+            if let Some(l) = left {
+                bound = bound.min(l);
+            }
+            tokio::select! {
+                _ = client.closed.cancelled() => return Err(Error::closed()),
+                _ = async { if let Some(n) = notified.as_mut().as_pin_mut() { n.await } } => {}
+                _ = tokio::time::sleep(bound) => {}
+            }
+        }
+    }
+
+    async fn sleep(&self, d: Duration) -> Result<()> {
+        tokio::select! {
+            _ = self.inner.client.closed.cancelled() => Err(Error::closed()),
+            _ = tokio::time::sleep(d) => Ok(()),
+        }
+    }
+
+    /// One acquire script call, run on its own task so that a caller who gives up mid-call
+    /// cannot leave an untracked hold: the task registers the hold with the watchdog before
+    /// answering, and undoes it when nobody takes the answer.
+    async fn attempt(
+        &self,
+        owner: &Owner,
+        lease: Duration,
+        lease_ms: u64,
+        renew: bool,
+    ) -> Result<Option<i64>> {
+        let (tx, rx) = oneshot::channel::<Result<std::result::Result<PendingHold, i64>>>();
+        let lock = self.clone();
+        let owner = owner.clone();
+        let client = &self.inner.client;
+        client.handle.spawn(async move {
+            let inner = &lock.inner;
+            let mut conn = inner.client.commands.clone();
+            let result = ACQUIRE
+                .key(&*inner.name)
+                .arg(lease_ms)
+                .arg(owner.as_str())
+                .invoke_async::<Option<i64>>(&mut conn)
+                .await;
+            let answer = match result {
+                Ok(None) => {
+                    inner.client.watchdog.acquired(lock.key(&owner), &owner, lease, renew, inner.group);
+                    Ok(Ok(PendingHold { lock: Some(lock.clone()), owner }))
+                }
+                Ok(Some(ttl)) => Ok(Err(ttl)),
+                Err(e) => Err(Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e)),
+            };
+            // When the caller is gone the answer is dropped here, and a PendingHold in it
+            // releases the hold again.
+            let _ = tx.send(answer);
+        });
+        let answer = tokio::select! {
+            a = rx => a.map_err(|_| Error::closed())?,
+            _ = client.closed.cancelled() => return Err(Error::closed()),
+        };
+        match answer? {
+            Ok(hold) => {
+                hold.keep();
+                Ok(None)
+            }
+            Err(ttl) => Ok(Some(ttl)),
+        }
+    }
+
+    /// Releases one hold level of `owner`. Errors: `NotHeld` when `owner` does not hold the lock
+    /// (never did, or its lease ran out), `Lost` when the watchdog had lost the hold. Retried
+    /// after connection errors with one request id, so a retry never double-releases. Runs to
+    /// the end even when the returned future is dropped.
+    pub async fn release(&self, owner: &Owner) -> Result<Released> {
+        self.inner.client.check_owner(owner)?;
+        self.inner.client.check_open()?;
+        let (tx, rx) = oneshot::channel();
+        let lock = self.clone();
+        let owner = owner.clone();
+        self.inner.client.handle.spawn(async move {
+            let _ = tx.send(lock.release_now(&owner).await);
+        });
+        rx.await.map_err(|_| Error::closed())?
+    }
+
+    async fn release_now(&self, owner: &Owner) -> Result<Released> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let key = self.key(owner);
+        let lease_ms = millis(client.watchdog.release_lease(&key));
+        let latch = format!("{}{}", inner.latch_prefix, uuid::Uuid::new_v4().simple());
+        let publish = client.commands.publish_command();
+        let result = client
+            .retrying(|mut conn| {
+                let latch = &latch;
+                async move {
+                    RELEASE
+                        .key(&*inner.name)
+                        .key(&inner.channel)
+                        .key(latch)
+                        .arg(UNLOCK_MESSAGE)
+                        .arg(lease_ms)
+                        .arg(owner.as_str())
+                        .arg(publish)
+                        .arg(client.latch_ttl_ms)
+                        .invoke_async::<Option<i64>>(&mut conn)
+                        .await
+                        .map_err(|e| {
+                            Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
+                        })
+                }
+            })
+            .await;
+        let outcome = match result? {
+            Some(1) => {
+                client.watchdog.released(&key);
+                Released::Unlocked
+            }
+            Some(_) => Released::StillHeld,
+            None => {
+                return Err(match client.watchdog.forget(&key) {
+                    Forgotten::Lost => Error::new(
+                        ErrorKind::Lost,
+                        format!(
+                            "lock '{}' was lost before this release: the watchdog could not renew it \
+                             (it expired, was force-released, or Redis was unreachable)",
+                            inner.name
+                        ),
+                    ),
+                    Forgotten::NotHeld => Error::new(
+                        ErrorKind::NotHeld,
+                        format!(
+                            "lock '{}' is not held by {owner} (never acquired, or its lease ran out)",
+                            inner.name
+                        ),
+                    ),
+                })
+            }
+        };
+        // The latch only matters to retries of this call, which are over.
+        let mut conn = client.commands.clone();
+        let _ = conn.del::<_, ()>(&latch).await;
+        Ok(outcome)
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter. Returns whether a lock was there.
+    /// `Redis` error (and nothing deleted) when the key is not a lock.
+    pub async fn force_release(&self) -> Result<bool> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        client.check_open()?;
+        let mut conn = client.commands.clone();
+        let deleted = FORCE_RELEASE
+            .key(&*inner.name)
+            .key(&inner.channel)
+            .arg(UNLOCK_MESSAGE)
+            .arg(client.commands.publish_command())
+            .invoke_async::<i64>(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(&format!("force release of lock '{}' failed", inner.name), e))?;
+        client.watchdog.forget_name(&inner.name);
+        Ok(deleted == 1)
+    }
+
+    /// Whether anyone holds the lock (`EXISTS`).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let name = &self.inner.name;
+        self.inner
+            .client
+            .retrying(|mut c| async move {
+                c.exists(&**name).await.map_err(|e| Error::from_redis("EXISTS failed", e))
+            })
+            .await
+    }
+
+    /// Whether `owner` holds the lock (`HEXISTS`).
+    pub async fn is_held_by(&self, owner: &Owner) -> Result<bool> {
+        self.inner.client.check_owner(owner)?;
+        let name = &self.inner.name;
+        self.inner
+            .client
+            .retrying(|mut c| async move {
+                c.hexists(&**name, owner.as_str()).await.map_err(|e| Error::from_redis("HEXISTS failed", e))
+            })
+            .await
+    }
+
+    /// How many times `owner` holds the lock (0 when it does not).
+    pub async fn hold_count(&self, owner: &Owner) -> Result<u32> {
+        self.inner.client.check_owner(owner)?;
+        let name = &self.inner.name;
+        let n: Option<i64> = self
+            .inner
+            .client
+            .retrying(|mut c| async move {
+                c.hget(&**name, owner.as_str()).await.map_err(|e| Error::from_redis("HGET failed", e))
+            })
+            .await?;
+        Ok(n.and_then(|n| u32::try_from(n).ok()).unwrap_or(0))
+    }
+
+    /// The remaining lease of the lock key.
+    pub async fn remaining_ttl(&self) -> Result<Ttl> {
+        let name = &self.inner.name;
+        let ms: i64 = self
+            .inner
+            .client
+            .retrying(|mut c| async move {
+                c.pttl(&**name).await.map_err(|e| Error::from_redis("PTTL failed", e))
+            })
+            .await?;
+        Ok(match ms {
+            -2 => Ttl::Absent,
+            m if m < 0 => Ttl::NoExpiry,
+            m => Ttl::Remaining(Duration::from_millis(m as u64)),
+        })
+    }
+
+    /// Whether the watchdog lost `owner`'s hold (until its release is called).
+    pub fn is_lost(&self, owner: &Owner) -> bool {
+        self.inner.client.watchdog.is_lost(&self.key(owner))
+    }
+}
+
+fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
+}
+
+/// A held lock that releases itself when dropped (in the background, on the client's runtime).
+/// [`Guard::release`] releases now and reports the outcome.
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct Guard {
+    lock: Option<Lock>,
+    owner: Owner,
+}
+
+impl Guard {
+    /// The lock held.
+    pub fn lock(&self) -> Option<&Lock> {
+        self.lock.as_ref()
+    }
+
+    /// Releases now (see [`Lock::release`]).
+    pub async fn release(mut self) -> Result<Released> {
+        match self.lock.take() {
+            Some(lock) => lock.release(&self.owner).await,
+            None => Err(Error::new(ErrorKind::NotHeld, "guard was already released")),
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            // Dropping a PendingHold releases on the client's runtime, which is what we want.
+            drop(PendingHold { lock: Some(lock), owner: self.owner.clone() });
+        }
+    }
+}

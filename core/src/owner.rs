@@ -1,0 +1,49 @@
+//! Owners: who holds a lock. On the wire an owner is `"<client uuid>:<integer>"`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+/// One owner of holds, made by [`Client::owner`](crate::Client::owner) or
+/// [`Client::new_owner`](crate::Client::new_owner). The same owner re-enters a lock it holds;
+/// different owners contend. Cloning is cheap.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Owner {
+    client: Uuid,
+    id: u64,
+    wire: Arc<str>,
+}
+
+impl Owner {
+    pub(crate) fn new(client: Uuid, id: u64) -> Self {
+        Owner { client, id, wire: format!("{}:{id}", client.hyphenated()).into() }
+    }
+
+    /// The integer part (a thread, task or handle number chosen by the surface).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The UUID of the client this owner belongs to.
+    pub fn client_id(&self) -> Uuid {
+        self.client
+    }
+
+    /// The owner as stored in Redis: `"<client uuid>:<id>"`.
+    pub fn as_str(&self) -> &str {
+        &self.wire
+    }
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Owner({})", self.wire)
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.wire)
+    }
+}

@@ -1,0 +1,360 @@
+//! The watchdog: one task per client renews every watchdog-leased hold in batches.
+//!
+//! Every hold this client knows of lives in one map (also used by release to tell a lost hold
+//! from one never held). A hold that uses the watchdog is put on tokio-util's `DelayQueue` (a
+//! hierarchical timer wheel). Due times are rounded up to a tick of one eighth of the renewal
+//! period, so holds taken at nearby moments fall due together and share script calls of at most
+//! `renewal_batch_size` locks, grouped by the connection's batch group (hash slot).
+//!
+//! A hold is put in the map before its acquire returns, and the queue only ever looks holds up
+//! in the map, so a release (which removes the hold) can never be overtaken by a renewal
+//! registration: the race of Redisson's issue 7272 cannot happen.
+
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::time::DelayQueue;
+
+use crate::connection::Commands;
+use crate::owner::Owner;
+use crate::scripts::RENEW;
+
+/// Why a hold was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// A renewal found the lock no longer held by this owner (expired, force-released, deleted).
+    Gone,
+    /// Renewals failed (Redis unreachable or erroring) for longer than the lease, so the lease
+    /// may have run out.
+    RenewalFailed,
+}
+
+/// A hold the watchdog lost. Delivered to every listener registered with
+/// [`Client::on_lost`](crate::Client::on_lost).
+#[derive(Debug, Clone)]
+pub struct LostEvent {
+    /// The lock name.
+    pub name: Arc<str>,
+    /// The owner whose hold was lost.
+    pub owner: Owner,
+    /// What happened.
+    pub reason: LostReason,
+}
+
+/// Identifies one hold: a lock name and an owner id of this client.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct HoldKey {
+    pub(crate) name: Arc<str>,
+    pub(crate) owner: u64,
+}
+
+struct Hold {
+    owner: Owner,
+    /// Lease used by the last acquire (sent again on reentrant release).
+    lease: Duration,
+    /// Whether the watchdog renews this hold.
+    renew: bool,
+    acquired: Instant,
+    last_renewed: Instant,
+    /// Tells queue entries of an earlier hold of the same key apart from this one.
+    generation: u64,
+    lost: Option<LostReason>,
+    group: u16,
+}
+
+type Listener = Arc<dyn Fn(&LostEvent) + Send + Sync>;
+
+/// The shared part of the watchdog: the holds and the lost-lock listeners.
+pub(crate) struct Watchdog {
+    holds: Mutex<HashMap<HoldKey, Hold>>,
+    listeners: Mutex<Vec<(u64, Listener)>>,
+    schedule: mpsc::UnboundedSender<(HoldKey, u64)>,
+    next_id: AtomicU64,
+    lease: Duration,
+    max_hold: Option<Duration>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every critical section leaves the data consistent, so a poisoned mutex is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What release learns from the local state when Redis says "not held".
+pub(crate) enum Forgotten {
+    /// The watchdog had lost this hold.
+    Lost,
+    /// No lost hold was known.
+    NotHeld,
+}
+
+impl Watchdog {
+    /// Creates the shared state and the queue receiver for [`run`].
+    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>) -> (Arc<Self>, Schedule) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let wd = Watchdog {
+            holds: Mutex::new(HashMap::new()),
+            listeners: Mutex::new(Vec::new()),
+            schedule: tx,
+            next_id: AtomicU64::new(1),
+            lease,
+            max_hold,
+        };
+        (Arc::new(wd), Schedule(rx))
+    }
+
+    /// The watchdog lease.
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// Records a successful acquire (first or reentrant). Called before the acquire returns.
+    pub(crate) fn acquired(&self, key: HoldKey, owner: &Owner, lease: Duration, renew: bool, group: u16) {
+        let now = Instant::now();
+        let mut holds = lock(&self.holds);
+        let generation = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let schedule = match holds.get_mut(&key) {
+            Some(h) if h.lost.is_none() => {
+                h.lease = lease;
+                let start = renew && !h.renew;
+                h.renew |= renew;
+                if start {
+                    h.generation = generation;
+                    h.last_renewed = now;
+                }
+                start
+            }
+            _ => {
+                let hold = Hold {
+                    owner: owner.clone(),
+                    lease,
+                    renew,
+                    acquired: now,
+                    last_renewed: now,
+                    generation,
+                    lost: None,
+                    group,
+                };
+                holds.insert(key.clone(), hold);
+                renew
+            }
+        };
+        if schedule {
+            let _ = self.schedule.send((key, generation));
+        }
+    }
+
+    /// The lease to send with a release of `key` (the last acquire's, else the watchdog's).
+    pub(crate) fn release_lease(&self, key: &HoldKey) -> Duration {
+        lock(&self.holds).get(key).map_or(self.lease, |h| h.lease)
+    }
+
+    /// Forgets a hold after its final release.
+    pub(crate) fn released(&self, key: &HoldKey) {
+        lock(&self.holds).remove(key);
+    }
+
+    /// Forgets a hold Redis says is not held, and tells whether the watchdog had lost it.
+    pub(crate) fn forget(&self, key: &HoldKey) -> Forgotten {
+        match lock(&self.holds).remove(key) {
+            Some(h) if h.lost.is_some() => Forgotten::Lost,
+            _ => Forgotten::NotHeld,
+        }
+    }
+
+    /// Forgets every hold of lock `name` (after a force release by this client).
+    pub(crate) fn forget_name(&self, name: &str) {
+        lock(&self.holds).retain(|k, _| &*k.name != name);
+    }
+
+    /// Whether the watchdog lost this hold (and release has not been called since).
+    pub(crate) fn is_lost(&self, key: &HoldKey) -> bool {
+        lock(&self.holds).get(key).is_some_and(|h| h.lost.is_some())
+    }
+
+    /// Number of holds this client tracks (held or lost, not yet released).
+    pub(crate) fn hold_count(&self) -> usize {
+        lock(&self.holds).len()
+    }
+
+    /// Forgets everything (client close).
+    pub(crate) fn clear(&self) {
+        lock(&self.holds).clear();
+    }
+
+    /// Adds a lost-lock listener; returns its id for [`Self::remove_listener`].
+    pub(crate) fn add_listener(&self, f: Listener) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.listeners).push((id, f));
+        id
+    }
+
+    /// Removes a listener; false when the id is unknown.
+    pub(crate) fn remove_listener(&self, id: u64) -> bool {
+        let mut l = lock(&self.listeners);
+        let before = l.len();
+        l.retain(|(i, _)| *i != id);
+        l.len() != before
+    }
+
+    fn mark_lost(&self, key: &HoldKey, generation: u64, reason: LostReason) {
+        let owner = {
+            let mut holds = lock(&self.holds);
+            match holds.get_mut(key) {
+                Some(h) if h.generation == generation && h.lost.is_none() => {
+                    h.lost = Some(reason);
+                    h.renew = false;
+                    h.owner.clone()
+                }
+                _ => return,
+            }
+        };
+        let event = LostEvent { name: key.name.clone(), owner, reason };
+        log::warn!("rlock: lost the hold of '{}' by {} ({reason:?})", event.name, event.owner);
+        let listeners: Vec<Listener> = lock(&self.listeners).iter().map(|(_, f)| f.clone()).collect();
+        for f in listeners {
+            // A listener that panics must not take the watchdog down with it.
+            if catch_unwind(AssertUnwindSafe(|| f(&event))).is_err() {
+                log::error!("rlock: a lost-lock listener panicked");
+            }
+        }
+    }
+}
+
+/// The receiving end of the watchdog's schedule queue.
+pub(crate) struct Schedule(mpsc::UnboundedReceiver<(HoldKey, u64)>);
+
+/// One hold due for renewal.
+struct Due {
+    key: HoldKey,
+    generation: u64,
+    owner: Owner,
+    last_renewed: Instant,
+}
+
+/// Runs the watchdog until `stop` is cancelled.
+pub(crate) async fn run(
+    wd: Arc<Watchdog>,
+    mut schedule: Schedule,
+    commands: Commands,
+    batch_size: usize,
+    retry_delay: Duration,
+    stop: CancellationToken,
+) {
+    let period = (wd.lease / 3).max(Duration::from_millis(10));
+    let tick = (period / 8).max(Duration::from_millis(1));
+    let epoch = Instant::now();
+    // Rounds `at` up to the next tick boundary, so nearby due times coincide.
+    let quantize = |at: Instant| {
+        let since = at.saturating_duration_since(epoch).as_nanos();
+        let t = tick.as_nanos().max(1);
+        let ticks = since.div_ceil(t);
+        epoch + Duration::from_nanos(u64::try_from(ticks * t).unwrap_or(u64::MAX))
+    };
+    let mut queue: DelayQueue<(HoldKey, u64)> = DelayQueue::new();
+    loop {
+        let expired = tokio::select! {
+            _ = stop.cancelled() => return,
+            msg = schedule.0.recv() => {
+                match msg {
+                    Some(item) => { queue.insert_at(item, quantize(Instant::now() + period)); }
+                    None => return,
+                }
+                continue;
+            }
+            batch = poll_fn(|cx| {
+                let mut out = Vec::new();
+                while let Poll::Ready(Some(e)) = queue.poll_expired(cx) {
+                    out.push(e.into_inner());
+                }
+                if out.is_empty() { Poll::Pending } else { Poll::Ready(out) }
+            }) => batch,
+        };
+
+        // Pick the holds still due, grouped by batch group.
+        let now = Instant::now();
+        let mut groups: HashMap<u16, Vec<Due>> = HashMap::new();
+        {
+            let mut holds = lock(&wd.holds);
+            for (key, generation) in expired {
+                let Some(h) = holds.get_mut(&key) else { continue };
+                if h.generation != generation || !h.renew || h.lost.is_some() {
+                    continue;
+                }
+                if wd.max_hold.is_some_and(|m| now.saturating_duration_since(h.acquired) >= m) {
+                    h.renew = false;
+                    continue;
+                }
+                let due = Due { key, generation, owner: h.owner.clone(), last_renewed: h.last_renewed };
+                groups.entry(h.group).or_default().push(due);
+            }
+        }
+        let lease_ms = u64::try_from(wd.lease.as_millis()).unwrap_or(u64::MAX);
+        let calls = groups.into_values().flat_map(|group| {
+            let mut chunks = Vec::new();
+            let mut group = group.into_iter().peekable();
+            while group.peek().is_some() {
+                chunks.push(group.by_ref().take(batch_size).collect::<Vec<_>>());
+            }
+            chunks
+        });
+        let results = join_all(calls.map(|chunk| {
+            let mut conn = commands.clone();
+            async move {
+                let mut inv = RENEW.prepare_invoke();
+                for d in &chunk {
+                    inv.key(&*d.key.name);
+                }
+                inv.arg(lease_ms);
+                for d in &chunk {
+                    inv.arg(d.owner.as_str());
+                }
+                let result = inv.invoke_async::<Vec<i64>>(&mut conn).await;
+                (chunk, result)
+            }
+        }))
+        .await;
+
+        let now = Instant::now();
+        for (chunk, result) in results {
+            match result {
+                Ok(flags) => {
+                    for (i, d) in chunk.into_iter().enumerate() {
+                        if flags.get(i) == Some(&1) {
+                            let mut holds = lock(&wd.holds);
+                            if let Some(h) = holds.get_mut(&d.key) {
+                                if h.generation == d.generation {
+                                    h.last_renewed = now;
+                                    queue.insert_at((d.key, d.generation), quantize(now + period));
+                                }
+                            }
+                        } else {
+                            wd.mark_lost(&d.key, d.generation, LostReason::Gone);
+                        }
+                    }
+                }
+                Err(e) => {
+                    log::warn!("rlock: lease renewal of {} locks failed: {e}", chunk.len());
+                    for d in chunk {
+                        if now.saturating_duration_since(d.last_renewed) >= wd.lease {
+                            wd.mark_lost(&d.key, d.generation, LostReason::RenewalFailed);
+                        } else {
+                            // Try again soon, while the lease may still be alive.
+                            let retry = retry_delay.min(period).max(tick);
+                            queue.insert_at((d.key, d.generation), quantize(now + retry));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

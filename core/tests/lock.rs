@@ -1,0 +1,567 @@
+//! The reentrant lock against a real redis-server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{eventually, RedisServer};
+use redis::Commands;
+use rlock::{Client, ClientOptions, ErrorKind, LostReason, Released, Ttl};
+
+async fn client(server: &RedisServer) -> Client {
+    Client::connect(&server.url(), ClientOptions::default()).await.unwrap()
+}
+
+async fn client_with(server: &RedisServer, options: ClientOptions) -> Client {
+    Client::connect(&server.url(), options).await.unwrap()
+}
+
+fn short_watchdog() -> ClientOptions {
+    ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1000))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_release_and_reentrancy_in_redisson_layout() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let owner = c.new_owner();
+    let lock = c.lock("orders").unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(lock.remaining_ttl().await.unwrap(), Ttl::Absent);
+
+    lock.acquire(&owner).await.unwrap();
+    lock.acquire(&owner).await.unwrap();
+    assert_eq!(lock.hold_count(&owner).await.unwrap(), 2);
+    assert!(lock.is_held_by(&owner).await.unwrap());
+    assert!(lock.is_locked().await.unwrap());
+
+    // Exactly Redisson's layout: one hash field "<uuid>:<id>" -> count, lease = watchdog timeout.
+    let mut conn = server.conn();
+    let fields: Vec<(String, i64)> = conn.hgetall("orders").unwrap();
+    assert_eq!(fields, vec![(format!("{}:{}", c.id().hyphenated(), owner.id()), 2)]);
+    let pttl: i64 = conn.pttl("orders").unwrap();
+    assert!(pttl > 29_000 && pttl <= 30_000, "pttl {pttl}");
+    match lock.remaining_ttl().await.unwrap() {
+        Ttl::Remaining(d) => assert!(d > Duration::from_secs(29)),
+        other => panic!("unexpected ttl {other:?}"),
+    }
+
+    let other = c.new_owner();
+    assert!(!lock.is_held_by(&other).await.unwrap());
+    assert_eq!(lock.hold_count(&other).await.unwrap(), 0);
+    assert!(!lock.try_acquire(&other, Duration::ZERO, None).await.unwrap());
+
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::StillHeld);
+    assert_eq!(lock.hold_count(&owner).await.unwrap(), 1);
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+    assert!(!lock.is_locked().await.unwrap());
+    let err = lock.release(&owner).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert!(lock.try_acquire(&other, Duration::ZERO, None).await.unwrap());
+    lock.release(&other).await.unwrap();
+    assert_eq!(c.tracked_holds(), 0);
+    // The release latches are deleted after use.
+    let latches: Vec<String> = conn.keys("redisson_unlock_latch*").unwrap();
+    assert!(latches.is_empty(), "{latches:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_publishes_unlock_message_on_redisson_channel() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let owner = c.new_owner();
+    let lock = c.lock("chan").unwrap();
+    let mut sub = server.conn();
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("redisson_lock__channel:{chan}").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    lock.acquire(&owner).await.unwrap();
+    lock.release(&owner).await.unwrap();
+    let msg = ps.get_message().unwrap();
+    assert_eq!(msg.get_channel_name(), "redisson_lock__channel:{chan}");
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_acquire_honours_the_wait_bound() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let (a, b) = (c.new_owner(), c.new_owner());
+    let lock = c.lock("bound").unwrap();
+    lock.acquire(&a).await.unwrap();
+    for wait in [Duration::from_millis(50), Duration::from_millis(300)] {
+        let start = Instant::now();
+        assert!(!lock.try_acquire(&b, wait, None).await.unwrap());
+        let took = start.elapsed();
+        assert!(took >= wait, "returned early: {took:?} < {wait:?}");
+        assert!(took < wait + Duration::from_millis(250), "overshot: {took:?} for {wait:?}");
+    }
+    assert_eq!(c.waited_channels(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_lease_lets_another_owner_in_and_late_release_is_not_held() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let (a, b) = (c.new_owner(), c.new_owner());
+    let lock = c.lock("lease").unwrap();
+    lock.acquire_with_lease(&a, Duration::from_millis(200)).await.unwrap();
+    let pttl: i64 = server.conn().pttl("lease").unwrap();
+    assert!(pttl > 0 && pttl <= 200);
+    // B waits and gets in once the lease runs out (no unlock message is ever sent).
+    let start = Instant::now();
+    assert!(lock.try_acquire(&b, Duration::from_secs(5), None).await.unwrap());
+    assert!(start.elapsed() < Duration::from_secs(2));
+    let err = lock.release(&a).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert!(lock.is_held_by(&b).await.unwrap());
+    lock.release(&b).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_a_one_second_lease_alive_for_five_seconds() {
+    let server = RedisServer::start();
+    let c = client_with(&server, short_watchdog()).await;
+    let owner = c.new_owner();
+    let lock = c.lock("dog").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    // Holding for five leases is the behaviour under test, so this sleep is the test itself.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(lock.is_held_by(&owner).await.unwrap());
+    let pttl: i64 = server.conn().pttl("dog").unwrap();
+    assert!(pttl > 0 && pttl <= 1000, "pttl {pttl}");
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_lease_is_not_renewed() {
+    let server = RedisServer::start();
+    let c = client_with(&server, short_watchdog()).await;
+    let owner = c.new_owner();
+    let lock = c.lock("fixed").unwrap();
+    lock.acquire_with_lease(&owner, Duration::from_millis(400)).await.unwrap();
+    let start = Instant::now();
+    assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("fixed").unwrap()).await);
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_hold_stops_renewal() {
+    let server = RedisServer::start();
+    let opts = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_millis(300))
+        .with_max_hold(Some(Duration::from_millis(600)));
+    let c = client_with(&server, opts).await;
+    let owner = c.new_owner();
+    let lock = c.lock("maxhold").unwrap();
+    let start = Instant::now();
+    lock.acquire(&owner).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("maxhold").unwrap()).await
+    );
+    let held = start.elapsed();
+    assert!(held >= Duration::from_millis(600), "expired too early: {held:?}");
+    assert!(held < Duration::from_millis(2000), "renewed too long: {held:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiter_wakes_by_pubsub_and_sends_nothing_while_waiting() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let c2 = client(&server).await;
+    let (a, b) = (c.new_owner(), c2.new_owner());
+    let lock = c.lock("wake").unwrap();
+    lock.acquire(&a).await.unwrap(); // 30 s lease: only pub/sub can wake the waiter soon
+    let lock2 = c2.lock("wake").unwrap();
+    let waiter = tokio::spawn(async move {
+        lock2.acquire(&b).await.unwrap();
+        (Instant::now(), lock2, b)
+    });
+    assert!(eventually(Duration::from_secs(5), || server.numsub("redisson_lock__channel:{wake}") == 1).await);
+    // Let the waiter settle into its wait (its post-subscribe retry), then count.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = server.calls("evalsha") + server.calls("eval");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let after = server.calls("evalsha") + server.calls("eval");
+    assert_eq!(before, after, "the waiter sent lock commands while waiting");
+    let released = Instant::now();
+    lock.release(&a).await.unwrap();
+    let (acquired, lock2, b) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+    let handoff = acquired.duration_since(released);
+    assert!(handoff < Duration::from_secs(1), "hand-off took {handoff:?}");
+    assert!(lock2.is_held_by(&b).await.unwrap());
+    lock2.release(&b).await.unwrap();
+    assert!(eventually(Duration::from_secs(5), || server.pubsub_channels().is_empty()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_subscription_per_name_shared_by_local_waiters() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let holder = c.new_owner();
+    let lock = c.lock("shared").unwrap();
+    lock.acquire(&holder).await.unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let (lock, owner, done) = (lock.clone(), c.new_owner(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            lock.acquire(&owner).await.unwrap();
+            done.fetch_add(1, Ordering::SeqCst);
+            lock.release(&owner).await.unwrap();
+        }));
+    }
+    assert!(eventually(Duration::from_secs(5), || c.waited_channels() == 1).await);
+    assert!(
+        eventually(Duration::from_secs(5), || server.numsub("redisson_lock__channel:{shared}") == 1).await
+    );
+    lock.release(&holder).await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(10), t).await.unwrap().unwrap();
+    }
+    assert_eq!(done.load(Ordering::SeqCst), 10);
+    assert_eq!(c.waited_channels(), 0);
+    assert!(eventually(Duration::from_secs(5), || server.pubsub_channels().is_empty()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_acquires_leave_no_hold_renewal_or_subscription() {
+    let server = RedisServer::start();
+    let c = client_with(&server, short_watchdog()).await;
+    let holder = c.new_owner();
+    let lock = c.lock("cancel").unwrap();
+
+    // Waiters cancelled while waiting.
+    lock.acquire(&holder).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (lock, owner) = (lock.clone(), c.new_owner());
+        tasks.push(tokio::spawn(async move { lock.acquire(&owner).await }));
+    }
+    assert!(
+        eventually(Duration::from_secs(5), || server.numsub("redisson_lock__channel:{cancel}") == 1).await
+    );
+    for t in &tasks {
+        t.abort();
+    }
+    lock.release(&holder).await.unwrap();
+
+    // Acquires of a free lock cancelled at varied moments, some after the script acquired.
+    for i in 0..300u64 {
+        let (lock, owner) = (lock.clone(), c.new_owner());
+        let t = tokio::spawn(async move { lock.acquire(&owner).await });
+        tokio::time::sleep(Duration::from_micros((i * 37) % 400)).await;
+        t.abort();
+        if let Ok(Ok(())) = t.await {
+            // It finished before the abort: release it as a caller would.
+        }
+    }
+    // Finished acquires still hold; release those the tasks completed by force-checking owners.
+    // Every hold we can see must belong to a completed task; release them all by force.
+    let _ = lock.force_release().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || c.tracked_holds() == 0).await,
+        "holds left: {}",
+        c.tracked_holds()
+    );
+    assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("cancel").unwrap()).await);
+    assert!(eventually(Duration::from_secs(5), || server.pubsub_channels().is_empty()).await);
+    assert_eq!(c.waited_channels(), 0);
+    // No renewal traffic remains.
+    let before = server.calls("evalsha");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(server.calls("evalsha"), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_acquire_after_the_script_ran_is_undone() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let lock = c.lock("undo").unwrap();
+    let mut undone = 0;
+    for i in 0..200u64 {
+        let owner = c.new_owner();
+        let l = lock.clone();
+        let o = owner.clone();
+        let t = tokio::spawn(async move { l.acquire(&o).await });
+        tokio::time::sleep(Duration::from_micros((i * 53) % 600)).await;
+        t.abort();
+        match t.await {
+            Ok(result) => {
+                result.unwrap();
+                lock.release(&owner).await.unwrap();
+            }
+            Err(_) => undone += 1,
+        }
+        // Whatever the moment of cancellation, the lock ends free (the undo is in the background).
+        assert!(
+            eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("undo").unwrap()).await
+        );
+    }
+    assert!(undone > 0, "no acquire was cancelled: the test did not test anything");
+    assert!(eventually(Duration::from_secs(5), || c.tracked_holds() == 0).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_owners_keep_a_non_atomic_counter_exact() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let mut tasks = Vec::new();
+    for _ in 0..200 {
+        let (lock, owner) = (c.lock("counter-lock").unwrap(), c.new_owner());
+        let url = server.url();
+        tasks.push(tokio::spawn(async move {
+            let mut conn =
+                redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+            for _ in 0..50 {
+                lock.acquire(&owner).await.unwrap();
+                let v: Option<i64> = redis::AsyncCommands::get(&mut conn, "counter").await.unwrap();
+                redis::AsyncCommands::set::<_, _, ()>(&mut conn, "counter", v.unwrap_or(0) + 1)
+                    .await
+                    .unwrap();
+                lock.release(&owner).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(120), t).await.unwrap().unwrap();
+    }
+    let n: i64 = server.conn().get("counter").unwrap();
+    assert_eq!(n, 10_000);
+    assert_eq!(c.tracked_holds(), 0);
+    assert!(eventually(Duration::from_secs(5), || server.pubsub_channels().is_empty()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
+    let server = RedisServer::start();
+    let holder_client = client_with(&server, short_watchdog()).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    holder_client.on_lost(move |e| {
+        let _ = tx.send((e.name.to_string(), e.owner.clone(), e.reason));
+    });
+    let holder = holder_client.new_owner();
+    let lock = holder_client.lock("force").unwrap();
+    lock.acquire(&holder).await.unwrap();
+
+    let other = client(&server).await;
+    let waiter_owner = other.new_owner();
+    let waiter_lock = other.lock("force").unwrap();
+    let waiter = {
+        let (l, o) = (waiter_lock.clone(), waiter_owner.clone());
+        tokio::spawn(async move { l.acquire(&o).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || server.numsub("redisson_lock__channel:{force}") == 1).await
+    );
+    let start = Instant::now();
+    assert!(other.lock("force").unwrap().force_release().await.unwrap());
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(1));
+
+    let (name, owner, reason) =
+        tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+    assert_eq!((name.as_str(), owner, reason), ("force", holder.clone(), LostReason::Gone));
+    assert!(lock.is_lost(&holder));
+    assert_eq!(lock.release(&holder).await.unwrap_err().kind(), ErrorKind::Lost);
+    assert!(!lock.is_lost(&holder));
+    // The waiter's hold was untouched by the failed release.
+    assert!(waiter_lock.is_held_by(&waiter_owner).await.unwrap());
+    waiter_lock.release(&waiter_owner).await.unwrap();
+    assert!(!other.lock("force").unwrap().force_release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_failure_longer_than_the_lease_marks_the_hold_lost() {
+    let mut server = RedisServer::start();
+    let opts = short_watchdog().with_retry_attempts(0).with_command_timeout(Some(Duration::from_millis(200)));
+    let c = client_with(&server, opts).await;
+    let lost = Arc::new(AtomicUsize::new(0));
+    let l2 = lost.clone();
+    c.on_lost(move |e| {
+        assert_eq!(e.reason, LostReason::RenewalFailed);
+        l2.fetch_add(1, Ordering::SeqCst);
+    });
+    let owner = c.new_owner();
+    let lock = c.lock("gone").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    server.kill();
+    assert!(eventually(Duration::from_secs(10), || lost.load(Ordering::SeqCst) == 1).await);
+    assert!(lock.is_lost(&owner));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_renews_in_batches() {
+    let server = RedisServer::start();
+    let opts = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_millis(600))
+        .with_renewal_batch_size(100);
+    let c = client_with(&server, opts).await;
+    let owner = c.new_owner();
+    let mut locks = Vec::new();
+    let futs: Vec<_> = (0..250).map(|i| c.lock(&format!("batch-{i}")).unwrap()).collect();
+    for l in &futs {
+        locks.push(l.clone());
+    }
+    futures_join(futs.iter().map(|l| l.acquire(&owner))).await;
+    let before = server.calls("evalsha");
+    // Two seconds is about ten renewal periods of 200 ms.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let calls = server.calls("evalsha") - before;
+    // Unbatched this would be about 2500 calls; batched, 3 chunks per period plus tick splits.
+    assert!(calls > 0 && calls <= 60, "{calls} renewal calls for 250 locks over ~10 periods");
+    for l in &locks {
+        assert!(l.is_held_by(&owner).await.unwrap());
+        l.release(&owner).await.unwrap();
+    }
+}
+
+async fn futures_join<F: std::future::Future<Output = rlock::Result<()>>>(futs: impl Iterator<Item = F>) {
+    let all: Vec<_> = futs.collect();
+    for r in futures_util::future::join_all(all).await {
+        r.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guard_releases_on_drop() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let owner = c.new_owner();
+    let lock = c.lock("guard").unwrap();
+    {
+        let _g = lock.lock(&owner).await.unwrap();
+        assert!(lock.is_held_by(&owner).await.unwrap());
+    }
+    assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("guard").unwrap()).await);
+    let g = lock.lock(&owner).await.unwrap();
+    assert_eq!(g.release().await.unwrap(), Released::Unlocked);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_rejected_and_changes_nothing() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let owner = c.new_owner();
+    let mut conn = server.conn();
+
+    assert_eq!(c.lock("").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(c.lock(&"x".repeat(70_000)).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let lock = c.lock("bad").unwrap();
+    let e = lock.acquire_with_lease(&owner, Duration::ZERO).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = lock.acquire_with_lease(&owner, Duration::from_micros(500)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = lock.try_acquire(&owner, Duration::MAX, None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = lock.acquire_with_lease(&owner, Duration::MAX).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(!conn.exists::<_, bool>("bad").unwrap());
+
+    // A key of the wrong type: typed error, key untouched.
+    let _: () = conn.set("str", "value").unwrap();
+    let s = c.lock("str").unwrap();
+    assert_eq!(s.acquire(&owner).await.unwrap_err().kind(), ErrorKind::Redis);
+    assert_eq!(
+        s.try_acquire(&owner, Duration::from_millis(10), None).await.unwrap_err().kind(),
+        ErrorKind::Redis
+    );
+    assert_eq!(s.release(&owner).await.unwrap_err().kind(), ErrorKind::Redis);
+    assert_eq!(s.force_release().await.unwrap_err().kind(), ErrorKind::Redis);
+    assert_eq!(s.is_held_by(&owner).await.unwrap_err().kind(), ErrorKind::Redis);
+    let v: String = conn.get("str").unwrap();
+    assert_eq!(v, "value");
+    assert_eq!(conn.ttl::<_, i64>("str").unwrap(), -1);
+
+    // An owner of another client is refused.
+    let other = client(&server).await;
+    let foreign = other.new_owner();
+    assert_eq!(lock.acquire(&foreign).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
+
+    // Releasing what another owner holds fails and leaves their hold alone.
+    let holder = c.new_owner();
+    lock.acquire(&holder).await.unwrap();
+    assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::NotHeld);
+    assert_eq!(lock.hold_count(&holder).await.unwrap(), 1);
+
+    // Bad options and URLs.
+    let bad_opts = ClientOptions::default().with_watchdog_timeout(Duration::ZERO);
+    assert_eq!(
+        Client::connect(&server.url(), bad_opts).await.unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let bad_batch = ClientOptions::default().with_renewal_batch_size(0);
+    assert_eq!(
+        Client::connect(&server.url(), bad_batch).await.unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    for url in ["nonsense", "http://127.0.0.1/", "redis://:99999999/", ""] {
+        let e = Client::connect(url, ClientOptions::default()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}: {e}");
+    }
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let quick = ClientOptions::default().with_retry_attempts(0).with_connect_timeout(Duration::from_secs(2));
+    let e = Client::connect(&format!("redis://127.0.0.1:{dead_port}/"), quick).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+
+    // A closed client fails with Closed and releases nothing.
+    c.close();
+    assert_eq!(lock.acquire(&holder).await.unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(lock.release(&holder).await.unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(conn.hget::<_, _, i64>("bad", holder.as_str()).unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_password_is_a_typed_error_that_hides_the_password() {
+    let server = RedisServer::start_with(&["--requirepass", "s3cret-pw"]);
+    let url = |pw: &str| format!("redis://default:{pw}@127.0.0.1:{}/", server.port);
+    let e = Client::connect(&url("wrong-pw"), ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Redis | ErrorKind::Connection), "{e}");
+    assert!(!e.to_string().contains("wrong-pw"), "the password leaked into: {e}");
+    assert!(!format!("{e:?}").contains("wrong-pw"), "the password leaked into: {e:?}");
+    let e = Client::connect(&format!("redis://127.0.0.1:{}/", server.port), ClientOptions::default()).await;
+    let e = match e {
+        Ok(c) => c.lock("x").unwrap().is_locked().await.unwrap_err(),
+        Err(e) => e,
+    };
+    assert!(e.to_string().to_uppercase().contains("NOAUTH") || e.kind() == ErrorKind::Redis, "{e}");
+    let c = Client::connect(&url("s3cret-pw"), ClientOptions::default()).await.unwrap();
+    let owner = c.new_owner();
+    let lock = c.lock("auth").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    lock.release(&owner).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_wakes_waiters_with_closed() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let (a, b) = (c.new_owner(), c.new_owner());
+    let lock = c.lock("closing").unwrap();
+    lock.acquire(&a).await.unwrap();
+    let l = lock.clone();
+    let waiter = tokio::spawn(async move { l.acquire(&b).await });
+    assert!(eventually(Duration::from_secs(5), || c.waited_channels() == 1).await);
+    c.close();
+    let e = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+}
+
+#[test]
+fn connect_outside_a_runtime_is_an_error_not_a_panic() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // Building the future is fine anywhere; polling it outside a runtime context must not panic.
+    let fut = Client::connect("redis://127.0.0.1:1/", ClientOptions::default());
+    let e = futures_util::FutureExt::now_or_never(fut);
+    drop(rt);
+    if let Some(Err(e)) = e {
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    } else {
+        panic!("expected an immediate InvalidArgument error");
+    }
+}

@@ -4,7 +4,12 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 
-.PHONY: help deps build demo test test-rust lint fmt clean
+.PHONY: help deps build build-rust demo test test-rust lint fmt clean
+
+# Each surface adds its targets in mk/<surface>.mk and appends them to these lists.
+BUILD_TARGETS :=
+TEST_TARGETS :=
+include $(sort $(wildcard mk/*.mk))
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -15,13 +20,15 @@ deps: ## Install what is missing: redis-server and redis-tools (apt-get)
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
 	fi
 
-build: deps ## Build the core (release) and the demo workers
+build: deps build-rust $(BUILD_TARGETS) ## Build the core and every surface's demo worker
+
+build-rust:
 	$(CARGO) build --release -p rlock --example worker
 
 demo: build ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps test-rust lint ## Everything CI runs
+test: deps test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
 test-rust: ## Rust core tests against private redis-servers

@@ -47,3 +47,15 @@ impl fmt::Display for Owner {
         f.write_str(&self.wire)
     }
 }
+
+/// A number for the calling OS thread, unique in this process and never reused (threads that
+/// exit do not give theirs back). Surfaces whose holds belong to threads (C, Python sync) use it
+/// as the owner id: `client.owner(rlock::thread_owner_id())`.
+pub fn thread_owner_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    ID.with(|id| *id)
+}

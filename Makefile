@@ -14,10 +14,15 @@ include $(sort $(wildcard mk/*.mk))
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-deps: ## Install what is missing: redis-server and redis-tools (apt-get)
-	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then \
-	  echo "installing redis-server and redis-tools"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+# Debian packages every target may need; surfaces append theirs. One apt-get update, only when
+# something is missing.
+APT_PACKAGES += redis-server redis-tools
+
+deps: ## Install the missing Debian packages (redis-server, redis-tools, ...) with apt-get
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 build: deps build-rust $(BUILD_TARGETS) ## Build the core and every surface's demo worker
@@ -36,6 +41,7 @@ test-rust: ## Rust core tests against private redis-servers
 
 lint: ## clippy with warnings as errors, rustfmt check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p rlock --all-targets --features capi -- -D warnings
 	$(CARGO) fmt --all --check
 
 fmt: ## Format the Rust code

@@ -8,7 +8,8 @@ start_private_redis() {
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$RLOCK_REDIS_DIR" \
     --logfile "$RLOCK_REDIS_DIR/redis.log" &
   RLOCK_REDIS_PID=$!
-  trap 'kill "$RLOCK_REDIS_PID" 2>/dev/null; wait "$RLOCK_REDIS_PID" 2>/dev/null; rm -rf "$RLOCK_REDIS_DIR"' EXIT
+  disown "$RLOCK_REDIS_PID" # no job-control chatter when a test kills it on purpose
+  trap 'kill "$RLOCK_REDIS_PID" 2>/dev/null || true; rm -rf "$RLOCK_REDIS_DIR"' EXIT
   for _ in $(seq 1 200); do
     if redis-cli -p "$port" ping >/dev/null 2>&1; then break; fi
     sleep 0.05

@@ -127,7 +127,8 @@ impl Client {
     }
 
     /// The owner with integer part `id`. The caller keeps ids of distinct live owners distinct;
-    /// ids from 2^62 up are reserved for [`Client::new_owner`].
+    /// ids from 2^61 up are reserved ([`thread_owner_id`](crate::thread_owner_id) hands out
+    /// 2^61.., [`Client::new_owner`] 2^62..).
     pub fn owner(&self, id: u64) -> Owner {
         Owner::new(self.inner.id, id)
     }

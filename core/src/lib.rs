@@ -31,5 +31,8 @@ pub use error::{Error, ErrorKind, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
 pub use options::ClientOptions;
-pub use owner::{thread_owner_id, Owner};
+pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use watchdog::{LostEvent, LostReason};
+
+#[cfg(feature = "capi")]
+pub mod ffi;

@@ -48,12 +48,16 @@ impl fmt::Display for Owner {
     }
 }
 
+/// First id [`thread_owner_id`] hands out (2^61). Ids from here up are reserved for threads.
+pub const THREAD_OWNER_BASE: u64 = 1 << 61;
+
 /// A number for the calling OS thread, unique in this process and never reused (threads that
 /// exit do not give theirs back). Surfaces whose holds belong to threads (C, Python sync) use it
 /// as the owner id: `client.owner(rlock::thread_owner_id())`.
 pub fn thread_owner_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
+    // A range of its own, so thread owners never collide with small explicit ids.
+    static NEXT: AtomicU64 = AtomicU64::new(THREAD_OWNER_BASE);
     thread_local! {
         static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
     }

@@ -1,0 +1,195 @@
+//! The C ABI of librlock (feature `capi`); the header `include/rlock.h` is generated from this
+//! module by cbindgen.
+//!
+//! Conventions (as in rustls-ffi): every fallible function returns an [`rlock_result`]; on
+//! failure the calling thread's last error message says why ([`rlock_last_error`]);
+//! out-parameters are written only on success; NULL pointers and invalid UTF-8 are rejected
+//! with `RLOCK_INVALID_ARGUMENT`; no panic ever unwinds into C (it becomes `RLOCK_PANIC`).
+//! One process-wide tokio runtime (one worker thread) runs every client's background work;
+//! blocking calls park the calling thread until their answer.
+//!
+//! Safety contract of every `unsafe extern "C"` function here: each pointer argument is NULL or
+//! valid for the access its documentation describes (strings NUL-terminated, clients live and
+//! not yet freed).
+#![allow(non_camel_case_types, clippy::missing_safety_doc)]
+
+mod client;
+mod lock;
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr};
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+use crate::error::{Error, ErrorKind};
+
+pub use client::*;
+pub use lock::*;
+
+/// Result of every fallible librlock call. The numbers are stable.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rlock_result {
+    /// Success.
+    RLOCK_OK = 0,
+    /// `rlock_try_lock`: the wait ran out while another owner held the lock.
+    RLOCK_NOT_ACQUIRED = 1,
+    /// Unlock by a thread/owner that does not hold the lock (never did, or its lease ran out).
+    RLOCK_NOT_HELD = 2,
+    /// Unlock of a hold the watchdog had lost (it found the lock gone or could not renew it).
+    RLOCK_LOST = 3,
+    /// A NULL pointer, invalid UTF-8, an empty name, a bad duration or URL. Nothing was done.
+    RLOCK_INVALID_ARGUMENT = 4,
+    /// Redis could not be reached or the connection failed.
+    RLOCK_CONNECTION = 5,
+    /// Redis did not answer within the command timeout.
+    RLOCK_TIMEOUT = 6,
+    /// Redis answered with an error (e.g. WRONGTYPE: the name holds a key that is not a lock).
+    RLOCK_REDIS = 7,
+    /// The client was closed.
+    RLOCK_CLOSED = 8,
+    /// An internal error (a bug in librlock): caught before it could unwind into C.
+    RLOCK_PANIC = 9,
+}
+
+impl From<ErrorKind> for rlock_result {
+    fn from(kind: ErrorKind) -> Self {
+        match kind {
+            ErrorKind::InvalidArgument => rlock_result::RLOCK_INVALID_ARGUMENT,
+            ErrorKind::NotHeld => rlock_result::RLOCK_NOT_HELD,
+            ErrorKind::Lost => rlock_result::RLOCK_LOST,
+            ErrorKind::Timeout => rlock_result::RLOCK_TIMEOUT,
+            ErrorKind::Connection => rlock_result::RLOCK_CONNECTION,
+            ErrorKind::Redis => rlock_result::RLOCK_REDIS,
+            ErrorKind::Closed => rlock_result::RLOCK_CLOSED,
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A failure on its way to C: the code and the thread's new last-error message.
+pub(crate) struct Failure(rlock_result, String);
+
+impl Failure {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Failure(rlock_result::RLOCK_INVALID_ARGUMENT, message.into())
+    }
+    pub(crate) fn new(code: rlock_result, message: impl Into<String>) -> Self {
+        Failure(code, message.into())
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure(e.kind().into(), e.message().to_owned())
+    }
+}
+
+fn set_last_error(message: &str) {
+    LAST_ERROR.with(|m| {
+        let mut m = m.borrow_mut();
+        m.clear();
+        // An interior NUL would cut the message short in C; replace it.
+        m.extend(message.bytes().map(|b| if b == 0 { b'?' } else { b }));
+    });
+}
+
+/// Runs `f`, turning its failure or a panic into a result code and the last-error message.
+pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> rlock_result {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => rlock_result::RLOCK_OK,
+        Ok(Err(Failure(code, message))) => {
+            set_last_error(&message);
+            code
+        }
+        Err(_) => {
+            set_last_error("internal error in librlock (a bug: please report it)");
+            rlock_result::RLOCK_PANIC
+        }
+    }
+}
+
+/// The process-wide runtime that runs every client's tasks.
+fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
+    static RT: OnceLock<Option<tokio::runtime::Runtime>> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("rlock-runtime")
+            .enable_all()
+            .build()
+            .ok()
+    })
+    .as_ref()
+    .ok_or_else(|| Failure::new(rlock_result::RLOCK_PANIC, "could not start the librlock runtime thread"))
+}
+
+/// Blocks the calling thread on `fut`, run under the librlock runtime.
+pub(crate) fn block_on<F: Future>(fut: F) -> Result<F::Output, Failure> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Failure::invalid(
+            "blocking librlock calls cannot be made from a librlock callback or a tokio runtime thread",
+        ));
+    }
+    Ok(runtime()?.block_on(fut))
+}
+
+/// Borrows a C string as UTF-8; `what` names the argument in the error.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string valid for the call.
+pub(crate) unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, Failure> {
+    if p.is_null() {
+        return Err(Failure::invalid(format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL and NUL-terminated per the caller's contract.
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map_err(|_| Failure::invalid(format!("{what} is not valid UTF-8")))
+}
+
+/// Copies the calling thread's last error message into `buf` (at most `len - 1` bytes and a
+/// terminating NUL; nothing when `buf` is NULL or `len` is 0) and returns its full length in
+/// bytes, without the NUL. Returns 0 when no call on this thread has failed yet. Thread-safe:
+/// each thread has its own message.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_last_error(buf: *mut c_char, len: usize) -> usize {
+    catch_unwind(|| {
+        LAST_ERROR.with(|m| {
+            let m = m.borrow();
+            if !buf.is_null() && len > 0 {
+                let n = m.len().min(len - 1);
+                // SAFETY: the caller gives `len` writable bytes at `buf`; we write n + 1 <= len.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(m.as_ptr(), buf.cast::<u8>(), n);
+                    *buf.add(n) = 0;
+                }
+            }
+            m.len()
+        })
+    })
+    .unwrap_or(0)
+}
+
+/// A static, NUL-terminated name for a result code, e.g. "RLOCK_NOT_HELD"; "RLOCK_UNKNOWN"
+/// for a number that is not an `rlock_result`. Takes an `int` so any value is safe to pass.
+#[no_mangle]
+pub extern "C" fn rlock_result_str(r: c_int) -> *const c_char {
+    let s: &'static CStr = match r {
+        0 => c"RLOCK_OK",
+        1 => c"RLOCK_NOT_ACQUIRED",
+        2 => c"RLOCK_NOT_HELD",
+        3 => c"RLOCK_LOST",
+        4 => c"RLOCK_INVALID_ARGUMENT",
+        5 => c"RLOCK_CONNECTION",
+        6 => c"RLOCK_TIMEOUT",
+        7 => c"RLOCK_REDIS",
+        8 => c"RLOCK_CLOSED",
+        9 => c"RLOCK_PANIC",
+        _ => c"RLOCK_UNKNOWN",
+    };
+    s.as_ptr()
+}

@@ -97,7 +97,7 @@ async fn try_acquire_honours_the_wait_bound() {
         assert!(!lock.try_acquire(&b, wait, None).await.unwrap());
         let took = start.elapsed();
         assert!(took >= wait, "returned early: {took:?} < {wait:?}");
-        assert!(took < wait + Duration::from_millis(250), "overshot: {took:?} for {wait:?}");
+        assert!(took < wait + Duration::from_millis(500), "overshot: {took:?} for {wait:?}");
     }
     assert_eq!(c.waited_channels(), 0);
 }
@@ -564,4 +564,89 @@ fn connect_outside_a_runtime_is_an_error_not_a_panic() {
     } else {
         panic!("expected an immediate InvalidArgument error");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_socket_url_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("redis.sock");
+    let sock_s = sock.to_str().unwrap().to_owned();
+    let server = RedisServer::start_with(&["--unixsocket", &sock_s, "--unixsocketperm", "700"]);
+    assert!(eventually(Duration::from_secs(5), || sock.exists()).await);
+    let c = Client::connect(&format!("redis+unix://{sock_s}"), ClientOptions::default()).await.unwrap();
+    let owner = c.new_owner();
+    let lock = c.lock("unix").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    assert!(server.conn().exists::<_, bool>("unix").unwrap());
+    lock.release(&owner).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_reloaded_after_script_flush() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let owner = c.new_owner();
+    let lock = c.lock("flush").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut server.conn()).unwrap();
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut server.conn()).unwrap();
+    lock.acquire(&owner).await.unwrap();
+    lock.release(&owner).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_pubsub_connection_resubscribes_and_waiters_still_wake() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let holder_client = client(&server).await;
+    let holder = holder_client.new_owner();
+    let hl = holder_client.lock("resub").unwrap();
+    hl.acquire(&holder).await.unwrap(); // 30 s lease
+    let (l, o) = (c.lock("resub").unwrap(), c.new_owner());
+    let waiter = tokio::spawn(async move { l.acquire(&o).await.map(|_| Instant::now()) });
+    let channel = "redisson_lock__channel:{resub}";
+    assert!(eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await);
+    let _: i64 =
+        redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut server.conn()).unwrap();
+    // The subscription comes back by itself.
+    assert!(eventually(Duration::from_secs(10), || server.numsub(channel) == 1).await, "no resubscription");
+    let released = Instant::now();
+    hl.release(&holder).await.unwrap();
+    let acquired = tokio::time::timeout(Duration::from_secs(10), waiter).await.unwrap().unwrap().unwrap();
+    let took = acquired.duration_since(released);
+    assert!(took < Duration::from_secs(2), "woke after {took:?}: pub/sub did not come back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_and_waiters_survive_a_server_restart() {
+    let mut server = RedisServer::start();
+    let port = server.port;
+    let opts = short_watchdog().with_retry_delay(Duration::from_millis(200)).with_retry_attempts(20);
+    let c = client_with(&server, opts.clone()).await;
+    let lost = Arc::new(AtomicUsize::new(0));
+    let l2 = lost.clone();
+    c.on_lost(move |_| {
+        l2.fetch_add(1, Ordering::SeqCst);
+    });
+    let holder = c.new_owner();
+    let lock = c.lock("restart").unwrap();
+    lock.acquire(&holder).await.unwrap();
+    let (l, o) = (lock.clone(), c.new_owner());
+    let waiter = tokio::spawn(async move { l.acquire(&o).await.map(|_| o) });
+    assert!(
+        eventually(Duration::from_secs(5), || server.numsub("redisson_lock__channel:{restart}") == 1).await
+    );
+    server.kill();
+    // The same port, an empty dataset: the hold is gone.
+    let restarted = RedisServer::start_on(port);
+    assert!(
+        eventually(Duration::from_secs(15), || lost.load(Ordering::SeqCst) == 1).await,
+        "no lost notification"
+    );
+    let o = tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
+    assert!(lock.is_held_by(&o).await.unwrap());
+    assert_eq!(lock.release(&holder).await.unwrap_err().kind(), ErrorKind::Lost);
+    lock.release(&o).await.unwrap();
+    drop(restarted);
 }

@@ -18,9 +18,19 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::launch(None, extra)
+    }
+
+    /// Starts a server on `port` (to restart one that was killed).
+    pub fn start_on(port: u16) -> RedisServer {
+        Self::launch(Some(port), &[])
+    }
+
+    fn launch(fixed_port: Option<u16>, extra: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().unwrap();
         for _ in 0..20 {
-            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let port = fixed_port
+                .unwrap_or_else(|| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
             let mut child = Command::new("redis-server")
                 .args([
                     "--port",

@@ -1,0 +1,212 @@
+//! `make bench`, Rust part: uncontended pairs/s at several owner counts, single-pair latency,
+//! hand-off latency under contention, and watchdog scale. Prints one JSON object per line
+//! (`{"bench": ..., ...}`) for bench/report.py to tabulate with the ceiling and the peers.
+//!
+//! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `watchdog`;
+//! Redis from `REDIS_URL`.
+#![allow(clippy::print_stdout, missing_docs)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rlock::{Client, ClientOptions};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+async fn pairs(url: &str, owners: usize, secs: f64) -> Res<f64> {
+    let client = Client::connect(url, ClientOptions::default()).await?;
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Instant::now() + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for i in 0..owners {
+        let lock = client.lock(&format!("bench:pairs:{i}"))?;
+        let owner = client.new_owner();
+        let done = done.clone();
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < stop {
+                lock.acquire(&owner).await?;
+                lock.release(&owner).await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<(), rlock::Error>(())
+        }));
+    }
+    let start = Instant::now();
+    for t in tasks {
+        t.await??;
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    client.close();
+    Ok(rate)
+}
+
+async fn latency(url: &str, n: usize) -> Res<(f64, f64)> {
+    let client = Client::connect(url, ClientOptions::default()).await?;
+    let lock = client.lock("bench:latency")?;
+    let owner = client.new_owner();
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        lock.acquire(&owner).await?;
+        lock.release(&owner).await?;
+        samples.push(t.elapsed());
+    }
+    samples.sort();
+    client.close();
+    Ok((percentile(&samples, 0.5), percentile(&samples, 0.99)))
+}
+
+/// 16 waiters on one name; each hand-off is measured from the moment the previous holder's
+/// release returned to the moment another owner's acquire returned (0 when it returned first).
+async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
+    let client = Client::connect(url, ClientOptions::default()).await?;
+    let released_at = Arc::new(std::sync::Mutex::new(None::<(Instant, u64)>));
+    let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let taken = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..waiters {
+        let lock = client.lock("bench:handoff")?;
+        let owner = client.new_owner();
+        let (released_at, samples, taken) = (released_at.clone(), samples.clone(), taken.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                lock.acquire(&owner).await?;
+                let now = Instant::now();
+                // Only hand-offs to another owner count (a releaser re-taking its lock is not one).
+                if let Some((r, by)) = released_at.lock().map(|mut g| g.take()).unwrap_or(None) {
+                    if by != owner.id() {
+                        if let Ok(mut s) = samples.lock() {
+                            s.push(now.saturating_duration_since(r));
+                        }
+                    }
+                }
+                taken.fetch_add(1, Ordering::Relaxed);
+                // Hold briefly so the others are waiting when we release.
+                tokio::time::sleep(Duration::from_micros(200)).await;
+                lock.release(&owner).await?;
+                if let Ok(mut g) = released_at.lock() {
+                    *g = Some((Instant::now(), owner.id()));
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), rlock::Error>(())
+        }));
+    }
+    // Stop the others once the rounds are done: they may be waiting for a lock nobody takes.
+    let lock = client.lock("bench:handoff")?;
+    while taken.load(Ordering::Relaxed) < rounds as u64 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for t in &tasks {
+        t.abort();
+    }
+    let _ = lock.force_release().await;
+    let mut s = samples.lock().map(|g| g.clone()).unwrap_or_default();
+    s.sort();
+    client.close();
+    Ok((percentile(&s, 0.5), percentile(&s, 0.99)))
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.to_owned()))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn cpu_secs() -> f64 {
+    // utime + stime of this process, from /proc (clock ticks of 100 Hz on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.to_owned();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let u: f64 = f.get(11)?.parse().ok()?;
+            let k: f64 = f.get(12)?.parse().ok()?;
+            Some((u + k) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+async fn evalsha_calls(conn: &mut redis::aio::MultiplexedConnection) -> Res<u64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0))
+}
+
+async fn watchdog(url: &str, locks: usize) -> Res<String> {
+    let timeout = Duration::from_secs(3); // renewal period 1 s
+    let rss0 = rss_kib();
+    let client = Client::connect(url, ClientOptions::default().with_watchdog_timeout(timeout)).await?;
+    let owner = client.new_owner();
+    let handles: Vec<_> =
+        (0..locks).map(|i| client.lock(&format!("bench:wd:{i}"))).collect::<Result<_, _>>()?;
+    for chunk in handles.chunks(1000) {
+        futures_util::future::try_join_all(chunk.iter().map(|l| l.acquire(&owner))).await?;
+    }
+    let rss1 = rss_kib();
+    let mut conn = redis::Client::open(url)?.get_multiplexed_async_connection().await?;
+    // Let the first renewals of the acquisition burst pass, then measure whole periods.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (c0, cpu0, t0) = (evalsha_calls(&mut conn).await?, cpu_secs(), Instant::now());
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (c1, cpu1, el) = (evalsha_calls(&mut conn).await?, cpu_secs(), t0.elapsed().as_secs_f64());
+    let periods = el / (timeout.as_secs_f64() / 3.0);
+    let calls_per_period = (c1 - c0) as f64 / periods;
+    let out = format!(
+        "{{\"bench\":\"watchdog\",\"locks\":{locks},\"calls_per_period\":{calls_per_period:.1},\"calls_per_100_locks\":{:.2},\"cpu_pct\":{:.2},\"rss_bytes_per_lock\":{:.0}}}",
+        calls_per_period * 100.0 / locks as f64,
+        (cpu1 - cpu0) / el * 100.0,
+        (rss1.saturating_sub(rss0)) as f64 * 1024.0 / locks as f64
+    );
+    for chunk in handles.chunks(1000) {
+        futures_util::future::try_join_all(chunk.iter().map(|l| l.release(&owner))).await?;
+    }
+    client.close();
+    Ok(out)
+}
+
+fn main() -> Res<()> {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    let secs: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    // The design note measured a current-thread runtime as fastest and leanest for this client.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let sections: Vec<String> = std::env::args().skip(1).collect();
+    let want = |s: &str| sections.is_empty() || sections.iter().any(|x| x == s);
+    rt.block_on(async {
+        if want("pairs") {
+            for owners in [1usize, 16, 64, 256] {
+                let rate = pairs(&url, owners, secs).await?;
+                println!("{{\"bench\":\"pairs\",\"surface\":\"rust\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
+            }
+        }
+        if want("latency") {
+            let (p50, p99) = latency(&url, 5000).await?;
+            println!("{{\"bench\":\"latency\",\"surface\":\"rust\",\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+        }
+        if want("handoff") {
+            let (p50, p99) = handoff(&url, 16, 2000).await?;
+            println!("{{\"bench\":\"handoff\",\"surface\":\"rust\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+        }
+        if want("watchdog") {
+            for n in [10_000usize, 100_000] {
+                println!("{}", watchdog(&url, n).await?);
+            }
+        }
+        Ok(())
+    })
+}

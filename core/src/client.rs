@@ -11,6 +11,7 @@ use uuid::Uuid;
 use crate::connection::{self, Commands};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::MAX_NAME_LEN;
+use crate::latches::Latches;
 use crate::lock::Lock;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
@@ -39,6 +40,7 @@ pub(crate) struct ClientInner {
     pub(crate) handle: Handle,
     pub(crate) closed: CancellationToken,
     pub(crate) latch_ttl_ms: u64,
+    pub(crate) latches: Latches,
     next_owner: AtomicU64,
 }
 
@@ -100,6 +102,7 @@ impl Client {
             closed.clone(),
         ));
 
+        let latches = Latches::start(&handle, commands.clone(), closed.clone());
         let per_try = options.command_timeout.unwrap_or(Duration::from_secs(10)) + options.retry_delay;
         let latch_ttl = per_try.saturating_mul(options.retry_attempts + 1).max(Duration::from_secs(1));
         let inner = ClientInner {
@@ -111,6 +114,7 @@ impl Client {
             handle,
             closed,
             latch_ttl_ms: u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX),
+            latches,
             next_owner: AtomicU64::new(AUTO_OWNER_BASE),
         };
         Ok(Client { inner: Arc::new(inner) })

@@ -19,6 +19,7 @@ mod client;
 mod connection;
 mod error;
 mod keys;
+mod latches;
 mod lock;
 mod options;
 mod owner;

@@ -369,8 +369,7 @@ impl Lock {
             }
         };
         // The latch only matters to retries of this call, which are over.
-        let mut conn = client.commands.clone();
-        let _ = conn.del::<_, ()>(&latch).await;
+        client.latches.delete(inner.group, latch);
         Ok(outcome)
     }
 

@@ -9,12 +9,14 @@ unset REDIS_URL # always a private server, never one from the environment
 start_private_redis
 
 RUST=${INTEROP_RUST:-target/debug/examples/interop}
-JAVA_CP="tests/interop/redisson/target/interop.jar:tests/interop/redisson/target/lib/*"
+# The Maven build output; point it elsewhere to try another Redisson build (see README.md).
+JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
+JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"
 SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog})
 # Bound on one scenario: nothing may hang the run.
 LIMIT=${INTEROP_TIMEOUT:-120}
 
-for f in "$RUST" tests/interop/redisson/target/interop.jar; do
+for f in "$RUST" "$JAVA_DIR/interop.jar"; do
   [ -e "$f" ] || { echo "missing $f: run 'make interop'"; exit 1; }
 done
 

@@ -1,0 +1,20 @@
+# Interop with the real Redisson (Java): tests/interop. `make interop` builds the rlock side
+# (cargo example `interop` of the core) and the Maven project, then runs tests/interop/run.sh.
+APT_PACKAGES += maven openjdk-17-jdk-headless
+TEST_TARGETS += interop
+
+INTEROP_JAR := tests/interop/redisson/target/interop.jar
+INTEROP_SOURCES := tests/interop/redisson/pom.xml $(shell find tests/interop/redisson/src -name '*.java' 2>/dev/null)
+
+.PHONY: interop build-interop
+
+# Maven downloads Redisson and its dependencies from Maven Central once (into ~/.m2).
+$(INTEROP_JAR): $(INTEROP_SOURCES)
+	cd tests/interop/redisson && mvn -q -B package
+	@touch $@
+
+build-interop: deps $(INTEROP_JAR)
+	$(CARGO) build -p rlock --example interop
+
+interop: build-interop ## rlock and Redisson share locks: mutual exclusion, wake-ups, holds, force-unlock, watchdog
+	bash tests/interop/run.sh

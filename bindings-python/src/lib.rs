@@ -61,6 +61,9 @@ where
 impl Client {
     /// Connects to Redis; see `rlock.Client` for the meaning of the options.
     #[new]
+    #[pyo3(text_signature = "(url, *, watchdog_timeout=30.0, command_timeout=3.0, connect_timeout=10.0, \
+        retry_attempts=3, retry_delay=1.5, subscription_timeout=7.5, poll_interval=0.1, max_hold=None, \
+        renewal_batch_size=100, on_lost=None)")]
     #[pyo3(signature = (
         url,
         *,

@@ -48,6 +48,18 @@ __all__ = [
     "ClosedError",
 ]
 
+for _cls in (
+    RLockError,
+    NotHeldError,
+    LockLostError,
+    ConnectionError,
+    TimeoutError,
+    InvalidArgumentError,
+    RedisError,
+    ClosedError,
+):
+    _cls.__module__ = "rlock"  # shown as rlock.NotHeldError, where users import it from
+
 _log = logging.getLogger("rlock")
 
 #: Where a client connects when neither an argument nor ``REDIS_URL`` says otherwise.
@@ -110,6 +122,14 @@ class Client:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._native.closed
+
+    def tracked_holds(self) -> int:
+        """Holds this client tracks (held, or lost and not yet released); for diagnostics."""
+        return self._native.tracked_holds()
+
+    def waited_channels(self) -> int:
+        """Lock channels this client is subscribed to for waiters; for diagnostics."""
+        return self._native.waited_channels()
 
     def __enter__(self) -> Client:
         return self

@@ -2,6 +2,8 @@
 
 from typing import Awaitable, Callable, Optional, final
 
+__all__ = ["Client", "Lock", "thread_owner_id"]
+
 @final
 class Client:
     def __new__(

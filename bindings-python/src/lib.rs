@@ -105,8 +105,8 @@ impl Client {
             .with_renewal_batch_size(renewal_batch_size);
         let rt = runtime::current()?;
         let url = url.to_owned();
-        let inner = block(py, &rt, async move { rlock::Client::connect(&url, options).await })?
-            .map_err(map_err)?;
+        let inner =
+            block(py, &rt, async move { rlock::Client::connect(&url, options).await })?.map_err(map_err)?;
         if let Some(cb) = on_lost {
             let cb = Arc::new(cb);
             let handle = rt.handle().clone();
@@ -228,21 +228,19 @@ impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for Outcome<T> {
 }
 
 /// The acquire future shared by the sync and async entry points.
-fn acquire_future(
+async fn acquire_future(
     lock: rlock::Lock,
     owner: rlock::Owner,
     handle: tokio::runtime::Handle,
     timeout: Option<Duration>,
     lease: Option<Duration>,
-) -> impl Future<Output = rlock::Result<Acquired>> + Send + 'static {
-    async move {
-        let got = match (timeout, lease) {
-            (None, None) => lock.acquire(&owner).await.map(|()| true),
-            (None, Some(l)) => lock.acquire_with_lease(&owner, l).await.map(|()| true),
-            (Some(w), l) => lock.try_acquire(&owner, w, l).await,
-        }?;
-        Ok(Acquired { hold: got.then_some((lock, owner, handle)) })
-    }
+) -> rlock::Result<Acquired> {
+    let got = match (timeout, lease) {
+        (None, None) => lock.acquire(&owner).await.map(|()| true),
+        (None, Some(l)) => lock.acquire_with_lease(&owner, l).await.map(|()| true),
+        (Some(w), l) => lock.try_acquire(&owner, w, l).await,
+    }?;
+    Ok(Acquired { hold: got.then_some((lock, owner, handle)) })
 }
 
 /// A handle on one reentrant lock (core `rlock::Lock`). Holds belong to owners, not handles.
@@ -281,7 +279,13 @@ impl Lock {
     /// Blocks until `owner` holds the lock or `timeout` seconds passed (None: no limit, 0: try
     /// once). `lease` None uses the watchdog. Returns whether the lock was acquired.
     #[pyo3(signature = (owner = None, timeout = None, lease = None))]
-    fn acquire(&self, py: Python<'_>, owner: Option<u64>, timeout: Option<f64>, lease: Option<f64>) -> PyResult<bool> {
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        owner: Option<u64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<bool> {
         let timeout = opt_seconds("timeout", timeout)?;
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(owner)?;

@@ -99,3 +99,27 @@ def test_key_of_wrong_type(client: rlock.Client, name: str, raw: redis.Redis) ->
     assert raw.get(name) == b"not a lock"
     assert client.tracked_holds() == 0
     raw.delete(name)
+
+
+def test_unresponsive_server_is_timeout_error(name: str) -> None:
+    import signal
+
+    from conftest import RedisServer
+
+    server = RedisServer()
+    try:
+        with rlock.Client(server.url, command_timeout=0.3, retry_attempts=0) as c:
+            lock = c.lock(name)
+            server.proc.send_signal(signal.SIGSTOP)  # Redis stops answering
+            try:
+                with pytest.raises(rlock.TimeoutError) as info:
+                    lock.locked()
+                assert isinstance(info.value, builtins.TimeoutError)
+            finally:
+                server.proc.send_signal(signal.SIGCONT)
+            assert lock.locked() is False
+    finally:
+        server.stop()
+        import shutil
+
+        shutil.rmtree(server.dir, ignore_errors=True)

@@ -55,6 +55,7 @@ def test_ctrl_c_interrupts_blocking_acquire(client: rlock.Client, url: str, name
         latency = time.monotonic() - sent
         assert line == "interrupted"
         # 50 ms slices: well under 100 ms on an idle machine; generous for a loaded CI box.
+        print(f"Ctrl-C to KeyboardInterrupt: {latency * 1000:.0f} ms")
         assert latency < 1.0, f"took {latency:.3f} s"
         assert proc.stdout.readline().strip() == "state False 0 0"
         assert proc.wait(20) == 0
@@ -68,8 +69,11 @@ def test_ctrl_c_interrupts_blocking_acquire(client: rlock.Client, url: str, name
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_client_used_after_fork_raises(client: rlock.Client, url: str, name: str) -> None:
+def test_client_used_after_fork_raises(
+    client: rlock.Client, url: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lock = client.lock(name)
+    monkeypatch.setattr(rlock, "_default", client)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report through the pipe, never return into pytest
@@ -86,6 +90,8 @@ def test_client_used_after_fork_raises(client: rlock.Client, url: str, name: str
                 results.append("no error")
             except rlock.RLockError as e:
                 results.append("fork" if "os.fork()" in str(e) else f"other: {e}")
+            # The default client stays with the parent; the child would make its own.
+            results.append("default reset" if rlock._default is None else "default kept")
             with rlock.Client(url) as fresh:  # a client made in the child works
                 fl = fresh.lock(name)
                 results.append(str(fl.acquire(timeout=5)))
@@ -99,7 +105,7 @@ def test_client_used_after_fork_raises(client: rlock.Client, url: str, name: str
     with os.fdopen(read_fd) as f:
         report = f.read()
     assert os.WEXITSTATUS(status) == 0, report
-    assert report == "fork,fork,True"
+    assert report == "fork,fork,default reset,True"
     # The parent's client is unaffected.
     with lock:
         assert lock.is_held()

@@ -16,6 +16,7 @@ python-prereqs:
 build-python: python-prereqs ## Fresh .venv with ./bindings-python, pytest, mypy and redis-py installed
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
+	@# pip before 21.3 builds a copy of the source tree, which loses the Cargo workspace around it.
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q ./bindings-python -r bindings-python/requirements-dev.txt
 

@@ -104,3 +104,34 @@ def test_async_calls_need_a_task(client: rlock.Client, name: str) -> None:
     # Outside a running loop there is no task to own the hold.
     with pytest.raises(RuntimeError):
         client._task_owner()
+
+
+def test_cancel_at_random_moments_leaves_nothing(client: rlock.Client, name: str) -> None:
+    import random
+
+    lock = client.lock(name)
+    rng = random.Random(4)
+    outcomes = {"cancelled": 0, "finished": 0}
+
+    async def grab() -> None:
+        if await lock.acquire_async():
+            await lock.release_async()
+
+    async def main() -> None:
+        for _ in range(200):
+            task = asyncio.create_task(grab())
+            await asyncio.sleep(rng.uniform(0, 0.002))
+            task.cancel()
+            try:
+                await task
+                outcomes["finished"] += 1
+            except asyncio.CancelledError:
+                outcomes["cancelled"] += 1
+
+    asyncio.run(main())
+    assert outcomes["cancelled"] > 0
+    # Holds undone in the background (cancelled just as they succeeded) finish within a round trip.
+    from conftest import wait_until
+
+    wait_until(lambda: not lock.locked() and client.tracked_holds() == 0, what="no hold left")
+    assert client.waited_channels() == 0

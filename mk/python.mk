@@ -20,7 +20,8 @@ build-python: python-prereqs ## Fresh .venv with ./bindings-python, pytest, mypy
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q ./bindings-python -r bindings-python/requirements-dev.txt
 
-test-python: build-python ## Python tests, stub check (mypy.stubtest) and mypy --strict on the examples
+test-python: build-python ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
 	cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests
 	$(VENV)/bin/python -m mypy.stubtest rlock._native
 	$(VENV)/bin/python -m mypy --strict examples/python
+	$(VENV)/bin/python -m mypy --strict -p rlock

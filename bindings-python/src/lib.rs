@@ -28,6 +28,7 @@ fn seconds(what: &str, s: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(s).map_err(|_| invalid(format!("{what} is too large ({s} s)")))
 }
 
+/// [`seconds`] for optional arguments, where None keeps its own meaning (no limit, watchdog).
 fn opt_seconds(what: &str, s: Option<f64>) -> PyResult<Option<Duration>> {
     s.map(|s| seconds(what, s)).transpose()
 }
@@ -45,16 +46,6 @@ impl Client {
         self.rt.check_pid()?;
         Ok(&self.inner)
     }
-}
-
-/// Runs `fut` on the binding's runtime and waits for it with the GIL released, staying
-/// interruptible by signals.
-fn block<T, F>(py: Python<'_>, rt: &Rt, fut: F) -> PyResult<T>
-where
-    T: Send + 'static,
-    F: Future<Output = T> + Send + 'static,
-{
-    wait::block_on(py, rt, fut)
 }
 
 #[pymethods]
@@ -105,8 +96,8 @@ impl Client {
             .with_renewal_batch_size(renewal_batch_size);
         let rt = runtime::current()?;
         let url = url.to_owned();
-        let inner =
-            block(py, &rt, async move { rlock::Client::connect(&url, options).await })?.map_err(map_err)?;
+        let inner = wait::block_on(py, &rt, async move { rlock::Client::connect(&url, options).await })?
+            .map_err(map_err)?;
         if let Some(cb) = on_lost {
             let cb = Arc::new(cb);
             let handle = rt.handle().clone();
@@ -264,7 +255,7 @@ impl Lock {
         F: Future<Output = rlock::Result<T>> + Send + 'static,
     {
         self.rt.check_pid()?;
-        block(py, &self.rt, fut)?.map_err(map_err)
+        wait::block_on(py, &self.rt, fut)?.map_err(map_err)
     }
 }
 

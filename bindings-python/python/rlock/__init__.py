@@ -1,0 +1,347 @@
+"""rlock: distributed reentrant locks on Redis, stored exactly as Redisson stores them.
+
+>>> import rlock
+>>> with rlock.lock("orders"):        # doctest: +SKIP
+...     ...                           # one holder at a time, across processes and machines
+
+Sync calls belong to the calling thread (the same thread re-enters, another thread contends);
+``async`` calls belong to the current asyncio task. All lock logic lives in the Rust core; this
+module only adds Python sugar (context managers, threading-style arguments, task owners).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Optional, Type
+
+from . import _native
+from ._errors import (
+    ClosedError,
+    ConnectionError,
+    InvalidArgumentError,
+    LockLostError,
+    NotHeldError,
+    RedisError,
+    RLockError,
+    TimeoutError,
+)
+
+__all__ = [
+    "Client",
+    "Lock",
+    "LostEvent",
+    "lock",
+    "configure",
+    "RLockError",
+    "NotHeldError",
+    "LockLostError",
+    "ConnectionError",
+    "TimeoutError",
+    "InvalidArgumentError",
+    "RedisError",
+    "ClosedError",
+]
+
+for _cls in (
+    RLockError,
+    NotHeldError,
+    LockLostError,
+    ConnectionError,
+    TimeoutError,
+    InvalidArgumentError,
+    RedisError,
+    ClosedError,
+):
+    _cls.__module__ = "rlock"  # shown as rlock.NotHeldError, where users import it from
+
+_log = logging.getLogger("rlock")
+
+#: Where a client connects when neither an argument nor ``REDIS_URL`` says otherwise.
+DEFAULT_URL = "redis://127.0.0.1:6379"
+
+
+@dataclass(frozen=True)
+class LostEvent:
+    """A hold the watchdog lost: passed to callbacks registered with :meth:`Lock.on_lost`."""
+
+    #: The lock name.
+    name: str
+    #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``).
+    owner: str
+    #: ``"gone"`` (the lock was no longer held by the owner: expired, force-unlocked, deleted)
+    #: or ``"renewal_failed"`` (Redis could not be reached for longer than the lease).
+    reason: str
+
+
+LostCallback = Callable[[LostEvent], object]
+
+
+class Client:
+    """A connection to Redis that makes locks; also a context manager that closes it.
+
+    ``url`` None means the ``REDIS_URL`` environment variable, else ``redis://127.0.0.1:6379``.
+    Options (seconds as floats): ``watchdog_timeout`` (lease of watchdog-renewed holds, renewed
+    every third of it), ``command_timeout`` (None waits forever), ``connect_timeout``,
+    ``retry_attempts``, ``retry_delay``, ``subscription_timeout``, ``poll_interval``,
+    ``max_hold`` and ``renewal_batch_size``.
+    """
+
+    def __init__(self, url: Optional[str] = None, *, watchdog_timeout: float = 30.0, **options: Any) -> None:
+        if url is None:
+            url = os.environ.get("REDIS_URL") or DEFAULT_URL
+        self._listeners: Dict[str, List[LostCallback]] = {}
+        self._guard = threading.Lock()
+        self._task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
+        # The native client must not keep this object alive (it cannot take part in Python's
+        # cycle collection), so the lost-lock dispatcher holds it weakly.
+        me = weakref.ref(self)
+
+        def on_lost(name: str, owner: int, reason: str) -> None:
+            client = me()
+            if client is not None:
+                client._dispatch_lost(name, owner, reason)
+
+        self._native = _native.Client(url, watchdog_timeout=watchdog_timeout, on_lost=on_lost, **options)
+
+    def lock(self, name: str) -> Lock:
+        """A handle on the lock ``name`` (also its Redis key). Cheap; make as many as you like."""
+        return Lock(self, self._native.lock(name))
+
+    def close(self) -> None:
+        """Stops renewals and waiting; later calls raise :class:`ClosedError`. Holds are not
+        released: their leases run out within one watchdog timeout."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    def tracked_holds(self) -> int:
+        """Holds this client tracks (held, or lost and not yet released); for diagnostics."""
+        return self._native.tracked_holds()
+
+    def waited_channels(self) -> int:
+        """Lock channels this client is subscribed to for waiters; for diagnostics."""
+        return self._native.waited_channels()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def _task_owner(self) -> int:
+        """The owner id of the current asyncio task, made on its first lock call."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RLockError("asyncio lock calls must run inside an asyncio task")
+        with self._guard:
+            owner = self._task_owners.get(task)
+            if owner is None:
+                owner = self._native.new_owner_id()
+                self._task_owners[task] = owner
+            return owner
+
+    def _current_owner(self) -> Optional[int]:
+        """The current task's owner inside a running asyncio task, else None (this thread)."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return None
+        return None if task is None else self._task_owner()
+
+    def _add_listener(self, name: str, callback: LostCallback) -> Callable[[], None]:
+        with self._guard:
+            self._listeners.setdefault(name, []).append(callback)
+
+        def remove() -> None:
+            with self._guard:
+                callbacks = self._listeners.get(name, [])
+                if callback in callbacks:
+                    callbacks.remove(callback)
+
+        return remove
+
+    def _dispatch_lost(self, name: str, owner: int, reason: str) -> None:
+        with self._guard:
+            callbacks = list(self._listeners.get(name, ()))
+        if not callbacks:
+            return
+        event = LostEvent(name=name, owner=self._native.owner_name(owner), reason=reason)
+        for callback in callbacks:
+            # One failing callback must not keep the others from hearing about the loss.
+            try:
+                callback(event)
+            except Exception:
+                _log.exception("rlock: on_lost callback for lock %r raised", name)
+
+
+class Lock:
+    """A distributed reentrant lock with ``threading.RLock``'s interface, plus asyncio.
+
+    ``with lock:`` holds it for the calling thread, ``async with lock:`` for the current task.
+    Holds taken without a ``lease`` are renewed by the watchdog until released.
+    """
+
+    __slots__ = ("_client", "_native", "__weakref__")
+
+    def __init__(self, client: Client, native: _native.Lock) -> None:
+        self._client = client
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The lock name (also its Redis key)."""
+        return self._native.name
+
+    def __repr__(self) -> str:
+        return f"<rlock.Lock {self.name!r}>"
+
+    def acquire(self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None) -> bool:
+        """Acquires for the calling thread, as ``threading.RLock.acquire``: waits up to
+        ``timeout`` seconds (-1: forever; ``blocking=False``: try once) and returns whether the
+        lock was acquired. ``lease`` None keeps the hold alive with the watchdog; a number is a
+        fixed lease in seconds after which the hold ends by itself."""
+        wait: Optional[float]
+        if not blocking:
+            if timeout != -1:
+                raise InvalidArgumentError("can't specify a timeout for a non-blocking call")
+            wait = 0.0
+        elif timeout == -1:
+            wait = None
+        elif timeout < 0:
+            raise InvalidArgumentError("timeout must be a non-negative number of seconds, or -1")
+        else:
+            wait = timeout
+        return self._native.acquire(None, wait, lease)
+
+    def release(self) -> None:
+        """Releases one hold level of the calling thread. Raises :class:`NotHeldError` when the
+        thread does not hold the lock and :class:`LockLostError` when its hold was lost."""
+        self._native.release(None)
+
+    def __enter__(self) -> Lock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            self._native.release(None)
+        except NotHeldError:
+            # A lost hold is loud, but never louder than the exception already on its way.
+            if exc_type is None:
+                raise
+
+    async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+        """Acquires for the current asyncio task: waits up to ``timeout`` seconds (None:
+        forever; 0: try once). Cancelling the call leaves no hold, renewal or subscription."""
+        return await self._native.acquire_async(self._client._task_owner(), timeout, lease)
+
+    async def release_async(self) -> None:
+        """Releases one hold level of the current task (errors as :meth:`release`)."""
+        await self._native.release_async(self._client._task_owner())
+
+    async def __aenter__(self) -> Lock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.release_async()
+        except NotHeldError:
+            if exc_type is None:
+                raise
+
+    def locked(self) -> bool:
+        """Whether anyone holds the lock."""
+        return self._native.locked()
+
+    def is_held(self) -> bool:
+        """Whether the current owner holds it (the current asyncio task inside one, else the
+        calling thread)."""
+        return self._native.is_held(self._client._current_owner())
+
+    def hold_count(self) -> int:
+        """How many times the current owner holds it (0 when it does not)."""
+        return self._native.hold_count(self._client._current_owner())
+
+    def remaining_ttl(self) -> Optional[float]:
+        """Seconds left on the lease; None when nobody holds the lock."""
+        return self._native.remaining_ttl()
+
+    def force_unlock(self) -> bool:
+        """Deletes the lock whoever holds it; returns whether it was locked. The holder's
+        watchdog reports the loss (``on_lost``) and its release raises :class:`LockLostError`."""
+        return self._native.force_unlock()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the watchdog lost the current owner's hold (until it calls release)."""
+        return self._native.is_lost(self._client._current_owner())
+
+    def on_lost(self, callback: LostCallback) -> Callable[[], None]:
+        """Calls ``callback(LostEvent)`` (on a library thread) whenever the watchdog loses a hold
+        of this lock made through this lock's client. Returns a function that unregisters it."""
+        return self._client._add_listener(self.name, callback)
+
+
+_default_guard = threading.Lock()
+_default: Optional[Client] = None
+# Clients inherited over a fork: kept referenced, since they cannot be used or torn down there.
+_inherited: List[Client] = []
+
+
+def configure(url: Optional[str] = None, **options: Any) -> Client:
+    """Replaces the default client used by :func:`lock` (closing the previous one) and
+    returns it. Takes the arguments of :class:`Client`."""
+    global _default
+    new = Client(url, **options)
+    with _default_guard:
+        old, _default = _default, new
+    if old is not None:
+        old.close()
+    return new
+
+
+def lock(name: str) -> Lock:
+    """The lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+    global _default
+    with _default_guard:
+        if _default is None:
+            _default = Client()
+        client = _default
+    return client.lock(name)
+
+
+def _after_fork_in_child() -> None:
+    # The default client belongs to the parent; the child makes its own on first use.
+    global _default
+    if _default is not None:
+        _inherited.append(_default)
+        _default = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

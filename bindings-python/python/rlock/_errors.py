@@ -1,0 +1,55 @@
+"""The exception tree of rlock.
+
+Every error the library raises is an :class:`RLockError`; most also subclass the builtin that
+code written for the standard library already catches (``RuntimeError`` for releasing a lock
+one does not hold, like ``threading.RLock``; ``ValueError`` for bad arguments; the builtin
+``ConnectionError`` and ``TimeoutError``). The native module raises these classes by name.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+__all__ = [
+    "RLockError",
+    "NotHeldError",
+    "LockLostError",
+    "ConnectionError",
+    "TimeoutError",
+    "InvalidArgumentError",
+    "RedisError",
+    "ClosedError",
+]
+
+
+class RLockError(Exception):
+    """Base class of every rlock error."""
+
+
+class NotHeldError(RLockError, RuntimeError):
+    """Release by an owner that does not hold the lock (never acquired, or its lease ran out)."""
+
+
+class LockLostError(NotHeldError):
+    """Release of a hold the watchdog had lost (expired, force-unlocked, or Redis unreachable)."""
+
+
+class ConnectionError(RLockError, builtins.ConnectionError):  # noqa: A001 - mirrors the builtin
+    """Redis could not be reached, or the connection broke."""
+
+
+class TimeoutError(RLockError, builtins.TimeoutError):  # noqa: A001 - mirrors the builtin
+    """Redis did not answer within the command timeout (not an acquire running out of wait:
+    that returns False, as in ``threading``)."""
+
+
+class InvalidArgumentError(RLockError, ValueError):
+    """An unusable argument (empty name, negative lease, bad URL); nothing was sent to Redis."""
+
+
+class RedisError(RLockError):
+    """Redis answered with an error, e.g. WRONGTYPE when the lock name holds another kind of key."""
+
+
+class ClosedError(RLockError):
+    """The client was closed."""

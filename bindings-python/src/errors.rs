@@ -1,0 +1,51 @@
+//! The one place where core errors become Python exceptions.
+//!
+//! The exception classes live in `rlock/_errors.py` because several of them subclass two
+//! builtins (e.g. `TimeoutError(RLockError, builtins.TimeoutError)`), which a class made in Rust
+//! cannot express.
+
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+/// Builds an instance of `rlock._errors.<class>` with `message`. Takes the GIL (cheap when the
+/// caller already holds it).
+fn raise(class: &str, message: String) -> PyErr {
+    Python::attach(|py| {
+        let made = py
+            .import("rlock._errors")
+            .and_then(|m| m.getattr(class))
+            .and_then(|c| Ok(c.cast_into::<PyType>()?))
+            .map(|ty| PyErr::from_type(ty, (message.clone(),)));
+        // Only reachable when the pure-Python half of the package is missing or broken.
+        made.unwrap_or_else(|e| e)
+    })
+}
+
+/// The exception class name for each core error kind.
+fn class_of(kind: rlock::ErrorKind) -> &'static str {
+    match kind {
+        rlock::ErrorKind::InvalidArgument => "InvalidArgumentError",
+        rlock::ErrorKind::NotHeld => "NotHeldError",
+        rlock::ErrorKind::Lost => "LockLostError",
+        rlock::ErrorKind::Timeout => "TimeoutError",
+        rlock::ErrorKind::Connection => "ConnectionError",
+        rlock::ErrorKind::Redis => "RedisError",
+        rlock::ErrorKind::Closed => "ClosedError",
+        _ => "RLockError",
+    }
+}
+
+/// Maps a core error to its Python exception.
+pub(crate) fn map_err(e: rlock::Error) -> PyErr {
+    raise(class_of(e.kind()), e.message().to_owned())
+}
+
+/// An `InvalidArgumentError` for a bad argument caught by the binding's parsing.
+pub(crate) fn invalid(message: String) -> PyErr {
+    raise("InvalidArgumentError", message)
+}
+
+/// A plain `RLockError` (misuse the core cannot see, such as crossing a fork).
+pub(crate) fn rlock_error(message: String) -> PyErr {
+    raise("RLockError", message)
+}

@@ -1,0 +1,114 @@
+"""Lost holds are loud: on_lost callbacks, the `lost` property, LockLostError at release."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from typing import Iterator
+
+import pytest
+
+import rlock
+
+
+@pytest.fixture
+def fast(url: str) -> Iterator[rlock.Client]:
+    """A client whose watchdog renews every third of a second, so losses show up quickly."""
+    c = rlock.Client(url, watchdog_timeout=1.0)
+    yield c
+    c.close()
+
+
+def test_force_unlock_by_other_client_is_reported(fast: rlock.Client, client: rlock.Client, name: str) -> None:
+    lock = fast.lock(name)
+    events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+    remove = lock.on_lost(events.put)
+    assert lock.acquire()
+    assert not lock.lost
+    owner = fast._native.owner_name()
+    assert client.lock(name).force_unlock()
+    event = events.get(timeout=20)
+    assert event == rlock.LostEvent(name=name, owner=owner, reason="gone")
+    assert lock.lost
+    with pytest.raises(rlock.LockLostError):
+        lock.release()
+    assert not lock.lost  # the release reported it; the hold is forgotten
+    remove()
+
+
+def test_with_block_raises_lock_lost(fast: rlock.Client, client: rlock.Client, name: str) -> None:
+    lock = fast.lock(name)
+    events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+    lock.on_lost(events.put)
+    with pytest.raises(rlock.LockLostError):
+        with lock:
+            client.lock(name).force_unlock()
+            events.get(timeout=20)
+    # Another exception already on its way wins over the lost hold.
+    with pytest.raises(KeyError):
+        with lock:
+            client.lock(name).force_unlock()
+            events.get(timeout=20)
+            raise KeyError("mine")
+    assert fast.tracked_holds() == 0
+
+
+def test_async_with_raises_lock_lost(fast: rlock.Client, client: rlock.Client, name: str) -> None:
+    lock = fast.lock(name)
+    events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+    lock.on_lost(events.put)
+
+    async def main() -> None:
+        with pytest.raises(rlock.LockLostError):
+            async with lock:
+                client.lock(name).force_unlock()
+                await asyncio.get_running_loop().run_in_executor(None, lambda: events.get(timeout=20))
+                assert lock.lost
+
+    asyncio.run(main())
+
+
+def test_failing_callback_does_not_stop_others(fast: rlock.Client, client: rlock.Client, name: str) -> None:
+    lock = fast.lock(name)
+    events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+
+    def bad(_: rlock.LostEvent) -> None:
+        raise RuntimeError("callback bug")
+
+    lock.on_lost(bad)
+    lock.on_lost(events.put)
+    other_lock_events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+    fast.lock(name + ":other").on_lost(other_lock_events.put)
+    assert lock.acquire()
+    client.lock(name).force_unlock()
+    assert events.get(timeout=20).name == name
+    assert other_lock_events.empty()
+    with pytest.raises(rlock.LockLostError):
+        lock.release()
+
+
+def test_unreachable_redis_loses_hold_with_renewal_failed(name: str) -> None:
+    import shutil
+    import signal
+
+    from conftest import RedisServer
+
+    server = RedisServer()
+    try:
+        with rlock.Client(server.url, watchdog_timeout=1.0, command_timeout=0.2, retry_attempts=0) as c:
+            lock = c.lock(name)
+            events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+            lock.on_lost(events.put)
+            assert lock.acquire()
+            server.proc.send_signal(signal.SIGSTOP)  # renewals stop getting answers
+            try:
+                event = events.get(timeout=30)
+            finally:
+                server.proc.send_signal(signal.SIGCONT)
+            assert (event.name, event.reason) == (name, "renewal_failed")
+            assert lock.lost
+            with pytest.raises(rlock.LockLostError):
+                lock.release()
+    finally:
+        server.stop()
+        shutil.rmtree(server.dir, ignore_errors=True)

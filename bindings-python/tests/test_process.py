@@ -1,0 +1,111 @@
+"""Ctrl-C during a blocking acquire, and clients crossing os.fork()."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import redis
+
+import rlock
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time, rlock
+    url, name = sys.argv[1], sys.argv[2]
+    client = rlock.Client(url)
+    lock = client.lock(name)
+    print("waiting", flush=True)
+    try:
+        lock.acquire()
+        print("acquired", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        # Nothing stays behind: no hold, no renewal, no subscription.
+        deadline = time.monotonic() + 10
+        while client.waited_channels() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("state", lock.is_held(), client.tracked_holds(), client.waited_channels(), flush=True)
+    """
+)
+
+
+def test_ctrl_c_interrupts_blocking_acquire(client: rlock.Client, url: str, name: str, raw: redis.Redis) -> None:
+    holder = client.lock(name)
+    assert holder.acquire()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, url, name], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "waiting"
+        # The child is waiting once it has subscribed to the lock's channel.
+        deadline = time.monotonic() + 20
+        while raw.pubsub_numsub(f"redisson_lock__channel:{{{name}}}")[0][1] == 0:
+            assert time.monotonic() < deadline, "child never started waiting"
+            time.sleep(0.01)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        line = proc.stdout.readline().strip()
+        latency = time.monotonic() - sent
+        assert line == "interrupted"
+        # 50 ms slices: well under 100 ms on an idle machine; generous for a loaded CI box.
+        print(f"Ctrl-C to KeyboardInterrupt: {latency * 1000:.0f} ms")
+        assert latency < 1.0, f"took {latency:.3f} s"
+        assert proc.stdout.readline().strip() == "state False 0 0"
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    holder.release()
+    assert not holder.locked()
+    assert raw.pubsub_numsub(f"redisson_lock__channel:{{{name}}}")[0][1] == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_client_used_after_fork_raises(
+    client: rlock.Client, url: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock = client.lock(name)
+    monkeypatch.setattr(rlock, "_default", client)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        code = 1
+        try:
+            results = []
+            try:
+                lock.acquire(blocking=False)
+                results.append("no error")
+            except rlock.RLockError as e:
+                results.append("fork" if "os.fork()" in str(e) else f"other: {e}")
+            try:
+                client.lock(name)
+                results.append("no error")
+            except rlock.RLockError as e:
+                results.append("fork" if "os.fork()" in str(e) else f"other: {e}")
+            # The default client stays with the parent; the child would make its own.
+            results.append("default reset" if rlock._default is None else "default kept")
+            with rlock.Client(url) as fresh:  # a client made in the child works
+                fl = fresh.lock(name)
+                results.append(str(fl.acquire(timeout=5)))
+                fl.release()
+            os.write(write_fd, ",".join(results).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read_fd) as f:
+        report = f.read()
+    assert os.WEXITSTATUS(status) == 0, report
+    assert report == "fork,fork,default reset,True"
+    # The parent's client is unaffected.
+    with lock:
+        assert lock.is_held()

@@ -1,0 +1,27 @@
+# Python binding (bindings-python/): a fresh .venv at the repo root with the package installed
+# the way users install it (`pip install ./bindings-python`, maturin as the PEP 517 backend).
+PYTHON ?= python3
+VENV := .venv
+
+.PHONY: build-python test-python python-prereqs
+BUILD_TARGETS += build-python
+TEST_TARGETS += test-python
+
+python-prereqs:
+	@if ! command -v $(PYTHON) >/dev/null || ! $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null; then \
+	  echo "installing python3 and python3-venv"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null; \
+	fi
+
+build-python: python-prereqs ## Fresh .venv with ./bindings-python, pytest, mypy and redis-py installed
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	@# pip before 21.3 builds a copy of the source tree, which loses the Cargo workspace around it.
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q ./bindings-python -r bindings-python/requirements-dev.txt
+
+test-python: build-python ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
+	cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m mypy.stubtest rlock._native
+	$(VENV)/bin/python -m mypy --strict examples/python
+	$(VENV)/bin/python -m mypy --strict -p rlock

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Function, PromiseRaw};
+use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -134,11 +134,14 @@ impl NativeClient {
     /// client. Replaces an earlier callback. The threadsafe function is weak, so it never keeps
     /// the process alive by itself.
     #[napi(ts_args_type = "callback: (name: string, owner: string) => void")]
-    pub fn on_lost(&self, callback: Function<(String, String), ()>) -> napi::Result<()> {
-        let tsfn: ThreadsafeFunction<(String, String), (), (String, String), Status, false, true> =
+    pub fn on_lost(&self, callback: Function<FnArgs<(String, String)>, ()>) -> napi::Result<()> {
+        // FnArgs spreads the pair into two JS arguments (a bare tuple arrives as one array).
+        type Args = FnArgs<(String, String)>;
+        let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
             callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
         let id = self.client.on_lost(move |ev| {
-            tsfn.call((ev.name.to_string(), ev.owner.as_str().to_owned()), ThreadsafeFunctionCallMode::NonBlocking);
+            let args = FnArgs::from((ev.name.to_string(), ev.owner.as_str().to_owned()));
+            tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
         });
         let old = self.listener.lock().map_err(|_| napi::Error::from_reason("listener lock poisoned"))?.replace(id);
         if let Some(old) = old {

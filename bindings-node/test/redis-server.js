@@ -42,8 +42,12 @@ async function startRedis() {
       { stdio: 'ignore' },
     )
     let exited = false
+    // A test process that dies (timeout, crash) must not leave its server behind.
+    const reap = () => child.kill('SIGKILL')
+    process.once('exit', reap)
     child.once('exit', () => {
       exited = true
+      process.removeListener('exit', reap)
     })
     const deadline = Date.now() + 10_000
     while (!exited && Date.now() < deadline) {

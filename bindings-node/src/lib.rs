@@ -143,7 +143,8 @@ impl NativeClient {
             let args = FnArgs::from((ev.name.to_string(), ev.owner.as_str().to_owned()));
             tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
         });
-        let old = self.listener.lock().map_err(|_| napi::Error::from_reason("listener lock poisoned"))?.replace(id);
+        let old =
+            self.listener.lock().map_err(|_| napi::Error::from_reason("listener lock poisoned"))?.replace(id);
         if let Some(old) = old {
             self.client.remove_lost_listener(old);
         }

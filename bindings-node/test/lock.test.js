@@ -289,3 +289,26 @@ test('a closed client rejects pending and later calls with RLOCK_CLOSED', async 
   await eventually(async () => (await channels()).length === 0, 10_000, 'unsubscribed')
   await a.release()
 })
+
+test('a name holding a non-lock key: RLOCK_REDIS, and remainingTtl -1 without expiry', async () => {
+  const n = name('string')
+  await redis.data.set(n, 'not a lock')
+  const l = client.lock(n)
+  assert.equal(await l.remainingTtl(), -1)
+  assert.equal(await l.isLocked(), true)
+  await rejectsWith(l.acquire(), codes.REDIS)
+  await rejectsWith(l.forceUnlock(), codes.REDIS)
+  assert.equal(await redis.data.get(n), 'not a lock', 'left as it was')
+  assert.equal(await client.trackedHolds(), 0)
+  await redis.data.del(n)
+})
+
+test('HeldLock.release and a held handle that acquires again re-enter', async () => {
+  const n = name('held')
+  const held = await client.acquire(n)
+  await held.lock.acquire({ waitMs: 0 })
+  assert.equal(await held.lock.holdCount(), 2)
+  assert.equal(await held.release(), false)
+  assert.equal(await held.release(), true)
+  assert.equal(await redis.data.exists(n), 0)
+})

@@ -224,7 +224,15 @@ class Client {
       this.#ready = quietReject(e)
       return
     }
-    this.#ready = native.connect(url, opts).then(
+    let connecting
+    try {
+      connecting = native.connect(url, opts)
+    } catch (e) {
+      // napi rejects a wrongly typed option (e.g. a string for a number) synchronously.
+      const m = mapError(e)
+      connecting = Promise.reject(m instanceof RLockError ? m : invalid(`bad client option: ${m.message}`))
+    }
+    this.#ready = connecting.then(
       (c) => {
         c.onLost((name, owner) => this.#dispatchLost(name, owner))
         if (this.#closed) c.close()

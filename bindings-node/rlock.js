@@ -84,10 +84,6 @@ class Lock {
     this.#lost.abort(new RLockError(codes.LOST, `the hold of lock '${this.name}' was lost (lease expired or the lock was deleted)`))
   }
 
-  async #handle() {
-    return this.#native
-  }
-
   // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
   #held() {
     if (this.#lost.signal.aborted) this.#lost = new AbortController()
@@ -100,7 +96,7 @@ class Lock {
     if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
       throw invalid('signal must be an AbortSignal')
     }
-    const n = await this.#handle()
+    const n = await this.#native
     if (signal && signal.aborted) throw abortReason(signal)
     const token = new native.CancelToken()
     const onAbort = () => token.cancel()
@@ -132,7 +128,7 @@ class Lock {
   }
 
   async #call(method) {
-    const n = await this.#handle()
+    const n = await this.#native
     try {
       return await n[method]()
     } catch (e) {

@@ -1,0 +1,327 @@
+'use strict'
+// The public API of the `rlock` package: a thin layer over the generated napi binding
+// (index.js). It turns option objects into arguments, AbortSignals into cancel tokens and
+// native errors into `RLockError`s with a `.code`. Every lock decision is made by the Rust core.
+
+const native = require('./index.js')
+
+/** An rlock failure; `code` is one of the `RLOCK_*` strings listed in `codes`. */
+class RLockError extends Error {
+  constructor(code, message, options) {
+    super(message, options)
+    this.name = 'RLockError'
+    this.code = code
+  }
+}
+
+const codes = Object.freeze({
+  TIMEOUT: 'RLOCK_TIMEOUT',
+  NOT_HELD: 'RLOCK_NOT_HELD',
+  LOST: 'RLOCK_LOST',
+  CONNECTION: 'RLOCK_CONNECTION',
+  INVALID_ARGUMENT: 'RLOCK_INVALID_ARGUMENT',
+  REDIS: 'RLOCK_REDIS',
+  CLOSED: 'RLOCK_CLOSED',
+})
+
+// The native layer cannot attach a custom `.code` through napi's async bridge, so it prefixes
+// the message with the code; this is the one place that reads it back.
+const PREFIX = /^\[(RLOCK_[A-Z_]+)\] /
+
+function mapError(e) {
+  const m = e instanceof Error ? PREFIX.exec(e.message) : null
+  return m ? new RLockError(m[1], e.message.slice(m[0].length)) : e
+}
+
+function invalid(message) {
+  return new RLockError(codes.INVALID_ARGUMENT, message)
+}
+
+// A rejected promise that is only reported when someone awaits it (a Client whose URL is bad
+// must not crash the process with an unhandled rejection before it is used).
+function quietReject(err) {
+  const p = Promise.reject(err)
+  p.catch(() => {})
+  return p
+}
+
+function optionalMs(what, v) {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'number') throw invalid(`${what} must be a number of milliseconds (got ${typeof v})`)
+  return v
+}
+
+function optionsObject(options) {
+  if (options === undefined || options === null) return {}
+  if (typeof options !== 'object') throw invalid(`options must be an object (got ${typeof options})`)
+  return options
+}
+
+function abortReason(signal) {
+  return signal && signal.aborted && signal.reason !== undefined
+    ? signal.reason
+    : new DOMException('the acquire was aborted', 'AbortError')
+}
+
+/** A handle on one lock; each handle is its own owner. Made by `client.lock(name)`. */
+class Lock {
+  #native
+  #lost = new AbortController()
+
+  constructor(nativePromise, name) {
+    this.#native = nativePromise
+    /** The lock name (its Redis key). */
+    this.name = name
+  }
+
+  /** Aborts when the watchdog loses this handle's hold; renewed by the next acquire. */
+  get lostSignal() {
+    return this.#lost.signal
+  }
+
+  /** Called by the client when core reports this handle's hold lost. */
+  _lost() {
+    this.#lost.abort(new RLockError(codes.LOST, `the hold of lock '${this.name}' was lost (lease expired or the lock was deleted)`))
+  }
+
+  // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
+  #held() {
+    if (this.#lost.signal.aborted) this.#lost = new AbortController()
+  }
+
+  async #acquireWith(method, options) {
+    const { waitMs, leaseMs, signal } = optionsObject(options)
+    const wait = optionalMs('waitMs', waitMs)
+    const lease = optionalMs('leaseMs', leaseMs)
+    if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+      throw invalid('signal must be an AbortSignal')
+    }
+    const n = await this.#native
+    if (signal && signal.aborted) throw abortReason(signal)
+    const token = new native.CancelToken()
+    const onAbort = () => token.cancel()
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      const r = await n[method](wait, lease, token)
+      if (r !== false) this.#held()
+      return r
+    } catch (e) {
+      if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
+      throw mapError(e)
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /**
+   * Resolves once this handle holds the lock (re-entering when it already does). Options:
+   * `waitMs` (reject with RLOCK_TIMEOUT after it), `leaseMs` (fixed lease; default: the
+   * watchdog renews until release), `signal` (reject with its AbortError when it aborts).
+   */
+  async acquire(options) {
+    await this.#acquireWith('acquire', options)
+  }
+
+  /** Like `acquire`, but resolves `false` instead of waiting past `waitMs` (default 0). */
+  async tryAcquire(options) {
+    return this.#acquireWith('tryAcquire', options)
+  }
+
+  async #call(method) {
+    const n = await this.#native
+    try {
+      return await n[method]()
+    } catch (e) {
+      throw mapError(e)
+    }
+  }
+
+  /**
+   * Releases one hold level; resolves `true` when the lock is now free, `false` when this
+   * handle still holds it (it had re-entered). Rejects RLOCK_NOT_HELD or RLOCK_LOST.
+   */
+  async release() {
+    return this.#call('release')
+  }
+
+  /** Whether anyone holds the lock. */
+  async isLocked() {
+    return this.#call('isLocked')
+  }
+
+  /** Whether this handle holds the lock. */
+  async isHeld() {
+    return this.#call('isHeld')
+  }
+
+  /** How many times this handle holds the lock (0 when it does not). */
+  async holdCount() {
+    return this.#call('holdCount')
+  }
+
+  /** Remaining lease in ms; null when the lock is free, -1 when the key has no expiry. */
+  async remainingTtl() {
+    return this.#call('remainingTtl')
+  }
+
+  /** Deletes the lock whoever holds it and wakes a waiter; resolves whether it existed. */
+  async forceUnlock() {
+    return this.#call('forceUnlock')
+  }
+}
+
+/** A hold returned by `client.acquire`; `await using` releases it at the end of the block. */
+class HeldLock {
+  constructor(lock) {
+    /** The `Lock` handle that holds. */
+    this.lock = lock
+  }
+
+  /** Aborts when the watchdog loses the hold. */
+  get signal() {
+    return this.lock.lostSignal
+  }
+
+  /** Releases the hold (see `Lock.release`). */
+  async release() {
+    return this.lock.release()
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.lock.release()
+  }
+}
+
+/** A connection to Redis that makes locks. Call `await client.close()` when done. */
+class Client {
+  #ready
+  #closed = false
+  // `${name}\n${owner}` -> WeakRef<Lock>, to route core's lost-hold events to their handle.
+  #byOwner = new Map()
+  #finalizer = new FinalizationRegistry((key) => {
+    const ref = this.#byOwner.get(key)
+    if (ref && ref.deref() === undefined) this.#byOwner.delete(key)
+  })
+
+  /**
+   * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. Connecting
+   * happens in the background; a bad URL or an unreachable server rejects the first call.
+   */
+  constructor(url, options) {
+    if (url === undefined || url === null) url = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+    if (typeof url !== 'string') {
+      this.#ready = quietReject(invalid(`url must be a string (got ${typeof url})`))
+      return
+    }
+    let opts
+    try {
+      opts = optionsObject(options)
+    } catch (e) {
+      this.#ready = quietReject(e)
+      return
+    }
+    let connecting
+    try {
+      connecting = native.connect(url, opts)
+    } catch (e) {
+      // napi rejects a wrongly typed option (e.g. a string for a number) synchronously.
+      const m = mapError(e)
+      connecting = Promise.reject(m instanceof RLockError ? m : invalid(`bad client option: ${m.message}`))
+    }
+    this.#ready = connecting.then(
+      (c) => {
+        c.onLost((name, owner) => this.#dispatchLost(name, owner))
+        if (this.#closed) c.close()
+        return c
+      },
+      (e) => {
+        throw mapError(e)
+      },
+    )
+    this.#ready.catch(() => {})
+  }
+
+  #dispatchLost(name, owner) {
+    const lock = this.#byOwner.get(`${name}\n${owner}`)?.deref()
+    if (lock) lock._lost()
+  }
+
+  /** Resolves once connected; rejects with the connect error (e.g. RLOCK_CONNECTION). */
+  async ready() {
+    await this.#ready
+  }
+
+  /** A new `Lock` handle (a fresh owner) on lock `name`. Bad names reject its calls. */
+  lock(name) {
+    let p
+    if (typeof name !== 'string') {
+      p = quietReject(invalid(`lock name must be a string (got ${typeof name})`))
+    } else {
+      p = this.#ready.then((c) => {
+        try {
+          return c.lock(name)
+        } catch (e) {
+          throw mapError(e)
+        }
+      })
+      p.catch(() => {})
+    }
+    const lock = new Lock(p, name)
+    p.then((n) => {
+      const key = `${name}\n${n.owner}`
+      this.#byOwner.set(key, new WeakRef(lock))
+      this.#finalizer.register(lock, key)
+    }, () => {})
+    return lock
+  }
+
+  /** Acquires `name` on a new handle; the result releases with `release()` or `await using`. */
+  async acquire(name, options) {
+    const lock = this.lock(name)
+    await lock.acquire(options)
+    return new HeldLock(lock)
+  }
+
+  /**
+   * Runs `fn(lostSignal)` holding `name` and releases afterwards, also when `fn` throws (its
+   * error wins over a failed release). Resolves what `fn` resolves.
+   */
+  async withLock(name, fn, options) {
+    if (typeof fn !== 'function') throw invalid('withLock needs a function')
+    const lock = this.lock(name)
+    await lock.acquire(options)
+    let result
+    try {
+      result = await fn(lock.lostSignal)
+    } catch (e) {
+      await lock.release().catch(() => {})
+      throw e
+    }
+    await lock.release()
+    return result
+  }
+
+  /**
+   * Stops renewals and pub/sub; pending and later calls reject RLOCK_CLOSED. Holds are not
+   * released (their leases run out). Afterwards nothing of this client keeps Node running.
+   */
+  async close() {
+    this.#closed = true
+    const c = await this.#ready.catch(() => null)
+    if (c) c.close()
+  }
+
+  /** Holds this client tracks (held, or lost and not yet released); 0 before connecting. */
+  async trackedHolds() {
+    const c = await this.#ready
+    return c.trackedHolds()
+  }
+
+  /** Lock channels this client is subscribed to for waiters. */
+  async waitedChannels() {
+    const c = await this.#ready
+    return c.waitedChannels()
+  }
+}
+
+module.exports = { Client, Lock, HeldLock, RLockError, codes }

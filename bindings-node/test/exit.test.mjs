@@ -1,0 +1,118 @@
+// Loading (ESM and CommonJS) and process lifetime: a closed client, or one that holds and
+// waits on nothing, never keeps Node running; a pending acquire does.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import rlockDefault, { Client, RLockError, codes } from 'rlock'
+
+const require = createRequire(import.meta.url)
+const { startRedis, eventually } = require('./redis-server.js')
+const pkgDir = fileURLToPath(new URL('..', import.meta.url))
+
+let redis
+before(async () => {
+  redis = await startRedis()
+})
+after(async () => {
+  await redis.stop()
+})
+
+test('ESM and CommonJS load the same API', () => {
+  const cjs = require('rlock')
+  assert.equal(typeof Client, 'function')
+  assert.equal(cjs.Client, Client)
+  assert.equal(rlockDefault.Client, Client)
+  assert.equal(cjs.RLockError, RLockError)
+  assert.equal(codes.TIMEOUT, 'RLOCK_TIMEOUT')
+})
+
+// Runs `body` (CommonJS, `rlock` and `url` in scope) in a child node; resolves its exit code and
+// output. The child never calls process.exit: it must end because nothing keeps it alive.
+function child(body, onStdout) {
+  const src = `const rlock = require('rlock'); const url = process.env.REDIS_URL;
+    (async () => { ${body} })().catch((e) => { console.error(e); process.exitCode = 3 })`
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['-e', src], {
+      cwd: pkgDir,
+      env: { ...process.env, REDIS_URL: redis.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    let err = ''
+    const killer = setTimeout(() => p.kill('SIGKILL'), 30_000)
+    p.stdout.on('data', (d) => {
+      out += d
+      if (onStdout) onStdout(out)
+    })
+    p.stderr.on('data', (d) => (err += d))
+    p.once('error', reject)
+    p.once('exit', (code, signal) => {
+      clearTimeout(killer)
+      resolve({ code, signal, out, err })
+    })
+  })
+}
+
+test('a process whose client is closed exits by itself (also while holding)', async () => {
+  const r = await child(`
+    const c = new rlock.Client(url, { watchdogTimeoutMs: 60000 })
+    const a = c.lock('exit:closed')
+    await a.acquire()
+    await a.acquire({ waitMs: 1000, leaseMs: 60000 })
+    const b = c.lock('exit:other')
+    await b.acquire()
+    await b.release()
+    await c.close()
+    console.log('closed')`)
+  assert.equal(r.signal, null, `killed: ${r.err}`)
+  assert.equal(r.code, 0, r.err)
+  assert.match(r.out, /closed/)
+  // The unreleased hold stays until its lease runs out (close does not release).
+  assert.equal(await redis.data.exists('exit:closed'), 1)
+  await redis.data.del('exit:closed')
+})
+
+test('a process that forgot close() exits once nothing is pending', async () => {
+  const r = await child(`
+    const c = new rlock.Client(url)
+    const a = c.lock('exit:forgot')
+    await a.acquire()
+    await a.release()
+    console.log('released')`)
+  assert.equal(r.signal, null, `killed: ${r.err}`)
+  assert.equal(r.code, 0, r.err)
+  assert.equal(await redis.data.exists('exit:forgot'), 0)
+})
+
+test('a pending acquire keeps the process alive until it resolves', async () => {
+  const holder = new Client(redis.url)
+  const lock = holder.lock('exit:waiting')
+  await lock.acquire()
+  let started = false
+  const run = child(
+    `const c = new rlock.Client(url)
+     const a = c.lock('exit:waiting')
+     await c.ready()
+     console.log('waiting')
+     await a.acquire()
+     console.log('got')
+     await a.release()`,
+    (out) => {
+      started = out.includes('waiting')
+    },
+  )
+  await eventually(() => started, 20_000, 'child started')
+  await eventually(
+    async () => (await redis.data.sendCommand(['PUBSUB', 'CHANNELS'])).includes('redisson_lock__channel:{exit:waiting}'),
+    20_000,
+    'child subscribed',
+  )
+  await lock.release()
+  const r = await run
+  assert.equal(r.code, 0, r.err)
+  assert.match(r.out, /got/)
+  await holder.close()
+})

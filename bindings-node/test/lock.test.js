@@ -1,0 +1,322 @@
+'use strict'
+// The public API against a private redis-server: ownership, waiting, timeouts, aborts, lost
+// holds, disposal, bad input, and a non-atomic counter kept exact by the lock.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { once } = require('node:events')
+const { startRedis, eventually } = require('./redis-server.js')
+const { Client, RLockError, codes } = require('../rlock.js')
+
+let redis
+let client
+let other
+let uniq = 0
+const name = (what) => `test:${what}:${++uniq}`
+
+before(async () => {
+  redis = await startRedis()
+  client = new Client(redis.url)
+  other = new Client(redis.url)
+  await Promise.all([client.ready(), other.ready()])
+})
+
+after(async () => {
+  await client.close()
+  await other.close()
+  await redis.stop()
+})
+
+const channels = () => redis.data.sendCommand(['PUBSUB', 'CHANNELS'])
+const owners = async (key) => Object.keys(await redis.data.hGetAll(key))
+const subscribed = (n) =>
+  eventually(async () => (await channels()).includes(`redisson_lock__channel:{${n}}`), 10_000, `waiter subscribed to ${n}`)
+const noChannels = () => eventually(async () => (await channels()).length === 0, 10_000, 'no subscribed channel')
+
+async function rejectsWith(promise, code) {
+  await assert.rejects(promise, (e) => {
+    assert.ok(e instanceof Error, 'an Error')
+    assert.ok(e instanceof RLockError, 'an RLockError')
+    assert.equal(e.code, code, e.message)
+    return true
+  })
+}
+
+test('url defaults to REDIS_URL', async () => {
+  const saved = process.env.REDIS_URL
+  process.env.REDIS_URL = redis.url
+  try {
+    const c = new Client()
+    const l = c.lock(name('env'))
+    assert.equal(await l.tryAcquire(), true)
+    assert.equal(await l.isLocked(), true)
+    assert.equal(await l.release(), true)
+    await c.close()
+  } finally {
+    if (saved === undefined) delete process.env.REDIS_URL
+    else process.env.REDIS_URL = saved
+  }
+})
+
+test('a handle re-enters; two handles contend; state queries', async () => {
+  const n = name('reenter')
+  const a = client.lock(n)
+  const b = client.lock(n)
+  assert.equal(a.name, n)
+  assert.equal(await a.isLocked(), false)
+  assert.equal(await a.remainingTtl(), null)
+  await a.acquire()
+  await a.acquire()
+  assert.equal(await a.holdCount(), 2)
+  assert.equal(await a.isHeld(), true)
+  assert.equal(await b.isHeld(), false)
+  assert.equal(await b.holdCount(), 0)
+  assert.equal(await b.isLocked(), true)
+  assert.equal(await b.tryAcquire(), false)
+  const ttl = await a.remainingTtl()
+  assert.ok(ttl > 20_000 && ttl <= 30_000, `watchdog lease, got ${ttl}`)
+  assert.deepEqual((await owners(n)).length, 1)
+  assert.equal(await a.release(), false, 'still held once')
+  assert.equal(await a.holdCount(), 1)
+  assert.equal(await a.release(), true, 'now free')
+  assert.equal(await redis.data.exists(n), 0)
+  await rejectsWith(a.release(), codes.NOT_HELD)
+  await rejectsWith(b.release(), 'RLOCK_NOT_HELD')
+})
+
+test('acquire waits for the holder to release (pub/sub hand-off)', async () => {
+  const n = name('handoff')
+  const a = client.lock(n)
+  const b = other.lock(n)
+  await a.acquire()
+  let got = false
+  const waiting = b.acquire().then(() => {
+    got = true
+  })
+  await subscribed(n)
+  assert.equal(got, false)
+  await a.release()
+  await waiting
+  assert.equal(await b.isHeld(), true)
+  await b.release()
+  await noChannels()
+})
+
+test('tryAcquire with waitMs waits, then resolves true; lease holds expire by themselves', async () => {
+  const n = name('try')
+  const a = client.lock(n)
+  const b = other.lock(n)
+  await a.acquire({ leaseMs: 300 })
+  const ttl = await a.remainingTtl()
+  assert.ok(ttl > 0 && ttl <= 300, `lease ttl ${ttl}`)
+  // Nobody releases: the lease runs out and the waiter gets it within its wait.
+  assert.equal(await b.tryAcquire({ waitMs: 10_000, leaseMs: 60_000 }), true)
+  assert.equal(await b.isHeld(), true)
+  assert.equal(await a.isHeld(), false)
+  await rejectsWith(a.release(), codes.NOT_HELD)
+  await b.release()
+})
+
+test('waitMs timeout rejects RLOCK_TIMEOUT and leaves no hold and no subscription', async () => {
+  const n = name('timeout')
+  const a = client.lock(n)
+  const b = other.lock(n)
+  await a.acquire()
+  const t0 = Date.now()
+  await rejectsWith(b.acquire({ waitMs: 200 }), codes.TIMEOUT)
+  assert.ok(Date.now() - t0 >= 150, 'waited')
+  assert.equal(await b.tryAcquire({ waitMs: 100 }), false)
+  assert.deepEqual(await owners(n), [await ownerOf(a)])
+  assert.equal(await other.waitedChannels(), 0)
+  await noChannels()
+  assert.equal(await other.trackedHolds(), 0)
+  await a.release()
+  assert.equal(await redis.data.exists(n), 0, 'no key left')
+})
+
+// The wire owner of a handle: the only field of the hash while it holds alone.
+async function ownerOf(lock) {
+  const f = await owners(lock.name)
+  assert.equal(f.length, 1)
+  return f[0]
+}
+
+test('abort rejects with AbortError and leaves no hold and no subscription', async () => {
+  const n = name('abort')
+  const a = client.lock(n)
+  const b = other.lock(n)
+  await a.acquire()
+  const holder = await ownerOf(a)
+  const ac = new AbortController()
+  const waiting = b.acquire({ signal: ac.signal })
+  await subscribed(n)
+  ac.abort()
+  await assert.rejects(waiting, (e) => e.name === 'AbortError')
+  assert.equal(await other.waitedChannels(), 0)
+  // The UNSUBSCRIBE goes out from core's pub/sub task after the waiter is gone; Redis shows no
+  // event for it, so poll.
+  await noChannels()
+  assert.deepEqual(await owners(n), [holder])
+  // A signal aborted before the call rejects at once with its reason.
+  const pre = new AbortController()
+  const reason = new Error('stop')
+  pre.abort(reason)
+  await assert.rejects(b.tryAcquire({ waitMs: 5000, signal: pre.signal }), (e) => e === reason)
+  await a.release()
+  assert.equal(await redis.data.exists(n), 0, 'no key left')
+  assert.equal(await other.trackedHolds(), 0)
+})
+
+test('force-unlock by another client fires lostSignal and release rejects RLOCK_LOST', async () => {
+  const fast = new Client(redis.url, { watchdogTimeoutMs: 300 })
+  try {
+    const n = name('lost')
+    const a = fast.lock(n)
+    await a.acquire()
+    assert.equal(a.lostSignal.aborted, false)
+    const lost = once(a.lostSignal, 'abort')
+    assert.equal(await other.lock(n).forceUnlock(), true)
+    await lost
+    assert.equal(a.lostSignal.aborted, true)
+    assert.equal(a.lostSignal.reason.code, codes.LOST)
+    await rejectsWith(a.release(), codes.LOST)
+    // A new hold gets a fresh signal.
+    await a.acquire()
+    assert.equal(a.lostSignal.aborted, false)
+    assert.equal(await a.release(), true)
+    assert.equal(await other.lock(n).forceUnlock(), false)
+  } finally {
+    await fast.close()
+  }
+})
+
+test('client.acquire returns a hold released by Symbol.asyncDispose', async () => {
+  const n = name('dispose')
+  const held = await client.acquire(n, { waitMs: 5000 })
+  assert.equal(await held.lock.isHeld(), true)
+  assert.ok(held.signal instanceof AbortSignal)
+  assert.equal(typeof held[Symbol.asyncDispose], 'function')
+  await held[Symbol.asyncDispose]()
+  assert.equal(await redis.data.exists(n), 0)
+  await rejectsWith(held[Symbol.asyncDispose](), codes.NOT_HELD)
+})
+
+test('withLock holds during fn, releases after it, also when fn throws', async () => {
+  const n = name('with')
+  const probe = other.lock(n)
+  const r = await client.withLock(n, async (signal) => {
+    assert.ok(signal instanceof AbortSignal)
+    assert.equal(signal.aborted, false)
+    assert.equal(await probe.isLocked(), true)
+    assert.equal(await probe.tryAcquire(), false)
+    return 42
+  })
+  assert.equal(r, 42)
+  assert.equal(await probe.isLocked(), false)
+  const boom = new Error('boom')
+  await assert.rejects(
+    client.withLock(n, async () => {
+      throw boom
+    }),
+    (e) => e === boom,
+  )
+  assert.equal(await probe.isLocked(), false)
+  await rejectsWith(client.withLock(n, 'not a function'), codes.INVALID_ARGUMENT)
+})
+
+test('20 handles x 200 increments of a non-atomic counter end exact', async () => {
+  const n = name('counter')
+  const key = `${n}:counter`
+  const worker = async (i) => {
+    const c = i % 2 ? client : other
+    const lock = c.lock(n)
+    for (let k = 0; k < 200; k++) {
+      await lock.acquire()
+      const v = Number((await redis.data.get(key)) ?? 0)
+      await redis.data.set(key, String(v + 1))
+      assert.equal(await lock.release(), true)
+    }
+  }
+  await Promise.all(Array.from({ length: 20 }, (_, i) => worker(i)))
+  assert.equal(await redis.data.get(key), '4000')
+  assert.equal(await redis.data.exists(n), 0)
+  await noChannels()
+})
+
+test('bad input rejects RLOCK_INVALID_ARGUMENT and changes nothing in Redis', async () => {
+  const before = await redis.data.dbSize()
+  const held = client.lock(name('bad'))
+  await rejectsWith(client.lock(42).acquire(), codes.INVALID_ARGUMENT)
+  await rejectsWith(client.lock(undefined).isLocked(), codes.INVALID_ARGUMENT)
+  await rejectsWith(client.lock('').acquire(), codes.INVALID_ARGUMENT)
+  await rejectsWith(client.acquire(''), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire({ waitMs: -1 }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.tryAcquire({ waitMs: -5 }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire({ waitMs: '10' }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire({ leaseMs: 0 }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire({ leaseMs: NaN }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire({ waitMs: 10, leaseMs: 1e15 }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire({ signal: 'yes' }), codes.INVALID_ARGUMENT)
+  await rejectsWith(held.acquire(7), codes.INVALID_ARGUMENT)
+  const bad = new Client('nonsense://what')
+  await rejectsWith(bad.lock('x').acquire(), codes.INVALID_ARGUMENT)
+  await rejectsWith(bad.ready(), codes.INVALID_ARGUMENT)
+  await bad.close()
+  await rejectsWith(new Client(12).ready(), codes.INVALID_ARGUMENT)
+  await rejectsWith(new Client(redis.url, { watchdogTimeoutMs: -1 }).ready(), codes.INVALID_ARGUMENT)
+  await rejectsWith(new Client(redis.url, { watchdogTimeoutMs: 1 }).ready(), codes.INVALID_ARGUMENT)
+  await rejectsWith(new Client(redis.url, { watchdogTimeoutMs: 'soon' }).ready(), codes.INVALID_ARGUMENT)
+  await rejectsWith(new Client(redis.url, { retryAttempts: -1 }).ready(), codes.INVALID_ARGUMENT)
+  await rejectsWith(new Client(redis.url, 'options').ready(), codes.INVALID_ARGUMENT)
+  assert.equal(await redis.data.dbSize(), before)
+  assert.equal(await client.trackedHolds(), 0)
+})
+
+test('an unreachable server rejects RLOCK_CONNECTION', async () => {
+  // Port of a redis-server we stop at once: nothing listens there any more.
+  const gone = await startRedis()
+  await gone.stop()
+  const c = new Client(gone.url, { connectTimeoutMs: 2000 })
+  await rejectsWith(c.ready(), codes.CONNECTION)
+  await rejectsWith(c.lock('x').isLocked(), codes.CONNECTION)
+  await c.close()
+})
+
+test('a closed client rejects pending and later calls with RLOCK_CLOSED', async () => {
+  const n = name('closed')
+  const c = new Client(redis.url)
+  const a = client.lock(n)
+  await a.acquire()
+  const b = c.lock(n)
+  const waiting = b.acquire()
+  await subscribed(n)
+  await c.close()
+  await rejectsWith(waiting, codes.CLOSED)
+  await rejectsWith(b.tryAcquire(), codes.CLOSED)
+  await rejectsWith(c.lock(n).isLocked(), codes.CLOSED)
+  await noChannels()
+  await a.release()
+})
+
+test('a name holding a non-lock key: RLOCK_REDIS, and remainingTtl -1 without expiry', async () => {
+  const n = name('string')
+  await redis.data.set(n, 'not a lock')
+  const l = client.lock(n)
+  assert.equal(await l.remainingTtl(), -1)
+  assert.equal(await l.isLocked(), true)
+  await rejectsWith(l.acquire(), codes.REDIS)
+  await rejectsWith(l.forceUnlock(), codes.REDIS)
+  assert.equal(await redis.data.get(n), 'not a lock', 'left as it was')
+  assert.equal(await client.trackedHolds(), 0)
+  await redis.data.del(n)
+})
+
+test('HeldLock.release and a held handle that acquires again re-enter', async () => {
+  const n = name('held')
+  const held = await client.acquire(n)
+  await held.lock.acquire({ waitMs: 0 })
+  assert.equal(await held.lock.holdCount(), 2)
+  assert.equal(await held.release(), false)
+  assert.equal(await held.release(), true)
+  assert.equal(await redis.data.exists(n), 0)
+})

@@ -1,0 +1,30 @@
+# The Node surface: bindings-node/ (napi-rs v3 addon + hand-written JS wrapper), package `rlock`.
+
+NODE_DIR := bindings-node
+NPM ?= npm
+
+.PHONY: build-node test-node node-deps
+BUILD_TARGETS += build-node
+TEST_TARGETS += test-node
+
+node-deps: ## Install node/npm when missing (apt-get), then the package's npm dependencies
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "installing nodejs and npm"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	fi
+	@$(MAKE) --no-print-directory $(NODE_DIR)/node_modules/.package-lock.json
+
+# Installs only when the lock file changed since the last install. `npm install` (not `npm ci`):
+# the committed lock lists just the optional platform packages the registry had for this
+# machine, which `npm ci` rejects as out of sync; `npm install` keeps the lock as it is.
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
+	cd $(NODE_DIR) && $(NPM) install --no-audit --no-fund
+	@touch $@
+
+build-node: node-deps ## Build the Node addon and regenerate bindings-node/index.js, index.d.ts
+	cd $(NODE_DIR) && $(NPM) run build
+
+test-node: deps build-node ## Node tests (node --test) against private redis-servers; fails on drift
+	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \
+	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
+	cd $(NODE_DIR) && $(NPM) test

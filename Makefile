@@ -12,7 +12,7 @@ TEST_TARGETS :=
 include $(sort $(wildcard mk/*.mk))
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 # Debian packages every target may need; surfaces append theirs. One apt-get update, only when
 # something is missing.

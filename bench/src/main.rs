@@ -65,8 +65,8 @@ async fn latency(url: &str, n: usize) -> Res<(f64, f64)> {
     Ok((percentile(&samples, 0.5), percentile(&samples, 0.99)))
 }
 
-/// 16 waiters on one name; each hand-off is measured from the moment the previous holder's
-/// release returned to the moment another owner's acquire returned (0 when it returned first).
+/// 16 waiters on one name; each hand-off is measured from the moment the previous holder
+/// called release to the moment another owner's acquire returned.
 async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
     let client = Client::connect(url, ClientOptions::default()).await?;
     let released_at = Arc::new(std::sync::Mutex::new(None::<(Instant, u64)>));
@@ -92,10 +92,14 @@ async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
                 taken.fetch_add(1, Ordering::Relaxed);
                 // Hold briefly so the others are waiting when we release.
                 tokio::time::sleep(Duration::from_micros(200)).await;
-                lock.release(&owner).await?;
+                // Stamped before the call: a woken waiter often holds the lock before the
+                // release's own reply is back, so "release returned" would read as zero.
                 if let Ok(mut g) = released_at.lock() {
                     *g = Some((Instant::now(), owner.id()));
                 }
+                lock.release(&owner).await?;
+                // Work outside the lock, so a waiter (not the releaser barging back) takes it.
+                tokio::time::sleep(Duration::from_millis(2)).await;
             }
             #[allow(unreachable_code)]
             Ok::<(), rlock::Error>(())

@@ -271,13 +271,15 @@ pub(crate) async fn run(
                 }
                 continue;
             }
-            batch = poll_fn(|cx| {
+            // Unconstrained: tokio's cooperative budget would otherwise end the drain after
+            // about 128 entries and split one due group into many small script calls.
+            batch = tokio::task::unconstrained(poll_fn(|cx| {
                 let mut out = Vec::new();
                 while let Poll::Ready(Some(e)) = queue.poll_expired(cx) {
                     out.push(e.into_inner());
                 }
                 if out.is_empty() { Poll::Pending } else { Poll::Ready(out) }
-            }) => batch,
+            })) => batch,
         };
 
         // Pick the holds still due, grouped by batch group.

@@ -71,7 +71,7 @@ impl Client {
         options.validate()?;
         let handle = Handle::try_current()
             .map_err(|_| Error::invalid("Client::connect must run inside a tokio runtime"))?;
-        let redis_client = connection::client_for(url)?;
+        let redis_client = connection::client_for(url, &options)?;
         let commands = connection::connect_commands(&redis_client, &options).await?;
         let (registry, queue) = pubsub::Registry::new();
         let weak = Arc::downgrade(&registry);

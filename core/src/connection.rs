@@ -61,7 +61,7 @@ impl Commands {
 }
 
 /// Parses and checks a URL; the error never repeats the URL (it may carry a password).
-pub(crate) fn client_for(url: &str) -> Result<redis::Client> {
+pub(crate) fn client_for(url: &str, options: &ClientOptions) -> Result<redis::Client> {
     let scheme = url.split("://").next().unwrap_or_default();
     match scheme {
         "redis" | "rediss" | "redis+unix" | "unix" => {}
@@ -81,6 +81,14 @@ pub(crate) fn client_for(url: &str) -> Result<redis::Client> {
         // The redis crate leaves the rustls crypto provider to the application; pick ring
         // unless the process already chose one.
         let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    if let (true, Some(ca)) = (scheme == "rediss", &options.tls_ca_file) {
+        let pem = std::fs::read(ca)
+            .map_err(|e| Error::invalid(format!("cannot read tls_ca_file {}: {e}", ca.display())))?;
+        let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(pem) };
+        return redis::Client::build_with_tls(url, certs).map_err(|e| {
+            Error::invalid(format!("invalid Redis URL or CA file ({:?}): expected rediss://[user:pass@]host:port/db and a PEM CA", e.kind()))
+        });
     }
     redis::Client::open(url).map_err(|e| {
         Error::invalid(format!(

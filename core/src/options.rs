@@ -33,6 +33,9 @@ pub struct ClientOptions {
     /// When set, the watchdog stops renewing a hold this long after it was acquired, so the
     /// lease runs out at most one watchdog timeout later. Default `None` (renew until release).
     pub max_hold: Option<Duration>,
+    /// PEM file of the CA that signed the server's certificate, for `rediss://` URLs. `None`
+    /// trusts the system's roots.
+    pub tls_ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ClientOptions {
@@ -47,6 +50,7 @@ impl Default for ClientOptions {
             subscription_timeout: Duration::from_millis(7500),
             poll_interval: Duration::from_millis(100),
             max_hold: None,
+            tls_ca_file: None,
         }
     }
 }
@@ -99,6 +103,12 @@ impl ClientOptions {
     /// Sets [`max_hold`](Self::max_hold).
     pub fn with_max_hold(mut self, d: Option<Duration>) -> Self {
         self.max_hold = d;
+        self
+    }
+
+    /// Sets [`tls_ca_file`](Self::tls_ca_file).
+    pub fn with_tls_ca_file(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.tls_ca_file = path;
         self
     }
 

@@ -657,3 +657,39 @@ async fn holders_and_waiters_survive_a_server_restart() {
     lock.release(&o).await.unwrap();
     drop(restarted);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
+    let server = RedisServer::start();
+    let opts = ClientOptions::default()
+        .with_command_timeout(Some(Duration::from_millis(300)))
+        .with_retry_attempts(0)
+        .with_watchdog_timeout(Duration::from_secs(5));
+    let c = client_with(&server, opts).await;
+    let (a, b) = (c.new_owner(), c.new_owner());
+    let lock = c.lock("stopped").unwrap();
+    lock.acquire(&a).await.unwrap();
+    server.signal("STOP");
+    let start = Instant::now();
+    assert_eq!(lock.is_locked().await.unwrap_err().kind(), ErrorKind::Timeout);
+    assert_eq!(
+        lock.try_acquire(&b, Duration::from_secs(1), None).await.unwrap_err().kind(),
+        ErrorKind::Timeout
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    server.signal("CONT");
+    // The connection comes back by itself; the hold survived the pause (lease 5 s).
+    let mut ok = false;
+    for _ in 0..50 {
+        if let Ok(held) = lock.is_held_by(&a).await {
+            ok = held;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ok, "the hold did not survive, or the client did not reconnect");
+    assert!(!lock.try_acquire(&b, Duration::ZERO, None).await.unwrap());
+    assert_eq!(lock.release(&a).await.unwrap(), Released::Unlocked);
+    assert!(lock.try_acquire(&b, Duration::ZERO, None).await.unwrap());
+    lock.release(&b).await.unwrap();
+}

@@ -102,6 +102,13 @@ impl RedisServer {
         }
     }
 
+    /// Sends `signal` (e.g. "STOP", "CONT") to the server process.
+    pub fn signal(&self, signal: &str) {
+        let ok =
+            Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -168,26 +168,14 @@ fn owner_of(client: &rlock::Client, id: Option<u64>) -> rlock::Owner {
     client.owner(id.unwrap_or_else(rlock::thread_owner_id))
 }
 
-/// The outcome of an acquire on its way to Python. A hold that nobody claims (the waiting call
-/// was interrupted or its awaitable cancelled just as the acquire succeeded) is released, so an
-/// interrupted acquire never leaves a hold behind.
-struct Acquired {
-    hold: Option<(rlock::Lock, rlock::Owner, tokio::runtime::Handle)>,
-}
+/// The outcome of an acquire on its way to Python. The core guard inside releases a hold that
+/// nobody claims (the waiting call was interrupted or its awaitable cancelled just as the
+/// acquire succeeded), so an interrupted acquire never leaves a hold behind.
+struct Acquired(Option<rlock::Guard>);
 
 impl Acquired {
-    fn claim(mut self) -> bool {
-        self.hold.take().is_some()
-    }
-}
-
-impl Drop for Acquired {
-    fn drop(&mut self) {
-        if let Some((lock, owner, handle)) = self.hold.take() {
-            handle.spawn(async move {
-                let _ = lock.release(&owner).await;
-            });
-        }
+    fn claim(self) -> bool {
+        self.0.map(rlock::Guard::keep).is_some()
     }
 }
 
@@ -222,16 +210,10 @@ impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for Outcome<T> {
 async fn acquire_future(
     lock: rlock::Lock,
     owner: rlock::Owner,
-    handle: tokio::runtime::Handle,
     timeout: Option<Duration>,
     lease: Option<Duration>,
 ) -> rlock::Result<Acquired> {
-    let got = match (timeout, lease) {
-        (None, None) => lock.acquire(&owner).await.map(|()| true),
-        (None, Some(l)) => lock.acquire_with_lease(&owner, l).await.map(|()| true),
-        (Some(w), l) => lock.try_acquire(&owner, w, l).await,
-    }?;
-    Ok(Acquired { hold: got.then_some((lock, owner, handle)) })
+    Ok(Acquired(lock.acquire_guard(&owner, timeout, lease).await?))
 }
 
 /// A handle on one reentrant lock (core `rlock::Lock`). Holds belong to owners, not handles.
@@ -280,7 +262,7 @@ impl Lock {
         let timeout = opt_seconds("timeout", timeout)?;
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(owner)?;
-        let fut = acquire_future(self.inner.clone(), owner, self.rt.handle().clone(), timeout, lease);
+        let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
         Ok(self.run(py, fut)?.claim())
     }
 
@@ -296,7 +278,7 @@ impl Lock {
         let timeout = opt_seconds("timeout", timeout)?;
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(Some(owner))?;
-        let fut = acquire_future(self.inner.clone(), owner, self.rt.handle().clone(), timeout, lease);
+        let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
         runtime::future_into_py(py, async move { Ok(Outcome(fut.await)) })
     }
 

@@ -150,6 +150,21 @@ impl Lock {
         Ok(Guard { lock: Some(self.clone()), owner: owner.clone() })
     }
 
+    /// Acquires like [`Lock::acquire`] (`wait` `None`), [`Lock::acquire_with_lease`] or
+    /// [`Lock::try_acquire`] (`wait` `Some`), returning the hold as a [`Guard`] (`None` when the
+    /// wait ran out). For surfaces that hand the result across a boundary where the receiver
+    /// may be gone (an interrupted blocking call, a cancelled awaitable): a guard nobody
+    /// [`keep`](Guard::keep)s releases its hold when dropped, so no hold is left behind.
+    pub async fn acquire_guard(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Guard>> {
+        let got = self.acquire_inner(owner, wait, lease).await?;
+        Ok(got.then(|| Guard { lock: Some(self.clone()), owner: owner.clone() }))
+    }
+
     async fn acquire_inner(
         &self,
         owner: &Owner,
@@ -468,6 +483,12 @@ impl Guard {
     /// The lock held.
     pub fn lock(&self) -> Option<&Lock> {
         self.lock.as_ref()
+    }
+
+    /// Keeps the hold without releasing it: the owner now holds the lock until it calls
+    /// [`Lock::release`] itself.
+    pub fn keep(mut self) {
+        self.lock = None;
     }
 
     /// Releases now (see [`Lock::release`]).

@@ -448,6 +448,18 @@ async fn guard_releases_on_drop() {
     assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("guard").unwrap()).await);
     let g = lock.lock(&owner).await.unwrap();
     assert_eq!(g.release().await.unwrap(), Released::Unlocked);
+
+    // acquire_guard: an unclaimed guard gives its hold back; a kept one stays held.
+    let g = lock.acquire_guard(&owner, Some(Duration::ZERO), None).await.unwrap().unwrap();
+    drop(g);
+    assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("guard").unwrap()).await);
+    let g = lock.acquire_guard(&owner, None, Some(Duration::from_secs(10))).await.unwrap().unwrap();
+    g.keep();
+    assert_eq!(lock.hold_count(&owner).await.unwrap(), 1);
+    let other = c.new_owner();
+    assert!(lock.acquire_guard(&other, Some(Duration::from_millis(20)), None).await.unwrap().is_none());
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+    assert_eq!(c.tracked_holds(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,8 +14,15 @@ for r in by("ceiling_acquire"):
     print(f"| redis-benchmark EVALSHA acquire, {r['clients']} clients | {float(r['rps']):.0f} req/s | |")
 for r in by("ping"):
     print(f"| redis-benchmark PING, 1 client (csv) | {r['csv']} | |")
+def rlock_rate(owners):
+    # The rlock figure a peer is compared with: the Python threads surface at the same owners.
+    return next((r["pairs_per_s"] for r in by("pairs") if r["surface"] == "python-threads" and r["owners"] == owners), None)
+
 for r in by("pairs"):
     ratio = f"{r['pairs_per_s'] / ceiling:.2f} of ceiling" if ceiling else ""
+    if r["surface"].startswith("peer"):
+        mine = rlock_rate(r["owners"])
+        ratio = f"rlock python-threads is {mine / r['pairs_per_s']:.1f}x" if mine else ""
     print(f"| {r['surface']} uncontended pairs/s, {r['owners']} owners | {r['pairs_per_s']:.0f} | {ratio} |")
 for r in by("latency"):
     print(f"| {r['surface']} one pair latency p50 / p99 | {r['p50_us']:.0f} / {r['p99_us']:.0f} us | |")

@@ -33,5 +33,9 @@ redis-cli -p "$port" INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
   /^cmdstat_del/ {d=$3; du=$5}
   END { pairs = ev/2; if (pairs > 0) printf "{\"bench\":\"server_cpu\",\"usec_per_pair\":%.2f,\"ceiling_pairs_per_s\":%.0f}\n", (evu+du)/pairs, 1e6*pairs/(evu+du) }' | tee -a "$out"
 REDIS_URL=$REDIS_URL target/release/rlock-bench watchdog | tee -a "$out"
+# Python surface and its peer (redis-py's Lock), when make build-python has made .venv.
+if [ -x .venv/bin/python ] && .venv/bin/python -c 'import rlock, redis' 2>/dev/null; then
+  REDIS_URL=$REDIS_URL .venv/bin/python bench/py_bench.py | tee -a "$out"
+fi
 python3 bench/report.py "$out" > bench/out/results.md
 cat bench/out/results.md

@@ -12,16 +12,6 @@ pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
     }
 }
 
-/// `suffixed(N, s)`: `N:s` when N already has a `{` hash tag, else `{N}:s`.
-#[allow(dead_code)] // used by the read-write lock layout
-pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
-    if name.contains('{') {
-        format!("{name}:{suffix}")
-    } else {
-        format!("{{{name}}}:{suffix}")
-    }
-}
-
 /// The unlock channel of a reentrant lock.
 pub(crate) fn lock_channel(name: &str) -> String {
     prefixed("redisson_lock__channel", name)
@@ -43,7 +33,5 @@ mod tests {
         assert_eq!(lock_channel("orders"), "redisson_lock__channel:{orders}");
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch_prefix("orders"), "redisson_unlock_latch:{orders}:");
-        assert_eq!(suffixed("orders", "x"), "{orders}:x");
-        assert_eq!(suffixed("o{r}", "x"), "o{r}:x");
     }
 }

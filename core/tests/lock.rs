@@ -258,17 +258,17 @@ async fn cancelled_acquires_leave_no_hold_renewal_or_subscription() {
 
     // Acquires of a free lock cancelled at varied moments, some after the script acquired.
     for i in 0..300u64 {
-        let (lock, owner) = (lock.clone(), c.new_owner());
-        let t = tokio::spawn(async move { lock.acquire(&owner).await });
+        let (l, owner) = (lock.clone(), c.new_owner());
+        let o = owner.clone();
+        let t = tokio::spawn(async move { l.acquire(&o).await });
         tokio::time::sleep(Duration::from_micros((i * 37) % 400)).await;
         t.abort();
-        if let Ok(Ok(())) = t.await {
-            // It finished before the abort: release it as a caller would.
+        if let Ok(result) = t.await {
+            // It finished before the abort: release it as its caller would.
+            result.unwrap();
+            lock.release(&owner).await.unwrap();
         }
     }
-    // Finished acquires still hold; release those the tasks completed by force-checking owners.
-    // Every hold we can see must belong to a completed task; release them all by force.
-    let _ = lock.force_release().await.unwrap();
     assert!(
         eventually(Duration::from_secs(5), || c.tracked_holds() == 0).await,
         "holds left: {}",

@@ -257,17 +257,19 @@ impl NativeLock {
         env.spawn_future(async move {
             let (wait, lease) = parsed?;
             let work = async {
-                match (wait, lease) {
-                    (None, None) => lock.acquire(&owner).await,
-                    (None, Some(l)) => lock.acquire_with_lease(&owner, l).await,
-                    (Some(w), l) => match lock.try_acquire(&owner, w, l).await {
-                        Ok(true) => Ok(()),
-                        Ok(false) => Err(rlock::Error::new(
-                            ErrorKind::Timeout,
-                            format!("lock '{}' was not acquired within {} ms", lock.name(), w.as_millis()),
-                        )),
-                        Err(e) => Err(e),
-                    },
+                match lock.acquire_guard(&owner, wait, lease).await? {
+                    Some(held) => {
+                        held.keep();
+                        Ok(())
+                    }
+                    None => Err(rlock::Error::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "lock '{}' was not acquired within {} ms",
+                            lock.name(),
+                            wait.map_or(0, |w| w.as_millis())
+                        ),
+                    )),
                 }
             };
             tokio::select! {

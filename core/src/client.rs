@@ -8,7 +8,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::connection::{self, Commands};
+use crate::connection::{self, Commands, PushHandler, Topology};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::MAX_NAME_LEN;
 use crate::latches::Latches;
@@ -16,6 +16,7 @@ use crate::lock::Lock;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::pubsub;
+use crate::replicas::Replicas;
 use crate::watchdog::{self, LostEvent, Watchdog};
 
 /// First id handed out by [`Client::new_owner`]; explicit ids below it never collide with it.
@@ -41,6 +42,12 @@ pub(crate) struct ClientInner {
     pub(crate) closed: CancellationToken,
     pub(crate) latch_ttl_ms: u64,
     pub(crate) latches: Latches,
+    /// `PUBLISH`, or `SPUBLISH` where waiters use sharded pub/sub.
+    pub(crate) publish_command: &'static str,
+    /// Replica sync, when on.
+    pub(crate) replicas: Option<Arc<Replicas>>,
+    pub(crate) topology: Topology,
+    sharded: bool,
     next_owner: AtomicU64,
 }
 
@@ -61,9 +68,14 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Connects to Redis at `url` (`redis://[user:pass@]host:port/db`, `rediss://...` for TLS,
-    /// `redis+unix:///path/to/socket`) and starts the client's watchdog and pub/sub tasks on
-    /// the current tokio runtime.
+    /// Connects to Redis at `url` and starts the client's watchdog and pub/sub tasks on the
+    /// current tokio runtime. URLs:
+    ///
+    /// - `redis://[user:pass@]host:port/db`, `rediss://...` (TLS), `redis+unix:///path`
+    /// - `redis+cluster://[user:pass@]host1:port1,host2:port2/` (`rediss+cluster://`): a Redis
+    ///   Cluster, reached through any of its nodes
+    /// - `redis+sentinel://[user:pass@]host1:port1,host2:port2/service_name[/db]`
+    ///   (`rediss+sentinel://`): the master the sentinels name, followed across failovers
     ///
     /// Fails with `InvalidArgument` for a bad URL or option or outside a tokio runtime, and
     /// with `Connection`/`Timeout`/`Redis` when Redis cannot be reached or refuses the login.
@@ -71,28 +83,31 @@ impl Client {
         options.validate()?;
         let handle = Handle::try_current()
             .map_err(|_| Error::invalid("Client::connect must run inside a tokio runtime"))?;
-        let redis_client = connection::client_for(url, &options)?;
-        let commands = connection::connect_commands(&redis_client, &options).await?;
+        let target = crate::url::parse(url, &options)?;
         let (registry, queue) = pubsub::Registry::new();
         let weak = Arc::downgrade(&registry);
-        let pubsub_conn = connection::connect_pubsub(&redis_client, &options, move |push| {
+        let on_push: PushHandler = Arc::new(move |push| {
             if let Some(r) = weak.upgrade() {
                 r.on_push(push);
             }
-            Ok(())
-        })
-        .await?;
+        });
+        let conns = connection::connect(target, &options, on_push).await?;
+        let commands = conns.commands;
         let (wd, schedule) = Watchdog::new(options.watchdog_timeout, options.max_hold);
         let closed = CancellationToken::new();
 
         let stop = closed.clone();
         let reg = Arc::downgrade(&registry);
+        let subscriber = conns.subscriber;
         handle.spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = pubsub::run(queue, pubsub_conn, reg) => {}
+                _ = pubsub::run(queue, subscriber, reg) => {}
             }
         });
+        if let Some(monitor) = conns.monitor {
+            handle.spawn(monitor.run(closed.clone()));
+        }
         handle.spawn(watchdog::run(
             wd.clone(),
             schedule,
@@ -101,6 +116,19 @@ impl Client {
             options.retry_delay,
             closed.clone(),
         ));
+        let replicas = match conns.sync {
+            Some(sync) => Some(
+                Replicas::start(
+                    &handle,
+                    commands.clone(),
+                    sync,
+                    options.replica_sync_timeout,
+                    closed.clone(),
+                )
+                .await,
+            ),
+            None => None,
+        };
 
         let latches = Latches::start(&handle, commands.clone(), closed.clone());
         let per_try = options.command_timeout.unwrap_or(Duration::from_secs(10)) + options.retry_delay;
@@ -115,9 +143,29 @@ impl Client {
             closed,
             latch_ttl_ms: u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX),
             latches,
+            publish_command: if conns.sharded { "SPUBLISH" } else { "PUBLISH" },
+            replicas,
+            topology: conns.topology,
+            sharded: conns.sharded,
             next_owner: AtomicU64::new(AUTO_OWNER_BASE),
         };
         Ok(Client { inner: Arc::new(inner) })
+    }
+
+    /// What the URL named: one server, a cluster or a Sentinel-managed master.
+    pub fn topology(&self) -> Topology {
+        self.inner.topology
+    }
+
+    /// Whether waiters use sharded pub/sub (SSUBSCRIBE / SPUBLISH): only on a Redis Cluster,
+    /// decided at connect (see [`ClientOptions::sharded_pubsub`]).
+    pub fn sharded_pubsub(&self) -> bool {
+        self.inner.sharded
+    }
+
+    /// Whether acquires wait for a replica (see [`ClientOptions::replica_sync`]).
+    pub fn replica_sync(&self) -> bool {
+        self.inner.replicas.is_some()
     }
 
     /// This client's random UUID (v4), the first part of every owner it makes.
@@ -145,7 +193,8 @@ impl Client {
     /// A handle on the reentrant lock `name` (used byte for byte as the Redis key, Redisson's
     /// layout). Cheap to keep: keys and channel are built once here.
     ///
-    /// Fails with `InvalidArgument` for an empty name or one over 64 KiB.
+    /// Fails with `InvalidArgument` for an empty name or one over 64 KiB, and on a cluster for
+    /// a name whose auxiliary keys would hash to another slot (an empty `{}` or unclosed `{`).
     pub fn lock(&self, name: &str) -> Result<Lock> {
         if name.is_empty() {
             return Err(Error::invalid("lock name must not be empty"));
@@ -155,6 +204,12 @@ impl Client {
                 "lock name is {} bytes; the limit is {MAX_NAME_LEN}",
                 name.len()
             )));
+        }
+        if self.inner.topology == Topology::Cluster && !crate::keys::shares_one_slot(name) {
+            return Err(Error::invalid(
+                "on a Redis Cluster a lock name must not contain an empty '{}' or an unclosed '{': \
+                 its channel and latch keys would hash to another slot",
+            ));
         }
         Ok(Lock::new(self.inner.clone(), name))
     }

@@ -1,27 +1,86 @@
-//! The connection layer: one auto-reconnecting multiplexed connection for commands and one for
-//! pub/sub, both from the `redis` crate. Cluster and Sentinel modes slot in as further variants
-//! of [`Commands`]; the rest of rlock only asks it for a connection, a batch group and the
-//! publish command.
+//! The connection layer: where lock commands go and where waiters subscribe, for one server,
+//! a Redis Cluster or a Sentinel-managed master. Everything below is the `redis` crate's: the
+//! auto-reconnecting `ConnectionManager`, the cluster client (slot routing, MOVED/ASK,
+//! topology refresh, resubscription) and the Sentinel master lookup. The rest of rlock asks
+//! this module for a connection, a batch group and the publish command only.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::watch;
+
+use futures_util::future::join_all;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, Pipeline, ProtocolVersion, RedisFuture, Value};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, Pipeline, ProtocolVersion, PushInfo, RedisFuture, RedisResult, Value};
 
+use crate::cluster::ClusterLink;
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::options::ClientOptions;
+use crate::sentinel::{self, Link};
+use crate::url::Target;
 
-/// Where lock commands go. Cloning is cheap (a shared multiplexed connection).
+/// What kind of deployment a client talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Topology {
+    /// One server (`redis://`, `rediss://`, `redis+unix://`).
+    Single,
+    /// A Redis Cluster (`redis+cluster://`).
+    Cluster,
+    /// A master found and followed through Sentinels (`redis+sentinel://`).
+    Sentinel,
+}
+
+/// Receives every push (pub/sub message, subscription confirmation, disconnect) of the pub/sub
+/// connections. Runs on the connection's task: it must not block.
+pub(crate) type PushHandler = Arc<dyn Fn(PushInfo) + Send + Sync>;
+
+/// Which of a Sentinel master's connections a [`Commands`] uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// Lock commands, renewals, queries.
+    Main,
+    /// Acquires followed by `WAIT` (replica sync), kept apart because `WAIT` blocks its
+    /// connection until the replicas answer.
+    Sync,
+}
+
+/// Where lock commands go. Cloning is cheap (shared multiplexed connections).
 #[derive(Clone)]
 pub(crate) enum Commands {
-    /// One server (TCP, TLS or a unix socket).
+    /// One server.
     Single(ConnectionManager),
+    /// A Redis Cluster: commands go to the master of their key's slot.
+    Cluster(Arc<ClusterLink>),
+    /// The current master of a Sentinel set (swapped on failover).
+    Sentinel(Arc<Link>, Use),
 }
 
 impl ConnectionLike for Commands {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Commands::Single(c) => c.req_packed_command(cmd),
+            Commands::Cluster(link) => {
+                let mut conn = link.current();
+                let link = link.clone();
+                Box::pin(async move {
+                    let result = conn.req_packed_command(cmd).await;
+                    link.observe(&result);
+                    result
+                })
+            }
+            Commands::Sentinel(link, role) => {
+                let mut conn = link.connection(*role);
+                let link = link.clone();
+                Box::pin(async move {
+                    let result = conn.req_packed_command(cmd).await;
+                    link.observe(&result);
+                    result
+                })
+            }
         }
     }
 
@@ -33,106 +92,329 @@ impl ConnectionLike for Commands {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Commands::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Commands::Cluster(link) => {
+                let mut conn = link.current();
+                let link = link.clone();
+                Box::pin(async move {
+                    let result = conn.req_packed_commands(pipeline, offset, count).await;
+                    link.observe(&result);
+                    result
+                })
+            }
+            Commands::Sentinel(link, role) => {
+                let mut conn = link.connection(*role);
+                let link = link.clone();
+                Box::pin(async move {
+                    let result = conn.req_packed_commands(pipeline, offset, count).await;
+                    link.observe(&result);
+                    result
+                })
+            }
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Commands::Single(c) => c.get_db(),
+            Commands::Cluster(_) => 0,
+            Commands::Sentinel(link, _) => link.db(),
         }
     }
 }
 
 impl Commands {
-    /// The group a key's watchdog renewals are batched in: keys of one group may share one
-    /// script call. On a cluster this is the key's hash slot; on one server everything is group 0.
-    pub(crate) fn batch_group(&self, _key: &str) -> u16 {
+    /// Sends `cmd` to the node `routing` names (a cluster), or to the one server.
+    pub(crate) async fn route(&mut self, cmd: Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         match self {
-            Commands::Single(_) => 0,
+            Commands::Cluster(link) => {
+                let result = link.current().route_command(cmd, routing).await;
+                link.observe(&result);
+                result
+            }
+            other => cmd.query_async(other).await,
         }
     }
 
-    /// `PUBLISH`, or `SPUBLISH` where waiters use sharded pub/sub (Redis 7+ clusters).
-    pub(crate) fn publish_command(&self) -> &'static str {
+    /// The group a key's watchdog renewals and latch deletions are batched in: keys of one
+    /// group may share one command. On a cluster this is the key's hash slot; elsewhere 0.
+    pub(crate) fn batch_group(&self, key: &str) -> u16 {
         match self {
-            Commands::Single(_) => "PUBLISH",
+            Commands::Cluster(_) => keys::slot(key.as_bytes()),
+            Commands::Single(_) | Commands::Sentinel(..) => 0,
         }
     }
 }
 
-/// Parses and checks a URL; the error never repeats the URL (it may carry a password).
-pub(crate) fn client_for(url: &str, options: &ClientOptions) -> Result<redis::Client> {
-    let scheme = url.split("://").next().unwrap_or_default();
-    match scheme {
-        "redis" | "rediss" | "redis+unix" | "unix" => {}
-        _ if !url.contains("://") => {
-            return Err(Error::invalid(
-                "not a Redis URL: expected redis://[user:pass@]host:port/db, rediss://... or \
-                 redis+unix:///path",
-            ))
+/// The connection waiters subscribe on, with Redisson's choice of classic or sharded pub/sub.
+pub(crate) enum Subscriber {
+    /// One server: classic SUBSCRIBE.
+    Single(ConnectionManager),
+    /// A cluster: SUBSCRIBE, or SSUBSCRIBE (one per slot) when `sharded`.
+    Cluster { link: Arc<ClusterLink>, sharded: bool, epoch: watch::Receiver<u64> },
+    /// A Sentinel master: classic SUBSCRIBE on the current master's pub/sub connection.
+    Sentinel(Arc<Link>, watch::Receiver<u64>),
+}
+
+impl Subscriber {
+    /// Subscribes to `names` (all at once where the server allows).
+    pub(crate) async fn subscribe(&mut self, names: &[&str]) -> RedisResult<()> {
+        match self {
+            Subscriber::Single(c) => c.subscribe(names).await,
+            Subscriber::Cluster { link, sharded, .. } => {
+                let result = if *sharded {
+                    let calls = by_slot(names).into_iter().map(|group| {
+                        let mut conn = link.current();
+                        async move { conn.ssubscribe(group).await }
+                    });
+                    join_all(calls).await.into_iter().collect()
+                } else {
+                    link.current().subscribe(names).await
+                };
+                link.observe(&result);
+                result
+            }
+            Subscriber::Sentinel(link, _) => link.pubsub().subscribe(names).await,
         }
-        other => {
-            return Err(Error::invalid(format!(
-                "unsupported URL scheme '{other}': use redis://, rediss:// or redis+unix://"
-            )))
+    }
+
+    /// Unsubscribes from `names`.
+    pub(crate) async fn unsubscribe(&mut self, names: &[&str]) -> RedisResult<()> {
+        match self {
+            Subscriber::Single(c) => c.unsubscribe(names).await,
+            Subscriber::Cluster { link, sharded, .. } => {
+                let result = if *sharded {
+                    let calls = by_slot(names).into_iter().map(|group| {
+                        let mut conn = link.current();
+                        async move { conn.sunsubscribe(group).await }
+                    });
+                    join_all(calls).await.into_iter().collect()
+                } else {
+                    link.current().unsubscribe(names).await
+                };
+                link.observe(&result);
+                result
+            }
+            Subscriber::Sentinel(link, _) => link.pubsub().unsubscribe(names).await,
         }
     }
-    if scheme == "rediss" {
-        // The redis crate leaves the rustls crypto provider to the application; pick ring
-        // unless the process already chose one.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+
+    /// Whether subscriptions must be renewed by hand after a disconnect (see `pubsub::run`):
+    /// a cluster's, because its client learns a failover only from a request.
+    pub(crate) fn repairs_after_disconnect(&self) -> bool {
+        matches!(self, Subscriber::Cluster { .. })
     }
-    if let (true, Some(ca)) = (scheme == "rediss", &options.tls_ca_file) {
-        let pem = std::fs::read(ca)
-            .map_err(|e| Error::invalid(format!("cannot read tls_ca_file {}: {e}", ca.display())))?;
-        let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(pem) };
-        return redis::Client::build_with_tls(url, certs).map_err(|e| {
-            Error::invalid(format!("invalid Redis URL or CA file ({:?}): expected rediss://[user:pass@]host:port/db and a PEM CA", e.kind()))
-        });
+
+    /// Resolves when the pub/sub connection was replaced by a new one (a Sentinel failover,
+    /// a rebuilt cluster connection): the caller then subscribes its channels again. Never
+    /// resolves for a single server.
+    pub(crate) async fn replaced(&mut self) {
+        let epoch = match self {
+            Subscriber::Sentinel(_, epoch) | Subscriber::Cluster { epoch, .. } => epoch,
+            Subscriber::Single(_) => return std::future::pending().await,
+        };
+        if epoch.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
-    redis::Client::open(url).map_err(|e| {
-        Error::invalid(format!(
-            "invalid Redis URL ({:?}): expected redis://[user:pass@]host:port/db",
-            e.kind()
-        ))
-    })
 }
 
-fn manager_config(options: &ClientOptions, response_timeout: Option<Duration>) -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(options.connect_timeout))
-        .set_response_timeout(response_timeout)
-        .set_number_of_retries(options.retry_attempts as usize)
-        .set_min_delay(Duration::from_millis(50))
-        .set_max_delay(options.retry_delay.max(Duration::from_millis(50)))
+/// The routing of a command to the master of `key`'s slot (on a cluster).
+pub(crate) fn slot_master(key: &str) -> RoutingInfo {
+    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
+        keys::slot(key.as_bytes()),
+        SlotAddr::Master,
+    )))
 }
 
-/// Opens the command connection.
-pub(crate) async fn connect_commands(client: &redis::Client, options: &ClientOptions) -> Result<Commands> {
-    let config = manager_config(options, options.command_timeout);
-    let manager = client
-        .get_connection_manager_with_config(config)
-        .await
-        .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
-    Ok(Commands::Single(manager))
+/// Groups channel names by hash slot (SSUBSCRIBE takes channels of one slot per call).
+fn by_slot<'a>(names: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let mut groups: std::collections::BTreeMap<u16, Vec<&'a str>> = Default::default();
+    for n in names {
+        groups.entry(keys::slot(n.as_bytes())).or_default().push(n);
+    }
+    groups.into_values().collect()
 }
 
-/// Opens the pub/sub connection (RESP3, so subscriptions share a multiplexed connection and the
-/// crate resubscribes after a reconnect). Messages go to `on_push`, on the connection's task.
-pub(crate) async fn connect_pubsub(
-    client: &redis::Client,
+/// Everything a client talks to Redis with.
+pub(crate) struct Connections {
+    pub(crate) topology: Topology,
+    pub(crate) commands: Commands,
+    /// The connection for replica-synced acquires, when replica sync is on.
+    pub(crate) sync: Option<Commands>,
+    pub(crate) subscriber: Subscriber,
+    /// Whether waiters use sharded pub/sub (SPUBLISH in the scripts).
+    pub(crate) sharded: bool,
+    /// The Sentinel monitor, when there is one; the client runs it until it closes.
+    pub(crate) monitor: Option<sentinel::Monitor>,
+}
+
+/// Opens the connections of one master (or one server): commands, replica sync, pub/sub.
+#[derive(Clone)]
+pub(crate) struct Opener {
+    options: ClientOptions,
+    on_push: PushHandler,
+    with_sync: bool,
+}
+
+/// The connections of one master.
+pub(crate) struct Opened {
+    pub(crate) commands: ConnectionManager,
+    pub(crate) sync: Option<ConnectionManager>,
+    pub(crate) pubsub: ConnectionManager,
+}
+
+impl Opener {
+    fn manager_config(&self, response_timeout: Option<Duration>) -> ConnectionManagerConfig {
+        let o = &self.options;
+        ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(o.connect_timeout))
+            .set_response_timeout(response_timeout)
+            .set_number_of_retries(o.retry_attempts as usize)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(o.retry_delay.max(Duration::from_millis(50)))
+    }
+
+    /// Opens the connections to the server `client` names.
+    pub(crate) async fn open(&self, client: &redis::Client) -> Result<Opened> {
+        let commands = client
+            .get_connection_manager_with_config(self.manager_config(self.options.command_timeout))
+            .await
+            .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
+        let sync = if self.with_sync {
+            // WAIT may take up to the sync timeout on top of the command.
+            let timeout = self.options.command_timeout.map(|t| t + self.options.replica_sync_timeout);
+            let conn = client
+                .get_connection_manager_with_config(self.manager_config(timeout))
+                .await
+                .map_err(|e| Error::from_redis("could not open the replica-sync connection", e))?;
+            Some(conn)
+        } else {
+            None
+        };
+        // RESP3, so subscriptions share a multiplexed connection and the crate resubscribes
+        // after a reconnect.
+        let info = client.get_connection_info().clone();
+        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
+        let resp3 = redis::Client::open(info.set_redis_settings(settings))
+            .map_err(|e| Error::from_redis("could not configure the pub/sub connection", e))?;
+        let on_push = self.on_push.clone();
+        let config = self
+            .manager_config(Some(self.options.subscription_timeout))
+            .set_push_sender(move |push| -> std::result::Result<(), redis::aio::SendError> {
+                on_push(push);
+                Ok(())
+            })
+            .set_automatic_resubscription();
+        let pubsub = resp3
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))?;
+        Ok(Opened { commands, sync, pubsub })
+    }
+}
+
+/// Connects to what `target` names. `on_push` receives the pub/sub pushes.
+pub(crate) async fn connect(
+    target: Target,
     options: &ClientOptions,
-    on_push: impl Fn(redis::PushInfo) -> std::result::Result<(), redis::aio::SendError> + Send + Sync + 'static,
-) -> Result<ConnectionManager> {
-    let info = client.get_connection_info().clone();
-    let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-    let resp3 = redis::Client::open(info.set_redis_settings(settings))
-        .map_err(|e| Error::from_redis("could not configure the pub/sub connection", e))?;
-    let config = manager_config(options, Some(options.subscription_timeout))
-        .set_push_sender(on_push)
-        .set_automatic_resubscription();
-    resp3
-        .get_connection_manager_with_config(config)
-        .await
-        .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))
+    on_push: PushHandler,
+) -> Result<Connections> {
+    let topology = match &target {
+        Target::Single(_) => Topology::Single,
+        Target::Cluster { .. } => Topology::Cluster,
+        Target::Sentinel(_) => Topology::Sentinel,
+    };
+    // Redisson syncs replicas on every topology but a single server.
+    let with_sync = options.replica_sync.unwrap_or(topology != Topology::Single);
+    let opener = Opener { options: options.clone(), on_push, with_sync };
+    match target {
+        Target::Single(client) => {
+            let o = opener.open(&client).await?;
+            Ok(Connections {
+                topology,
+                commands: Commands::Single(o.commands),
+                sync: o.sync.map(Commands::Single),
+                subscriber: Subscriber::Single(o.pubsub),
+                sharded: false,
+                monitor: None,
+            })
+        }
+        Target::Cluster { nodes, certs } => {
+            let builder = |response_timeout: Option<Duration>| {
+                let mut b = ClusterClientBuilder::new(nodes.clone())
+                    .connection_timeout(options.connect_timeout)
+                    .retries(options.retry_attempts)
+                    .min_retry_wait(50)
+                    .max_retry_wait(
+                        u64::try_from(options.retry_delay.as_millis()).unwrap_or(u64::MAX).max(50),
+                    );
+                if let Some(t) = response_timeout {
+                    b = b.response_timeout(t);
+                }
+                if let Some(c) = &certs {
+                    b = b.certs(c.clone());
+                }
+                b
+            };
+            let build = |b: ClusterClientBuilder| {
+                b.build().map_err(|e| {
+                    Error::invalid(format!("invalid redis+cluster configuration ({:?})", e.kind()))
+                })
+            };
+            // A connection that stays silent for a whole command timeout is rebuilt.
+            let stuck_after = options.command_timeout.unwrap_or(Duration::from_secs(10));
+            let link = |b, stuck_after, what| async move {
+                ClusterLink::connect(build(b)?, stuck_after, options.connect_timeout, what).await
+            };
+            let main = link(builder(options.command_timeout), stuck_after, "cluster connection").await?;
+            let sync = if with_sync {
+                let timeout = options.command_timeout.map(|t| t + options.replica_sync_timeout);
+                let stuck = stuck_after + options.replica_sync_timeout;
+                Some(Commands::Cluster(
+                    link(builder(timeout), stuck, "cluster replica-sync connection").await?,
+                ))
+            } else {
+                None
+            };
+            let push = opener.on_push.clone();
+            let pubsub = builder(Some(options.subscription_timeout))
+                .use_protocol(ProtocolVersion::RESP3)
+                .push_sender(move |p| -> std::result::Result<(), redis::aio::SendError> {
+                    push(p);
+                    Ok(())
+                });
+            let pubsub = link(pubsub, options.subscription_timeout, "cluster pub/sub connection").await?;
+            let mut commands = Commands::Cluster(main);
+            let sharded = match options.sharded_pubsub {
+                Some(s) => s,
+                None => supports_sharded_pubsub(&mut commands).await,
+            };
+            let epoch = pubsub.epochs();
+            Ok(Connections {
+                topology,
+                commands,
+                sync,
+                subscriber: Subscriber::Cluster { link: pubsub, sharded, epoch },
+                sharded,
+                monitor: None,
+            })
+        }
+        Target::Sentinel(t) => {
+            let (link, monitor) = sentinel::connect(t, opener).await?;
+            let epoch = link.epochs();
+            Ok(Connections {
+                topology,
+                commands: Commands::Sentinel(link.clone(), Use::Main),
+                sync: with_sync.then(|| Commands::Sentinel(link.clone(), Use::Sync)),
+                subscriber: Subscriber::Sentinel(link, epoch),
+                sharded: false,
+                monitor: Some(monitor),
+            })
+        }
+    }
+}
+
+/// Redisson's probe: sharded pub/sub when the cluster knows `PUBSUB SHARDNUMSUB` (Redis 7+).
+async fn supports_sharded_pubsub(conn: &mut Commands) -> bool {
+    redis::cmd("PUBSUB").arg("SHARDNUMSUB").query_async::<Value>(conn).await.is_ok()
 }

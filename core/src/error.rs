@@ -17,7 +17,8 @@ pub enum ErrorKind {
     Lost,
     /// Redis did not answer within the command timeout (or the subscription timeout).
     Timeout,
-    /// The connection to Redis failed or was refused.
+    /// The connection to Redis failed or was refused, or Redis cannot serve the key right now
+    /// (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING, READONLY: a failover or restart).
     Connection,
     /// Redis answered with an error (for example WRONGTYPE when the lock name holds a
     /// non-lock key, or NOPERM).
@@ -68,12 +69,16 @@ impl Error {
 
     /// Wraps a `redis` crate error, with `context` saying what rlock was doing.
     pub(crate) fn from_redis(context: &str, err: redis::RedisError) -> Self {
+        // Errors a failover or a restart answers with: the key has no serving master right now.
+        let unavailable =
+            matches!(err.code(), Some("CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" | "LOADING" | "READONLY"));
         let kind = if err.is_timeout() {
             ErrorKind::Timeout
         } else if err.is_io_error()
             || err.is_connection_refusal()
             || err.is_connection_dropped()
             || err.is_unrecoverable_error()
+            || unavailable
         {
             ErrorKind::Connection
         } else if err.kind() == redis::ErrorKind::InvalidClientConfig {
@@ -83,6 +88,7 @@ impl Error {
         };
         let hint = match kind {
             ErrorKind::Timeout => " (Redis did not answer within the command timeout)",
+            ErrorKind::Connection if unavailable => " (Redis is failing over or loading; try again)",
             ErrorKind::Connection => " (check that Redis is reachable at the configured URL)",
             _ => "",
         };

@@ -24,9 +24,46 @@ pub(crate) fn unlock_latch_prefix(name: &str) -> String {
     p
 }
 
+/// Number of hash slots of a Redis Cluster.
+pub(crate) const SLOTS: u16 = 16384;
+
+/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the part between the
+/// first `{` and the next `}`, when not empty) or of the whole key, modulo 16384.
+pub(crate) fn slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|b| *b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|b| *b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(key)) % SLOTS
+}
+
+/// Whether the lock `name` and its channel and latch keys hash to one slot, as a Redis Cluster
+/// needs for the lock scripts. Names with an empty `{}` tag or an unclosed `{` do not (Redisson
+/// has the same limit: its scripts fail with CROSSSLOT on such names).
+pub(crate) fn shares_one_slot(name: &str) -> bool {
+    let s = slot(name.as_bytes());
+    s == slot(lock_channel(name).as_bytes()) && s == slot(unlock_latch_prefix(name).as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_match_redis() {
+        // Values from CLUSTER KEYSLOT on Redis 7.
+        assert_eq!(slot(b"orders"), 105);
+        assert_eq!(slot(b"foo"), 12_182);
+        assert_eq!(slot(b"123456789"), 12_739);
+        assert_eq!(slot(b"{user1000}.following"), 3443);
+        assert_eq!(slot(b"a{}b"), 13_694);
+        assert_eq!(slot(b"{open"), 7674);
+        assert!(shares_one_slot("orders"));
+        assert!(shares_one_slot("a{b}c"));
+        assert!(!shares_one_slot("a{}c"));
+        assert!(!shares_one_slot("{open"));
+    }
 
     #[test]
     fn names_follow_redisson() {

@@ -16,6 +16,7 @@
 //! ```
 
 mod client;
+mod cluster;
 mod connection;
 mod error;
 mod keys;
@@ -24,10 +25,14 @@ mod lock;
 mod options;
 mod owner;
 mod pubsub;
+mod replicas;
 mod scripts;
+mod sentinel;
+mod url;
 mod watchdog;
 
 pub use client::{Client, ListenerId};
+pub use connection::Topology;
 pub use error::{Error, ErrorKind, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};

@@ -13,6 +13,7 @@ use crate::keys;
 use crate::options::{check_duration, positive_ms};
 use crate::owner::Owner;
 use crate::pubsub::SubState;
+use crate::replicas::Synced;
 use crate::scripts::{ACQUIRE, FORCE_RELEASE, RELEASE, UNLOCK_MESSAGE};
 use crate::watchdog::{Forgotten, HoldKey};
 
@@ -281,20 +282,13 @@ impl Lock {
         let client = &self.inner.client;
         client.handle.spawn(async move {
             let inner = &lock.inner;
-            let mut conn = inner.client.commands.clone();
-            let result = ACQUIRE
-                .key(&*inner.name)
-                .arg(lease_ms)
-                .arg(owner.as_str())
-                .invoke_async::<Option<i64>>(&mut conn)
-                .await;
-            let answer = match result {
+            let answer = match lock.run_acquire(&owner, lease_ms).await {
                 Ok(None) => {
                     inner.client.watchdog.acquired(lock.key(&owner), &owner, lease, renew, inner.group);
                     Ok(Ok(PendingHold { lock: Some(lock.clone()), owner }))
                 }
                 Ok(Some(ttl)) => Ok(Err(ttl)),
-                Err(e) => Err(Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e)),
+                Err(e) => Err(e),
             };
             // When the caller is gone the answer is dropped here, and a PendingHold in it
             // releases the hold again.
@@ -310,6 +304,45 @@ impl Lock {
                 Ok(None)
             }
             Err(ttl) => Ok(Some(ttl)),
+        }
+    }
+
+    /// The acquire script, followed by a replica `WAIT` when replica sync is on and the key's
+    /// master has replicas. Nil (acquired) or the holder's PTTL. An acquire no replica
+    /// acknowledged is undone and fails with `Timeout`, which the acquire loop retries.
+    async fn run_acquire(&self, owner: &Owner, lease_ms: u64) -> Result<Option<i64>> {
+        let inner = &self.inner;
+        let failed = |e| Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e);
+        let replicas = inner.client.replicas.as_ref().filter(|r| r.wanted(inner.group));
+        let Some(replicas) = replicas else {
+            let mut conn = inner.client.commands.clone();
+            return ACQUIRE
+                .run(
+                    &[&*inner.name],
+                    |c| {
+                        c.arg(lease_ms).arg(owner.as_str());
+                    },
+                    &mut conn,
+                )
+                .await
+                .map_err(failed);
+        };
+        match replicas.acquire(&inner.name, inner.group, lease_ms, owner.as_str()).await.map_err(failed)? {
+            Synced::Busy(ttl) => Ok(Some(ttl)),
+            Synced::Acquired => Ok(None),
+            Synced::Unacknowledged => {
+                if let Err(e) = self.release_now(owner).await {
+                    log::warn!("rlock: could not undo the unsynced acquire of '{}': {e}", inner.name);
+                }
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "no replica acknowledged the acquire of lock '{}' within replica_sync_timeout \
+                         ({:?}); the acquire was undone",
+                        inner.name, inner.client.options.replica_sync_timeout
+                    ),
+                ))
+            }
         }
     }
 
@@ -335,25 +368,22 @@ impl Lock {
         let key = self.key(owner);
         let lease_ms = millis(client.watchdog.release_lease(&key));
         let latch = format!("{}{}", inner.latch_prefix, uuid::Uuid::new_v4().simple());
-        let publish = client.commands.publish_command();
+        let publish = client.publish_command;
         let result = client
             .retrying(|mut conn| {
                 let latch = &latch;
                 async move {
-                    RELEASE
-                        .key(&*inner.name)
-                        .key(&inner.channel)
-                        .key(latch)
-                        .arg(UNLOCK_MESSAGE)
-                        .arg(lease_ms)
-                        .arg(owner.as_str())
-                        .arg(publish)
-                        .arg(client.latch_ttl_ms)
-                        .invoke_async::<Option<i64>>(&mut conn)
-                        .await
-                        .map_err(|e| {
-                            Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
-                        })
+                    let keys = [&*inner.name, &inner.channel, latch];
+                    let args = |c: &mut redis::Cmd| {
+                        c.arg(UNLOCK_MESSAGE)
+                            .arg(lease_ms)
+                            .arg(owner.as_str())
+                            .arg(publish)
+                            .arg(client.latch_ttl_ms);
+                    };
+                    RELEASE.run::<Option<i64>, _>(&keys, args, &mut conn).await.map_err(|e| {
+                        Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
+                    })
                 }
             })
             .await;
@@ -395,12 +425,15 @@ impl Lock {
         let client = &inner.client;
         client.check_open()?;
         let mut conn = client.commands.clone();
+        let keys = [&*inner.name, &inner.channel];
         let deleted = FORCE_RELEASE
-            .key(&*inner.name)
-            .key(&inner.channel)
-            .arg(UNLOCK_MESSAGE)
-            .arg(client.commands.publish_command())
-            .invoke_async::<i64>(&mut conn)
+            .run::<i64, _>(
+                &keys,
+                |c| {
+                    c.arg(UNLOCK_MESSAGE).arg(client.publish_command);
+                },
+                &mut conn,
+            )
             .await
             .map_err(|e| Error::from_redis(&format!("force release of lock '{}' failed", inner.name), e))?;
         client.watchdog.forget_name(&inner.name);

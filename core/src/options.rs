@@ -33,9 +33,22 @@ pub struct ClientOptions {
     /// When set, the watchdog stops renewing a hold this long after it was acquired, so the
     /// lease runs out at most one watchdog timeout later. Default `None` (renew until release).
     pub max_hold: Option<Duration>,
-    /// PEM file of the CA that signed the server's certificate, for `rediss://` URLs. `None`
-    /// trusts the system's roots.
+    /// PEM file of the CA that signed the server's certificate, for `rediss://` URLs (and the
+    /// `rediss+cluster://` / `rediss+sentinel://` variants). `None` trusts the system's roots.
     pub tls_ca_file: Option<std::path::PathBuf>,
+    /// Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. `None` (the default) decides
+    /// as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off.
+    /// Every client sharing locks must make the same choice. Ignored off a cluster: single
+    /// servers and Sentinel setups always use classic pub/sub, as Redisson does.
+    pub sharded_pubsub: Option<bool>,
+    /// After each acquire, `WAIT` until at least one replica has the lock, and undo and retry
+    /// the acquire when none acknowledged within [`replica_sync_timeout`](Self::replica_sync_timeout).
+    /// `None` (the default) decides as Redisson does: on for Cluster and Sentinel URLs, off
+    /// for a single server. Masters without connected replicas are never waited on. This
+    /// narrows, but does not close, the window in which a failover loses a fresh hold.
+    pub replica_sync: Option<bool>,
+    /// How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's).
+    pub replica_sync_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -51,6 +64,9 @@ impl Default for ClientOptions {
             poll_interval: Duration::from_millis(100),
             max_hold: None,
             tls_ca_file: None,
+            sharded_pubsub: None,
+            replica_sync: None,
+            replica_sync_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -112,6 +128,24 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`sharded_pubsub`](Self::sharded_pubsub).
+    pub fn with_sharded_pubsub(mut self, on: Option<bool>) -> Self {
+        self.sharded_pubsub = on;
+        self
+    }
+
+    /// Sets [`replica_sync`](Self::replica_sync).
+    pub fn with_replica_sync(mut self, on: Option<bool>) -> Self {
+        self.replica_sync = on;
+        self
+    }
+
+    /// Sets [`replica_sync_timeout`](Self::replica_sync_timeout).
+    pub fn with_replica_sync_timeout(mut self, d: Duration) -> Self {
+        self.replica_sync_timeout = d;
+        self
+    }
+
     /// Checks every setting; the error names the bad one.
     pub fn validate(&self) -> Result<()> {
         positive_ms("watchdog_timeout", self.watchdog_timeout)?;
@@ -134,6 +168,8 @@ impl ClientOptions {
         if let Some(m) = self.max_hold {
             positive_ms("max_hold", m)?;
         }
+        // WAIT takes whole milliseconds; 0 would mean "wait forever".
+        positive_ms("replica_sync_timeout", self.replica_sync_timeout)?;
         Ok(())
     }
 }

@@ -10,11 +10,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{mpsc, watch, Notify};
+use tokio::time::Instant;
 
+use crate::connection::Subscriber;
 use crate::scripts::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
 
 /// State of one channel's subscription.
@@ -58,6 +60,8 @@ enum Command {
 pub(crate) struct Registry {
     channels: Mutex<HashMap<String, Entry>>,
     queue: mpsc::UnboundedSender<Command>,
+    /// Told of every disconnect of a pub/sub connection (see [`run`]).
+    disconnected: Arc<Notify>,
 }
 
 /// A waiter's membership of a channel; dropping it leaves (and unsubscribes after the last).
@@ -72,7 +76,10 @@ impl Registry {
     /// Creates the registry and the receiving end of its command queue (for [`run`]).
     pub(crate) fn new() -> (Arc<Registry>, Queue) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(Registry { channels: Mutex::new(HashMap::new()), queue: tx }), Queue(rx))
+        let disconnected = Arc::new(Notify::new());
+        let registry =
+            Registry { channels: Mutex::new(HashMap::new()), queue: tx, disconnected: disconnected.clone() };
+        (Arc::new(registry), Queue(rx, disconnected))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -116,6 +123,11 @@ impl Registry {
         self.lock().len()
     }
 
+    /// Every channel with local waiters, by name.
+    fn snapshot(&self) -> Vec<(String, Arc<Channel>)> {
+        self.lock().iter().map(|(n, e)| (n.clone(), e.channel.clone())).collect()
+    }
+
     /// Wakes every waiter on every channel (client close, disconnect).
     pub(crate) fn wake_all(&self, resubscribing: bool) {
         for entry in self.lock().values() {
@@ -156,7 +168,10 @@ impl Registry {
                     }
                 }
             }
-            PushKind::Disconnection => self.wake_all(true),
+            PushKind::Disconnection => {
+                self.wake_all(true);
+                self.disconnected.notify_one();
+            }
             _ => {}
         }
     }
@@ -184,13 +199,50 @@ impl Drop for Membership {
 }
 
 /// The receiving end of a registry's command queue.
-pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>);
+pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>, Arc<Notify>);
+
+/// How long after a cluster node's disconnect, and then between tries, the subscriptions are
+/// repaired.
+const REPAIR_DELAY: Duration = Duration::from_millis(500);
 
 /// Runs the subscribe/unsubscribe queue until the registry is gone. Consecutive commands of one
 /// kind go out as one SUBSCRIBE/UNSUBSCRIBE with many channels.
-pub(crate) async fn run(mut queue: Queue, mut conn: ConnectionManager, registry: Weak<Registry>) {
+///
+/// Two repairs: when the subscriber's connection is replaced (a Sentinel failover), every
+/// channel with waiters is subscribed on the new one and its waiters are woken. When a cluster
+/// node disconnects, the cluster client keeps redialling it and only learns the new topology
+/// from a request; so every channel with waiters is subscribed again, every [`REPAIR_DELAY`]
+/// until that succeeds, which moves subscriptions to the node that took over. Waiters are
+/// bounded by the holder's TTL meanwhile.
+pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<Registry>) {
     let mut batch = Vec::new();
-    while let Some(first) = queue.0.recv().await {
+    let disconnected = queue.1.clone();
+    let mut repair_at: Option<Instant> = None;
+    loop {
+        let first = tokio::select! {
+            cmd = queue.0.recv() => match cmd {
+                Some(cmd) => cmd,
+                None => break,
+            },
+            _ = conn.replaced() => {
+                let Some(registry) = registry.upgrade() else { break };
+                resubscribe(&mut conn, &registry).await;
+                registry.wake_all(false);
+                continue;
+            }
+            _ = disconnected.notified(), if conn.repairs_after_disconnect() => {
+                repair_at.get_or_insert_with(|| Instant::now() + REPAIR_DELAY);
+                continue;
+            }
+            _ = async { if let Some(at) = repair_at { tokio::time::sleep_until(at).await } }, if repair_at.is_some() => {
+                let Some(registry) = registry.upgrade() else { break };
+                repair_at = match resubscribe(&mut conn, &registry).await {
+                    SubState::Active => None,
+                    _ => Some(Instant::now() + REPAIR_DELAY),
+                };
+                continue;
+            }
+        };
         batch.push(first);
         while let Ok(more) = queue.0.try_recv() {
             batch.push(more);
@@ -207,11 +259,7 @@ pub(crate) async fn run(mut queue: Queue, mut conn: ConnectionManager, registry:
                 j += 1;
             }
             if subscribing {
-                let result = conn.subscribe(&names).await;
-                let state = if result.is_ok() { SubState::Active } else { SubState::Failed };
-                if let Err(e) = &result {
-                    log::warn!("rlock: SUBSCRIBE failed, waiters fall back to polling: {e}");
-                }
+                let state = subscribed(conn.subscribe(&names).await);
                 for cmd in &batch[i..j] {
                     if let Command::Subscribe(_, ch) = cmd {
                         ch.state.send_replace(state);
@@ -225,6 +273,30 @@ pub(crate) async fn run(mut queue: Queue, mut conn: ConnectionManager, registry:
         batch.clear();
         if registry.strong_count() == 0 {
             break;
+        }
+    }
+}
+
+/// Subscribes every channel with waiters again; returns how that went.
+async fn resubscribe(conn: &mut Subscriber, registry: &Registry) -> SubState {
+    let channels = registry.snapshot();
+    if channels.is_empty() {
+        return SubState::Active;
+    }
+    let names: Vec<&str> = channels.iter().map(|(n, _)| n.as_str()).collect();
+    let state = subscribed(conn.subscribe(&names).await);
+    for (_, ch) in &channels {
+        ch.state.send_replace(state);
+    }
+    state
+}
+
+fn subscribed(result: redis::RedisResult<()>) -> SubState {
+    match result {
+        Ok(()) => SubState::Active,
+        Err(e) => {
+            log::warn!("rlock: SUBSCRIBE failed, waiters fall back to polling: {e}");
+            SubState::Failed
         }
     }
 }

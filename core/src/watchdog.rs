@@ -312,15 +312,14 @@ pub(crate) async fn run(
         let results = join_all(calls.map(|chunk| {
             let mut conn = commands.clone();
             async move {
-                let mut inv = RENEW.prepare_invoke();
-                for d in &chunk {
-                    inv.key(&*d.key.name);
-                }
-                inv.arg(lease_ms);
-                for d in &chunk {
-                    inv.arg(d.owner.as_str());
-                }
-                let result = inv.invoke_async::<Vec<i64>>(&mut conn).await;
+                let names: Vec<&str> = chunk.iter().map(|d| &*d.key.name).collect();
+                let args = |c: &mut redis::Cmd| {
+                    c.arg(lease_ms);
+                    for d in &chunk {
+                        c.arg(d.owner.as_str());
+                    }
+                };
+                let result = RENEW.run::<Vec<i64>, _>(&names, args, &mut conn).await;
                 (chunk, result)
             }
         }))
@@ -330,6 +329,7 @@ pub(crate) async fn run(
         for (chunk, result) in results {
             match result {
                 Ok(flags) => {
+                    log::trace!("rlock: renewal of {} locks answered {flags:?}", chunk.len());
                     for (i, d) in chunk.into_iter().enumerate() {
                         if flags.get(i) == Some(&1) {
                             let mut holds = lock(&wd.holds);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 pub struct RedisServer {
     pub port: u16,
     child: Child,
+    killed: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -18,33 +19,43 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
-        Self::launch(None, extra)
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Self::launch(None, None, &|_| extra.clone())
     }
 
     /// Starts a server on `port` (to restart one that was killed).
     pub fn start_on(port: u16) -> RedisServer {
-        Self::launch(Some(port), &[])
+        Self::launch(Some(port), None, &|_| Vec::new())
     }
 
-    fn launch(fixed_port: Option<u16>, extra: &[&str]) -> RedisServer {
+    /// Starts a process of the redis-server binary: `conf` (written to its directory and passed
+    /// first, e.g. a sentinel config, which may use `{port}`), then the port, bind address and
+    /// `extra(port)` arguments.
+    pub fn launch(
+        fixed_port: Option<u16>,
+        conf: Option<&str>,
+        extra: &dyn Fn(u16) -> Vec<String>,
+    ) -> RedisServer {
         let dir = tempfile::tempdir().unwrap();
         for _ in 0..20 {
-            let port = fixed_port
-                .unwrap_or_else(|| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
-            let mut child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
+            let port = fixed_port.unwrap_or_else(free_port);
+            let mut cmd = Command::new("redis-server");
+            match conf {
+                Some(conf) => {
+                    let path = dir.path().join("redis.conf");
+                    std::fs::write(&path, conf.replace("{port}", &port.to_string())).unwrap();
+                    cmd.arg(path);
+                }
+                // A data node: no persistence (the tests restart servers to lose data).
+                None => {
+                    cmd.args(["--save", "", "--appendonly", "no"]);
+                }
+            }
+            let mut child = cmd
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(extra(port))
                 .arg("--dir")
                 .arg(dir.path())
-                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -59,7 +70,7 @@ impl RedisServer {
                     let mut buf = [0u8; 64];
                     // Any reply to PING (PONG or NOAUTH) means the server is up.
                     if c.write_all(b"PING\r\n").is_ok() && c.read(&mut buf).is_ok_and(|n| n > 0) {
-                        return RedisServer { port, child, _dir: dir };
+                        return RedisServer { port, child, killed: false, _dir: dir };
                     }
                 }
                 std::thread::sleep(Duration::from_millis(10));
@@ -68,6 +79,11 @@ impl RedisServer {
             let _ = child.wait();
         }
         panic!("could not start redis-server");
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn url(&self) -> String {
@@ -109,16 +125,29 @@ impl RedisServer {
         assert!(ok.success());
     }
 
+    /// Whether [`RedisServer::kill`] has not been called yet.
+    pub fn is_running(&self) -> bool {
+        !self.killed
+    }
+
     pub fn kill(&mut self) {
+        self.killed = true;
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+pub mod topology;
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A free loopback TCP port (free when asked; callers retry when another process takes it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Polls `cond` every 5 ms until it holds or `limit` passes; returns whether it held.

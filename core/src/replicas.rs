@@ -1,0 +1,230 @@
+//! Replica sync (Redisson's synced lock writes). An acquire is followed by `WAIT 1 <timeout>`
+//! in the same pipeline, on a connection of its own (WAIT blocks its connection until a
+//! replica answers, and renewals must not queue behind it). When no replica acknowledged in
+//! time the caller undoes the acquire and retries, as Redisson does.
+//!
+//! Redisson waits for all available replicas and fails only when none acknowledged; waiting
+//! for one gives the same pass/fail rule without waiting for the slowest replica. Masters with
+//! no connected replica are not waited on at all (Redisson counts "available slaves" the same
+//! way), so a replica-less setup pays nothing. The replica counts are read in the background
+//! every [`REFRESH`]: `INFO replication` on a single master, `CLUSTER SLOTS` on a cluster.
+//!
+//! What it narrows: a failover right after an acquire promotes a replica that has the lock.
+//! What it cannot close: the replica that acknowledged may not be the one promoted (another
+//! replica may win), a renewal or release is not synced, and an acknowledged write can still be
+//! lost if the promoted replica restarts without persistence.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use redis::{RedisResult, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::{slot_master, Commands};
+use crate::scripts::ACQUIRE;
+
+/// How often the replica counts are refreshed.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// Connected replicas per master, as last read.
+#[derive(Debug, Clone, PartialEq)]
+enum Counts {
+    /// Not read yet: assume replicas, so the first acquires are synced rather than not.
+    Unknown,
+    /// One master (single server, Sentinel).
+    One(usize),
+    /// A cluster: (first slot, last slot, replicas) per slot range.
+    Ranges(Vec<(u16, u16, usize)>),
+}
+
+/// Replica sync for one client.
+pub(crate) struct Replicas {
+    counts: RwLock<Counts>,
+    sync: Commands,
+    timeout_ms: u64,
+}
+
+/// The outcome of a synced acquire script.
+pub(crate) enum Synced {
+    /// Acquired, and a replica has it (or the master turned out to have no replica at all).
+    Acquired,
+    /// Acquired, but no replica acknowledged in time: the caller undoes it.
+    Unacknowledged,
+    /// Held by another owner: its PTTL.
+    Busy(i64),
+}
+
+impl Replicas {
+    /// Starts replica sync on `sync` (its own connection): reads the replica counts through
+    /// `main` once before returning (so a replica-less setup never waits), then every
+    /// [`REFRESH`] in the background until `stop`.
+    pub(crate) async fn start(
+        handle: &tokio::runtime::Handle,
+        mut main: Commands,
+        sync: Commands,
+        timeout: Duration,
+        stop: CancellationToken,
+    ) -> Arc<Replicas> {
+        let first = read_counts(&mut main).await.unwrap_or_else(|e| {
+            log::warn!(
+                "rlock: replica sync is on but the replica counts cannot be read ({e}); every \
+                 acquire will wait for a replica. Allow INFO / CLUSTER SLOTS for this user or set \
+                 replica_sync off."
+            );
+            Counts::Unknown
+        });
+        let replicas = Arc::new(Replicas {
+            counts: RwLock::new(first),
+            sync,
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1),
+        });
+        handle.spawn(refresh(Arc::downgrade(&replicas), main, stop));
+        replicas
+    }
+
+    /// Whether an acquire of a key in batch group `group` (its slot on a cluster) should wait
+    /// for a replica.
+    pub(crate) fn wanted(&self, group: u16) -> bool {
+        match &*self.counts.read().unwrap_or_else(|p| p.into_inner()) {
+            Counts::Unknown => true,
+            Counts::One(n) => *n > 0,
+            Counts::Ranges(r) => r.iter().any(|(a, b, n)| (*a..=*b).contains(&group) && *n > 0),
+        }
+    }
+
+    /// Runs the acquire script on the sync connection and, when it acquired, `WAIT 1
+    /// <timeout>` on the same connection to the same master. When no replica acknowledged,
+    /// asks that master whether it has any online replica: a master without one (a replica
+    /// just promoted, while the cached counts are stale) is not waited on, as in Redisson.
+    pub(crate) async fn acquire(
+        &self,
+        name: &str,
+        group: u16,
+        lease_ms: u64,
+        owner: &str,
+    ) -> RedisResult<Synced> {
+        let mut conn = self.sync.clone();
+        let acked: i64 = if let Commands::Cluster(_) = &conn {
+            // Two steps: the script alone gets the cluster client's MOVED/ASK handling, then
+            // WAIT goes to the master of the key's slot (a pipeline would run a keyless WAIT
+            // wherever a redirected script landed).
+            let ttl: Option<i64> = ACQUIRE
+                .run(
+                    &[name],
+                    |c| {
+                        c.arg(lease_ms).arg(owner);
+                    },
+                    &mut conn,
+                )
+                .await?;
+            if let Some(ttl) = ttl {
+                return Ok(Synced::Busy(ttl));
+            }
+            let mut wait = redis::cmd("WAIT");
+            wait.arg(1).arg(self.timeout_ms);
+            redis::from_redis_value(conn.route(wait, slot_master(name)).await?)?
+        } else {
+            // One pipeline: a single master, so both commands reach it in one round trip.
+            let mut pipe = redis::pipe();
+            pipe.cmd("EVALSHA").arg(ACQUIRE.hash()).arg(1).arg(name).arg(lease_ms).arg(owner);
+            pipe.cmd("WAIT").arg(1).arg(self.timeout_ms);
+            let reply: RedisResult<(Option<i64>, i64)> = pipe.query_async(&mut conn).await;
+            let (ttl, acked) = match reply {
+                Err(e) if e.code() == Some("NOSCRIPT") => {
+                    ACQUIRE.load(&mut conn).await?;
+                    pipe.query_async(&mut conn).await?
+                }
+                other => other?,
+            };
+            if let Some(ttl) = ttl {
+                return Ok(Synced::Busy(ttl));
+            }
+            acked
+        };
+        if acked > 0 {
+            return Ok(Synced::Acquired);
+        }
+        let mut info = redis::cmd("INFO");
+        info.arg("replication");
+        let info: String = redis::from_redis_value(conn.route(info, slot_master(name)).await?)?;
+        if online_replicas(&info) == 0 {
+            self.no_replicas(group);
+            return Ok(Synced::Acquired);
+        }
+        Ok(Synced::Unacknowledged)
+    }
+
+    /// Records that the master of `group` has no replica (until the next refresh).
+    fn no_replicas(&self, group: u16) {
+        let mut counts = self.counts.write().unwrap_or_else(|p| p.into_inner());
+        match &mut *counts {
+            Counts::Ranges(r) => {
+                for (a, b, n) in r.iter_mut() {
+                    if (*a..=*b).contains(&group) {
+                        *n = 0;
+                    }
+                }
+            }
+            other => *other = Counts::One(0),
+        }
+    }
+
+    fn set(&self, counts: Counts) {
+        *self.counts.write().unwrap_or_else(|p| p.into_inner()) = counts;
+    }
+}
+
+async fn refresh(replicas: std::sync::Weak<Replicas>, mut main: Commands, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(REFRESH) => {}
+        }
+        let counts = read_counts(&mut main).await;
+        let Some(r) = replicas.upgrade() else { return };
+        match counts {
+            Ok(c) => r.set(c),
+            Err(e) => log::debug!("rlock: reading the replica counts failed: {e}"),
+        }
+    }
+}
+
+async fn read_counts(main: &mut Commands) -> RedisResult<Counts> {
+    match main {
+        Commands::Cluster(_) => cluster_counts(main).await,
+        _ => master_count(main).await,
+    }
+}
+
+/// Online replicas in an `INFO replication` reply (`slaveN:...,state=online,...`).
+fn online_replicas(info: &str) -> usize {
+    info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count()
+}
+
+/// Online replicas of one master.
+async fn master_count(conn: &mut Commands) -> RedisResult<Counts> {
+    let info: String = redis::cmd("INFO").arg("replication").query_async(conn).await?;
+    Ok(Counts::One(online_replicas(&info)))
+}
+
+/// Replicas per slot range, from `CLUSTER SLOTS` (which lists replicas not marked failed).
+async fn cluster_counts(conn: &mut Commands) -> RedisResult<Counts> {
+    let slots: Vec<Vec<Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await?;
+    let ranges = slots
+        .iter()
+        .filter_map(|range| {
+            let first = int(range.first()?)?;
+            let last = int(range.get(1)?)?;
+            // [first, last, master, replica...]
+            Some((first, last, range.len().saturating_sub(3)))
+        })
+        .collect();
+    Ok(Counts::Ranges(ranges))
+}
+
+fn int(v: &Value) -> Option<u16> {
+    match v {
+        Value::Int(i) => u16::try_from(*i).ok(),
+        _ => None,
+    }
+}

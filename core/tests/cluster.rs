@@ -1,0 +1,371 @@
+//! rlock on a real Redis Cluster on loopback (3 masters, and 3 masters + 3 replicas).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout)]
+
+mod common;
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::eventually;
+use common::topology::{wait_for, Cluster};
+use redis::Commands as _;
+use rlock::{Client, ClientOptions, ErrorKind, LostEvent, LostReason, Topology};
+
+fn slot_of(cluster: &Cluster, key: &str) -> u16 {
+    let mut c = cluster.conn(cluster.nodes[0].port);
+    redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut c).unwrap()
+}
+
+fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let e = events.clone();
+    client.on_lost(move |ev| e.lock().unwrap().push(ev.clone()));
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_on_many_names_across_all_slots() {
+    let cluster = Cluster::start(3, 0);
+    let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1500));
+    let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
+    let b = Client::connect(&cluster.url(), options).await.unwrap();
+    assert_eq!(a.topology(), Topology::Cluster);
+    assert!(a.sharded_pubsub(), "Redis 7 answers PUBSUB SHARDNUMSUB: sharded pub/sub, as Redisson");
+    assert!(a.replica_sync(), "on by default off a single server");
+    let lost = lost_events(&a);
+
+    // 2000 names spread over the slots of all three masters.
+    let names: Vec<String> = (0..2000).map(|i| format!("order-{i}")).collect();
+    let slots: BTreeSet<u16> = names.iter().map(|n| slot_of(&cluster, n)).collect();
+    assert!(slots.len() > 1500, "names cover {} slots", slots.len());
+    let owner = a.new_owner();
+    let locks: Vec<_> = names.iter().map(|n| a.lock(n).unwrap()).collect();
+    futures_util::future::try_join_all(locks.iter().map(|l| l.acquire(&owner))).await.unwrap();
+
+    // Each lock is a Redisson hash on the master of its slot, and another client contends.
+    let field = owner.as_str().to_owned();
+    let mut masters = HashSet::new();
+    for n in names.iter().step_by(97) {
+        let shard = cluster.shard_of(n);
+        masters.insert(shard.master);
+        let count: Option<i64> = cluster.conn(shard.master).hget(n, &field).unwrap();
+        assert_eq!(count, Some(1), "{n} on {}", shard.master);
+    }
+    assert_eq!(masters.len(), 3, "locks on every master");
+    let other = b.new_owner();
+    for l in locks.iter().step_by(199) {
+        assert!(!b.lock(l.name()).unwrap().try_acquire(&other, Duration::ZERO, None).await.unwrap());
+    }
+
+    // The watchdog renews in per-slot batches (a script's keys share one slot) and loses
+    // nothing; a masterless cluster has no replicas, so no acquire waited.
+    let before = cluster.calls("evalsha");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let renew_calls = cluster.calls("evalsha") - before;
+    let periods = 2000.0 / 500.0;
+    println!(
+        "renewal calls per period for 2000 locks on {} slots: {:.0}",
+        slots.len(),
+        renew_calls as f64 / periods
+    );
+    assert!(renew_calls as f64 <= (slots.len() as f64) * (periods + 1.0), "{renew_calls} calls");
+    assert!(lost.lock().unwrap().is_empty(), "lost: {:?}", lost.lock().unwrap());
+    assert_eq!(cluster.calls("wait"), 0);
+
+    futures_util::future::try_join_all(locks.iter().map(|l| l.release(&owner))).await.unwrap();
+    assert_eq!(a.tracked_holds(), 0);
+    for n in names.iter().step_by(97) {
+        let exists: bool = cluster.conn(cluster.shard_of(n).master).exists(n).unwrap();
+        assert!(!exists, "{n} released");
+    }
+    // Release latches share their lock's slot and are deleted in per-slot batches.
+    let latches_gone = eventually(Duration::from_secs(10), || {
+        cluster.nodes.iter().all(|n| {
+            let keys: Vec<String> = cluster.conn(n.port).keys("redisson_unlock_latch*").unwrap();
+            keys.is_empty()
+        })
+    })
+    .await;
+    assert!(latches_gone);
+
+    // Names whose channel would land on another slot are refused before anything is sent.
+    for bad in ["a{}b", "{open"] {
+        assert_eq!(a.lock(bad).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+}
+
+/// Waits until `client`'s waiter on `name` is subscribed (sharded or classic), on the slot's
+/// master for sharded pub/sub.
+async fn wait_subscribed(cluster: &Cluster, name: &str, sharded: bool) {
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let master = cluster.shard_of(name).master;
+    let ok = eventually(Duration::from_secs(10), || {
+        let mut c = cluster.conn(master);
+        if sharded {
+            let v: Vec<redis::Value> =
+                redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(&channel).query(&mut c).unwrap();
+            v.get(1) == Some(&redis::Value::Int(1))
+        } else {
+            // Classic subscriptions live on whichever node the client picked.
+            cluster.nodes.iter().any(|n| {
+                let v: Vec<redis::Value> = redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg(&channel)
+                    .query(&mut cluster.conn(n.port))
+                    .unwrap();
+                v.get(1) == Some(&redis::Value::Int(1))
+            })
+        }
+    })
+    .await;
+    assert!(ok, "waiter on {name} subscribed (sharded: {sharded})");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_off_wakes_through_sharded_and_classic_pubsub() {
+    let cluster = Cluster::start(3, 0);
+    for sharded in [true, false] {
+        let options = ClientOptions::default().with_sharded_pubsub(Some(sharded));
+        let holder = Client::connect(&cluster.url(), options.clone()).await.unwrap();
+        let waiter = Client::connect(&cluster.url(), options).await.unwrap();
+        assert_eq!(holder.sharded_pubsub(), sharded);
+        let name = if sharded { "orders" } else { "invoices" };
+        let (h, w) = (holder.new_owner(), waiter.new_owner());
+        let lock = holder.lock(name).unwrap();
+        lock.acquire(&h).await.unwrap(); // 30 s lease: waking by expiry would take 30 s
+
+        let wlock = waiter.lock(name).unwrap();
+        let task = tokio::spawn(async move {
+            wlock.acquire(&w).await.unwrap();
+            Instant::now()
+        });
+        wait_subscribed(&cluster, name, sharded).await;
+        let publish = if sharded { "spublish" } else { "publish" };
+        let published = cluster.calls(publish);
+        let released = Instant::now();
+        lock.release(&h).await.unwrap();
+        let woke = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+        let handoff = woke - released;
+        println!("hand-off through {} pub/sub: {handoff:?}", if sharded { "sharded" } else { "classic" });
+        assert!(handoff < Duration::from_secs(2), "{handoff:?}");
+        assert!(cluster.calls(publish) > published, "{publish} sent by the release script");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_user_connects_and_a_wrong_password_is_a_typed_error() {
+    // Every node has an ACL user; cluster nodes talk to each other on the bus without it.
+    let cluster = {
+        let nodes: Vec<_> = (0..3)
+            .map(|_| {
+                common::RedisServer::launch(None, None, &|_| {
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "1000",
+                        // One word per argument: redis-server quotes each as one token.
+                        "--user",
+                        "app",
+                        "on",
+                        ">s3cret-pass",
+                        "~*",
+                        "&*",
+                        "+@all",
+                        "--user",
+                        "default",
+                        "off",
+                        "--cluster-port",
+                    ]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain([common::free_port().to_string()])
+                    .collect()
+                })
+            })
+            .collect();
+        let mut cmd = std::process::Command::new("redis-cli");
+        cmd.args(["--user", "app", "--pass", "s3cret-pass", "--no-auth-warning", "--cluster", "create"]);
+        for n in &nodes {
+            cmd.arg(format!("127.0.0.1:{}", n.port));
+        }
+        assert!(cmd.arg("--cluster-yes").output().unwrap().status.success());
+        nodes
+    };
+    let hosts: Vec<String> = cluster.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+    let url = |auth: &str| format!("redis+cluster://{auth}@{}/", hosts.join(","));
+    let mut connected = None;
+    for _ in 0..100 {
+        match Client::connect(&url("app:s3cret-pass"), ClientOptions::default()).await {
+            Ok(c) => {
+                connected = Some(c);
+                break;
+            }
+            // The cluster may still be converging.
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let client = connected.expect("ACL user connects");
+    let owner = client.new_owner();
+    let lock = client.lock("acl-lock").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    lock.release(&owner).await.unwrap();
+
+    let err = Client::connect(&url("app:wrong-pass"), ClientOptions::default()).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Redis | ErrorKind::Connection),
+        "wrong password: {:?} {err}",
+        err.kind()
+    );
+    for text in [err.to_string(), format!("{err:?}")] {
+        assert!(!text.contains("wrong-pass") && !text.contains("s3cret"), "{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_master_with_and_without_replica_sync() {
+    // 3 masters + 3 replicas. `cluster-require-full-coverage` stays at its default (yes): while
+    // a master is down and not yet replaced, the whole cluster refuses commands, so leases
+    // must outlast the failover (about 2-4 s here); a 10 s watchdog lease does.
+    let mut cluster = Cluster::start(3, 1);
+    let long = ClientOptions::default().with_watchdog_timeout(Duration::from_secs(10));
+
+    // --- A: healthy replicas, replica sync on (the default off a single server).
+    let a = Client::connect(&cluster.url(), long.clone()).await.unwrap();
+    assert!(a.replica_sync());
+    let a_lost = lost_events(&a);
+    let owner = a.new_owner();
+    let names: Vec<String> = (0..60).map(|i| format!("job-{i}")).collect();
+    let locks: Vec<_> = names.iter().map(|n| a.lock(n).unwrap()).collect();
+    let waits = cluster.calls("wait");
+    for l in &locks {
+        l.acquire(&owner).await.unwrap();
+    }
+    assert!(cluster.calls("wait") >= waits + 60, "each acquire waited for a replica");
+    // When acquire returned, a replica had the lock.
+    for n in &names {
+        let shard = cluster.shard_of(n);
+        let on_replica: bool = cluster.conn(shard.replicas[0]).hexists(n, owner.as_str()).unwrap();
+        assert!(on_replica, "{n} on the replica of {}", shard.master);
+    }
+
+    // A contender waits on a lock of the shard whose master we kill.
+    let victim = cluster.shard_of(&names[0]);
+    // The waiter rides out the failover: its attempts fail with Connection errors (the master
+    // is gone, then CLUSTERDOWN) and are retried.
+    let b = Client::connect(&cluster.url(), long.clone().with_retry_attempts(20)).await.unwrap();
+    let b_owner = b.new_owner();
+    let b_lock = b.lock(&names[0]).unwrap();
+    let contender = {
+        let (l, o) = (b_lock.clone(), b_owner.clone());
+        tokio::spawn(async move { l.acquire(&o).await.map(|_| Instant::now()) })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let killed = Instant::now();
+    cluster.node(victim.master).kill();
+    let new_master = victim.replicas[0];
+    wait_for(Duration::from_secs(30), "the replica to take over", || {
+        let shards = cluster.shards_from(new_master);
+        shards.iter().any(|s| s.master == new_master)
+    });
+    let failover = killed.elapsed();
+    // Every hold survived: the promoted replica had them, renewals go on, no lost event.
+    for (n, l) in names.iter().zip(&locks) {
+        assert!(l.is_held_by(&owner).await.unwrap(), "{n} still held after failover");
+    }
+    // Renewals that were in flight when the master died stall until the cluster client has
+    // the new topology, then are retried; one lands on the new master well inside the lease
+    // (a fresh renewal puts the PTTL back near 10 s; without one it only falls).
+    let renewed = eventually(Duration::from_secs(9), || {
+        cluster.conn(new_master).pttl::<_, i64>(&names[0]).unwrap() > 8500
+    })
+    .await;
+    assert!(renewed, "renewed on the new master within the lease");
+    assert!(a_lost.lock().unwrap().is_empty(), "lost: {:?}", a_lost.lock().unwrap());
+    if contender.is_finished() {
+        let result = contender.await.unwrap();
+        panic!("the waiter finished during the failover (mutual exclusion or waiting broken): {result:?}");
+    }
+    let released = Instant::now();
+    locks[0].release(&owner).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(15), contender).await.unwrap().unwrap().unwrap();
+    println!(
+        "A (replica sync): master killed, replica took over in {failover:?}; 60/60 holds kept, \
+         0 lost; the waiter got the lock {:?} after the release on the new master",
+        got - released
+    );
+    b_lock.release(&b_owner).await.unwrap();
+    for l in &locks[1..] {
+        l.release(&owner).await.unwrap();
+    }
+
+    // --- B: a replica that does not acknowledge (SIGSTOP, with a replication backlog in
+    // flight), then its master dies.
+    // A name on a shard that still has its replica.
+    let payments = (0..)
+        .map(|i| format!("payments-{i}"))
+        .find(|n| {
+            let s = cluster.shard_of(n);
+            s.master != victim.master && s.master != new_master && !s.replicas.is_empty()
+        })
+        .unwrap();
+    let payments = payments.as_str();
+    let shard = cluster.shard_of(payments);
+    let unsynced =
+        Client::connect(&cluster.url(), long.clone().with_replica_sync(Some(false))).await.unwrap();
+    let synced = Client::connect(
+        &cluster.url(),
+        long.clone().with_replica_sync_timeout(Duration::from_millis(300)).with_retry_attempts(0),
+    )
+    .await
+    .unwrap();
+    let u_lost = lost_events(&unsynced);
+    let (u, s) = (unsynced.new_owner(), synced.new_owner());
+    cluster.node(shard.replicas[0]).signal("STOP");
+    // With sync the acquire fails, and is undone: the lock is not left behind. (Same slot as
+    // the unsynced lock below, so the same stopped replica.)
+    let refunds = format!("{{{payments}}}:refunds");
+    let refunds = refunds.as_str();
+    assert_eq!(slot_of(&cluster, refunds), slot_of(&cluster, payments));
+    let err = synced.lock(refunds).unwrap().acquire(&s).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.to_string().contains("no replica acknowledged"), "{err}");
+    let left: bool = cluster.conn(shard.master).exists(refunds).unwrap();
+    assert!(!left, "an unsynced acquire is undone");
+    // The replica lags behind a big write: 32 MB overflow the loopback socket buffers (about
+    // 10 MB), so what the master replicates next waits in its own memory...
+    let filler = format!("{{{payments}}}:filler");
+    let _: () = cluster.conn(shard.master).set(&filler, vec![b'x'; 32 << 20]).unwrap();
+    // ...and without sync the acquire succeeds although no replica has it.
+    unsynced.lock(payments).unwrap().acquire(&u).await.unwrap();
+
+    let killed = Instant::now();
+    cluster.node(shard.master).kill();
+    cluster.node(shard.replicas[0]).signal("CONT");
+    let promoted = shard.replicas[0];
+    wait_for(Duration::from_secs(30), "the lagging replica to take over", || {
+        cluster.shards_from(promoted).iter().any(|s| s.master == promoted)
+    });
+    let failover = killed.elapsed();
+    // The promoted replica never saw the unsynced hold: another client gets the lock, and the
+    // holder learns it lost it only at its next renewal.
+    let e = Client::connect(&cluster.url(), long.clone()).await.unwrap();
+    let e_owner = e.new_owner();
+    let stolen =
+        e.lock(payments).unwrap().try_acquire(&e_owner, Duration::from_secs(10), None).await.unwrap();
+    let stolen_at = killed.elapsed();
+    assert!(stolen, "the unsynced hold did not survive the failover");
+    let noticed = eventually(Duration::from_secs(15), || !u_lost.lock().unwrap().is_empty()).await;
+    assert!(noticed, "the unsynced holder is told it lost the lock");
+    let noticed_at = killed.elapsed();
+    assert_eq!(u_lost.lock().unwrap()[0].reason, LostReason::Gone);
+    println!(
+        "B (no replica sync, replica lagging): failover in {failover:?}; another client held \
+         '{payments}' {stolen_at:?} after the kill while the old holder still believed it held it; \
+         the old holder was told at {noticed_at:?} (its next renewal). With replica sync the same \
+         acquire failed with Timeout and was undone."
+    );
+    let _ = payments;
+}

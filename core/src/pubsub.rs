@@ -149,11 +149,18 @@ impl Registry {
             }
             PushKind::Subscribe | PushKind::SSubscribe => {
                 let Some(chan) = push.data.first().and_then(bytes) else { return };
+                let Ok(chan) = std::str::from_utf8(chan) else { return };
                 let map = self.lock();
-                if let Some(entry) = std::str::from_utf8(chan).ok().and_then(|c| map.get(c)) {
+                if let Some(entry) = map.get(chan) {
                     if entry.channel.resubscribing.swap(false, Ordering::AcqRel) {
                         entry.channel.notify.notify_waiters();
                     }
+                } else if push.kind == PushKind::Subscribe {
+                    // Confirmed, but nobody here waits on it: an UNSUBSCRIBE that failed while
+                    // the connection was down left it in the crate's resubscription set. Drop it
+                    // (queued under the registry lock, so a waiter that joins later subscribes
+                    // after this).
+                    let _ = self.queue.send(Command::Unsubscribe(chan.to_owned()));
                 }
             }
             PushKind::Disconnection => self.wake_all(true),

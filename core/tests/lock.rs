@@ -673,6 +673,35 @@ async fn holders_and_waiters_survive_a_server_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_done_after_an_outage_leaves_no_subscription_behind() {
+    // Found by make chaos: the server is down for longer than the pub/sub connection's reconnect
+    // attempts, so the waiter's UNSUBSCRIBE (after it acquired) fails; the crate keeps the channel
+    // in its resubscription set and subscribes it again when it reconnects. The client must drop
+    // that stray subscription again.
+    let mut server = RedisServer::start();
+    let port = server.port;
+    let c = client(&server).await;
+    let holder_client = client(&server).await;
+    let holder = holder_client.new_owner();
+    holder_client.lock("outage").unwrap().acquire(&holder).await.unwrap();
+    let (l, o) = (c.lock("outage").unwrap(), c.new_owner());
+    let waiter = tokio::spawn(async move { l.acquire(&o).await.map(|_| o) });
+    let channel = "redisson_lock__channel:{outage}";
+    assert!(eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await);
+    server.kill();
+    tokio::time::sleep(Duration::from_secs(2)).await; // the outage
+    let restarted = RedisServer::start_on(port); // empty: the lock is free
+    let o = tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
+    assert_eq!(c.lock("outage").unwrap().release(&o).await.unwrap(), Released::Unlocked);
+    assert_eq!(c.waited_channels(), 0);
+    assert!(
+        eventually(Duration::from_secs(10), || restarted.pubsub_channels().is_empty()).await,
+        "subscribed after the waiter left: {:?}",
+        restarted.pubsub_channels()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
     let server = RedisServer::start();
     let opts = ClientOptions::default()

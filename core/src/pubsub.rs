@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{PushInfo, PushKind, Value};
@@ -58,6 +59,8 @@ enum Command {
 pub(crate) struct Registry {
     channels: Mutex<HashMap<String, Entry>>,
     queue: mpsc::UnboundedSender<Command>,
+    /// Notified on disconnect: [`run`] pings until the connection is back.
+    disconnected: Arc<Notify>,
 }
 
 /// A waiter's membership of a channel; dropping it leaves (and unsubscribes after the last).
@@ -72,7 +75,10 @@ impl Registry {
     /// Creates the registry and the receiving end of its command queue (for [`run`]).
     pub(crate) fn new() -> (Arc<Registry>, Queue) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(Registry { channels: Mutex::new(HashMap::new()), queue: tx }), Queue(rx))
+        let disconnected = Arc::new(Notify::new());
+        let registry =
+            Registry { channels: Mutex::new(HashMap::new()), queue: tx, disconnected: disconnected.clone() };
+        (Arc::new(registry), Queue(rx, disconnected))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -163,7 +169,10 @@ impl Registry {
                     let _ = self.queue.send(Command::Unsubscribe(chan.to_owned()));
                 }
             }
-            PushKind::Disconnection => self.wake_all(true),
+            PushKind::Disconnection => {
+                self.wake_all(true);
+                self.disconnected.notify_one();
+            }
             _ => {}
         }
     }
@@ -190,14 +199,32 @@ impl Drop for Membership {
     }
 }
 
-/// The receiving end of a registry's command queue.
-pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>);
+/// The receiving end of a registry's command queue, and its disconnect signal.
+pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>, Arc<Notify>);
+
+/// Pause between pings while the pub/sub connection is down.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(250);
 
 /// Runs the subscribe/unsubscribe queue until the registry is gone. Consecutive commands of one
 /// kind go out as one SUBSCRIBE/UNSUBSCRIBE with many channels.
 pub(crate) async fn run(mut queue: Queue, mut conn: ConnectionManager, registry: Weak<Registry>) {
     let mut batch = Vec::new();
-    while let Some(first) = queue.0.recv().await {
+    loop {
+        let first = tokio::select! {
+            first = queue.0.recv() => first,
+            () = queue.1.notified() => {
+                // The crate reconnects (and resubscribes) a few times after a disconnect, then
+                // waits for the next request: ping until the connection is back, or messages
+                // would be lost until some waiter subscribes anew.
+                while registry.strong_count() > 0
+                    && redis::cmd("PING").query_async::<()>(&mut conn).await.is_err()
+                {
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
+                }
+                continue;
+            }
+        };
+        let Some(first) = first else { break };
         batch.push(first);
         while let Ok(more) = queue.0.try_recv() {
             batch.push(more);

@@ -702,6 +702,43 @@ async fn a_waiter_done_after_an_outage_leaves_no_subscription_behind() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_come_back_after_an_outage_longer_than_the_reconnect_attempts() {
+    // Found by make chaos: the redis crate gives up reconnecting after its retries and waits for
+    // the next request, so after a long outage nothing brought the pub/sub connection back and a
+    // waiter slept until the holder's lease ran out (here 30 s) instead of waking on the unlock.
+    // The server keeps its data (AOF), so the hold survives the restart.
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap().to_owned();
+    let persistent = ["--appendonly", "yes", "--appendfsync", "always", "--dir", &dir];
+    let mut server = RedisServer::start_with(&persistent);
+    let port = server.port;
+    let c = client(&server).await;
+    let holder_client = client(&server).await;
+    let holder = holder_client.new_owner();
+    let hl = holder_client.lock("kept").unwrap();
+    hl.acquire(&holder).await.unwrap(); // 30 s lease
+    let (l, o) = (c.lock("kept").unwrap(), c.new_owner());
+    let waiter = tokio::spawn(async move { l.acquire(&o).await.map(|_| (o, Instant::now())) });
+    let channel = "redisson_lock__channel:{kept}";
+    assert!(eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await);
+    server.kill();
+    tokio::time::sleep(Duration::from_secs(2)).await; // the outage
+    let restarted = RedisServer::start_on_with(port, &persistent);
+    assert!(restarted.conn().exists::<_, bool>("kept").unwrap(), "the AOF should have kept the lock");
+    assert!(
+        eventually(Duration::from_secs(10), || restarted.numsub(channel) == 1).await,
+        "the waiter's subscription did not come back"
+    );
+    hl.release(&holder).await.unwrap();
+    let released = Instant::now();
+    let (o, acquired) =
+        tokio::time::timeout(Duration::from_secs(40), waiter).await.unwrap().unwrap().unwrap();
+    let took = acquired.saturating_duration_since(released);
+    assert!(took < Duration::from_secs(1), "woke {took:?} after the release: the unlock message was lost");
+    c.lock("kept").unwrap().release(&o).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
     let server = RedisServer::start();
     let opts = ClientOptions::default()

@@ -26,6 +26,11 @@ impl RedisServer {
         Self::launch(Some(port), &[])
     }
 
+    /// Starts a server on `port` with extra arguments (e.g. the `--dir` of a killed one).
+    pub fn start_on_with(port: u16, extra: &[&str]) -> RedisServer {
+        Self::launch(Some(port), extra)
+    }
+
     fn launch(fixed_port: Option<u16>, extra: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().unwrap();
         for _ in 0..20 {

@@ -724,7 +724,14 @@ async fn subscriptions_come_back_after_an_outage_longer_than_the_reconnect_attem
     server.kill();
     tokio::time::sleep(Duration::from_secs(2)).await; // the outage
     let restarted = RedisServer::start_on_with(port, &persistent);
-    assert!(restarted.conn().exists::<_, bool>("kept").unwrap(), "the AOF should have kept the lock");
+    // Until it has loaded the AOF the server answers LOADING.
+    let kept = || {
+        redis::Client::open(restarted.url())
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| c.exists::<_, bool>("kept"))
+            .unwrap_or(false)
+    };
+    assert!(eventually(Duration::from_secs(10), kept).await, "the AOF should have kept the lock");
     assert!(
         eventually(Duration::from_secs(10), || restarted.numsub(channel) == 1).await,
         "the waiter's subscription did not come back"

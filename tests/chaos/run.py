@@ -156,10 +156,11 @@ class Worker:
         self.surface, self.label = surface, label
         self.log = tmp / f"{label}.stderr"
         opts = [f"{k}={v}" for k, v in options.items()] + [f"label={label}"]
-        self.proc = subprocess.Popen(
-            worker_command(surface) + [url] + opts, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=open(self.log, "w"), text=True, bufsize=1, cwd=ROOT,
-        )
+        with open(self.log, "w") as stderr:
+            self.proc = subprocess.Popen(
+                worker_command(surface) + [url] + opts, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=stderr, text=True, bufsize=1, cwd=ROOT,
+            )
         self.events: "queue.Queue[Tuple[float, Dict[str, Any]]]" = queue.Queue()
         self.lost: List[Tuple[float, str]] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -658,6 +659,8 @@ def main(argv: List[str]) -> int:
     def on_alarm(signum: int, frame: Any) -> None:
         raise CaseTimeout()
     signal.signal(signal.SIGALRM, on_alarm)
+    # Stopped from outside (timeout(1), CI): unwind through the cleanup below.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     results = []
     suite_start = time.monotonic()
     for name, limit, fn in CASES:
@@ -668,25 +671,28 @@ def main(argv: List[str]) -> int:
         ctx = Ctx(tmp)
         start = time.monotonic()
         ok, detail = False, ""
-        signal.setitimer(signal.ITIMER_REAL, limit)
         try:
-            detail = fn(ctx)
-            ok = True
-        except CaseTimeout:
-            detail = f"did not finish within its {limit:.0f} s bound"
-        except Fail as e:
-            detail = str(e)
-        except Exception:
-            detail = "driver error: " + traceback.format_exc()
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            try:
+                detail = fn(ctx)
+                ok = True
+            except CaseTimeout:
+                detail = f"did not finish within its {limit:.0f} s bound"
+            except Fail as e:
+                detail = str(e)
+            except Exception:
+                detail = "driver error: " + traceback.format_exc()
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            panics = [w.label for w in ctx.workers if w.panicked()]
+            if panics:
+                ok, detail = False, f"{detail}; panic in {', '.join(panics)}"
+            if not ok:
+                detail += "".join(w.stderr_tail() for w in ctx.workers)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        panics = [w.label for w in ctx.workers if w.panicked()]
-        if panics:
-            ok, detail = False, f"{detail}; panic in {', '.join(panics)}"
-        if not ok:
-            detail += "".join(w.stderr_tail() for w in ctx.workers)
-        ctx.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+            # Every process this case started stops here, whatever happened (also on SIGTERM).
+            ctx.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
         secs = time.monotonic() - start
         print(f"{'PASS' if ok else 'FAIL'} {name} ({secs:.1f} s): {detail}", flush=True)
         results.append((name, ok, secs, detail.splitlines()[0] if detail else ""))

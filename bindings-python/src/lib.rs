@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyBool;
-use pyo3::{Borrowed, IntoPyObject, IntoPyObjectExt};
+use pyo3::{IntoPyObject, IntoPyObjectExt};
 
 use errors::{invalid, map_err};
 use runtime::Rt;
@@ -168,9 +167,9 @@ fn owner_of(client: &rlock::Client, id: Option<u64>) -> rlock::Owner {
     client.owner(id.unwrap_or_else(rlock::thread_owner_id))
 }
 
-/// The outcome of an acquire on its way to Python. The core guard inside releases a hold that
-/// nobody claims (the waiting call was interrupted or its awaitable cancelled just as the
-/// acquire succeeded), so an interrupted acquire never leaves a hold behind.
+/// The outcome of a blocking acquire on its way to Python. The core guard inside releases a hold
+/// that nobody claims (the waiting call was interrupted just as the acquire succeeded), so an
+/// interrupted acquire never leaves a hold behind.
 struct Acquired(Option<rlock::Guard>);
 
 impl Acquired {
@@ -179,13 +178,21 @@ impl Acquired {
     }
 }
 
-impl<'py> IntoPyObject<'py> for Acquired {
-    type Target = PyBool;
-    type Output = Borrowed<'py, 'py, PyBool>;
-    type Error = std::convert::Infallible;
+/// The outcome of an `acquire_async` on its way to its asyncio task. The hold is handed over only
+/// when the Python layer calls `claim()`, right after its `await` returned. Until then this object
+/// owns it: when the awaitable is cancelled after the acquire succeeded (its result was already
+/// queued on the event loop, or the task was cancelled before it resumed), the object is dropped
+/// unclaimed and the core guard in it releases the hold.
+#[pyclass(frozen, module = "rlock._native")]
+struct PendingAcquire(std::sync::Mutex<Option<rlock::Guard>>);
 
-    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
-        Ok(PyBool::new(py, self.claim()))
+#[pymethods]
+impl PendingAcquire {
+    /// Takes the hold for the awaiting task; returns whether the lock was acquired (False when
+    /// the wait ran out, or when it was claimed already).
+    fn claim(&self) -> bool {
+        let held = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        held.map(rlock::Guard::keep).is_some()
     }
 }
 
@@ -266,7 +273,8 @@ impl Lock {
         Ok(self.run(py, fut)?.claim())
     }
 
-    /// Like `acquire`, as an awaitable. Cancelling it leaves no hold, renewal or subscription.
+    /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim()` takes the hold.
+    /// Cancelling it leaves no hold, renewal or subscription.
     #[pyo3(signature = (owner, timeout = None, lease = None))]
     fn acquire_async<'py>(
         &self,
@@ -279,7 +287,9 @@ impl Lock {
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(Some(owner))?;
         let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        runtime::future_into_py(py, async move { Ok(Outcome(fut.await)) })
+        runtime::future_into_py(py, async move {
+            Ok(Outcome(fut.await.map(|a| PendingAcquire(std::sync::Mutex::new(a.0)))))
+        })
     }
 
     /// Releases one hold level of `owner`; True when the lock became free, False when `owner`
@@ -358,6 +368,7 @@ fn thread_owner_id() -> u64 {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_class::<Lock>()?;
+    m.add_class::<PendingAcquire>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
     Ok(())
 }

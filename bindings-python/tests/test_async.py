@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import redis
 
 import rlock
 
@@ -135,3 +136,28 @@ def test_cancel_at_random_moments_leaves_nothing(client: rlock.Client, name: str
 
     wait_until(lambda: not lock.locked() and client.tracked_holds() == 0, what="no hold left")
     assert client.waited_channels() == 0
+
+
+def test_acquire_cancelled_after_it_succeeded_leaves_no_hold(
+    client: rlock.Client, name: str, raw: redis.Redis
+) -> None:
+    """The acquire succeeds while the event loop is busy, and its task is cancelled before the
+    loop hands it the result: the hold must be released, not kept (and renewed) for nobody."""
+    import time
+
+    from conftest import wait_until
+
+    lock = client.lock(name)
+
+    async def main() -> None:
+        task = asyncio.create_task(lock.acquire_async())
+        await asyncio.sleep(0)  # the task starts and awaits the native acquire
+        # Block the loop: the acquire succeeds meanwhile and its result waits in the loop's queue.
+        time.sleep(0.3)
+        assert raw.exists(name), "the acquire should have succeeded in Redis by now"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    wait_until(lambda: not raw.exists(name) and client.tracked_holds() == 0, timeout=5, what="the hold released")

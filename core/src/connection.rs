@@ -198,10 +198,28 @@ impl Subscriber {
         }
     }
 
-    /// Whether subscriptions must be renewed by hand after a disconnect (see `pubsub::run`):
-    /// a cluster's, because its client learns a failover only from a request.
-    pub(crate) fn repairs_after_disconnect(&self) -> bool {
-        matches!(self, Subscriber::Cluster { .. })
+    /// Pings the pub/sub connection (of one server or the current Sentinel master), which makes
+    /// a `ConnectionManager` that gave up reconnecting try again (and resubscribe).
+    pub(crate) async fn ping(&mut self) -> RedisResult<()> {
+        let mut conn = match self {
+            Subscriber::Single(c) => c.clone(),
+            Subscriber::Sentinel(link, _) => link.pubsub(),
+            Subscriber::Cluster { link, .. } => {
+                let result = redis::cmd("PING").query_async(&mut link.current()).await;
+                link.observe(&result);
+                return result;
+            }
+        };
+        redis::cmd("PING").query_async(&mut conn).await
+    }
+
+    /// Pause between repair steps after a disconnect (see `pubsub::run`).
+    pub(crate) fn repair_pause(&self) -> Duration {
+        match self {
+            // Resubscribing every channel costs the cluster more than a PING.
+            Subscriber::Cluster { .. } => Duration::from_millis(500),
+            _ => Duration::from_millis(250),
+        }
     }
 
     /// Resolves when the pub/sub connection was replaced by a new one (a Sentinel failover,

@@ -74,6 +74,10 @@ impl Error {
             matches!(err.code(), Some("CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" | "LOADING" | "READONLY"));
         let kind = if err.is_timeout() {
             ErrorKind::Timeout
+        } else if err.kind() == redis::ErrorKind::AuthenticationFailed {
+            // Redis answered and refused the login (WRONGPASS): not a connection failure, and
+            // not worth retrying. The crate counts it as "reconnect", so test it first.
+            ErrorKind::Redis
         } else if err.is_io_error()
             || err.is_connection_refusal()
             || err.is_connection_dropped()
@@ -87,6 +91,9 @@ impl Error {
             ErrorKind::Redis
         };
         let hint = match kind {
+            _ if err.kind() == redis::ErrorKind::AuthenticationFailed => {
+                " (check the user name and password in the URL)"
+            }
             ErrorKind::Timeout => " (Redis did not answer within the command timeout)",
             ErrorKind::Connection if unavailable => " (Redis is failing over or loading; try again)",
             ErrorKind::Connection => " (check that Redis is reachable at the configured URL)",

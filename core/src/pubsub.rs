@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{mpsc, watch, Notify};
@@ -60,7 +59,7 @@ enum Command {
 pub(crate) struct Registry {
     channels: Mutex<HashMap<String, Entry>>,
     queue: mpsc::UnboundedSender<Command>,
-    /// Told of every disconnect of a pub/sub connection (see [`run`]).
+    /// Notified on every disconnect of a pub/sub connection: [`run`] repairs it.
     disconnected: Arc<Notify>,
 }
 
@@ -161,11 +160,18 @@ impl Registry {
             }
             PushKind::Subscribe | PushKind::SSubscribe => {
                 let Some(chan) = push.data.first().and_then(bytes) else { return };
+                let Ok(chan) = std::str::from_utf8(chan) else { return };
                 let map = self.lock();
-                if let Some(entry) = std::str::from_utf8(chan).ok().and_then(|c| map.get(c)) {
+                if let Some(entry) = map.get(chan) {
                     if entry.channel.resubscribing.swap(false, Ordering::AcqRel) {
                         entry.channel.notify.notify_waiters();
                     }
+                } else {
+                    // Confirmed, but nobody here waits on it: an UNSUBSCRIBE that failed while
+                    // the connection was down left it in the crate's resubscription set. Drop it
+                    // (queued under the registry lock, so a waiter that joins later subscribes
+                    // after this).
+                    let _ = self.queue.send(Command::Unsubscribe(chan.to_owned()));
                 }
             }
             PushKind::Disconnection => {
@@ -198,22 +204,21 @@ impl Drop for Membership {
     }
 }
 
-/// The receiving end of a registry's command queue.
+/// The receiving end of a registry's command queue, and its disconnect signal.
 pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>, Arc<Notify>);
-
-/// How long after a cluster node's disconnect, and then between tries, the subscriptions are
-/// repaired.
-const REPAIR_DELAY: Duration = Duration::from_millis(500);
 
 /// Runs the subscribe/unsubscribe queue until the registry is gone. Consecutive commands of one
 /// kind go out as one SUBSCRIBE/UNSUBSCRIBE with many channels.
 ///
-/// Two repairs: when the subscriber's connection is replaced (a Sentinel failover), every
-/// channel with waiters is subscribed on the new one and its waiters are woken. When a cluster
-/// node disconnects, the cluster client keeps redialling it and only learns the new topology
-/// from a request; so every channel with waiters is subscribed again, every [`REPAIR_DELAY`]
-/// until that succeeds, which moves subscriptions to the node that took over. Waiters are
-/// bounded by the holder's TTL meanwhile.
+/// Repairs, none of which blocks the queue:
+/// - When the subscriber's connection is replaced (a Sentinel failover, a rebuilt cluster
+///   connection), every channel with waiters is subscribed on the new one and its waiters are
+///   woken.
+/// - After a disconnect, the `redis` crate reconnects (and resubscribes) a few times, then waits
+///   for the next request; its cluster client also learns a failover only from a request. So
+///   the connection is pinged (one server) or every channel with waiters is subscribed again (a
+///   cluster, which moves subscriptions to the node that took over) until that succeeds.
+///   Messages sent meanwhile are lost; waiters are bounded by the holder's TTL.
 pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<Registry>) {
     let mut batch = Vec::new();
     let disconnected = queue.1.clone();
@@ -230,16 +235,13 @@ pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<R
                 registry.wake_all(false);
                 continue;
             }
-            _ = disconnected.notified(), if conn.repairs_after_disconnect() => {
-                repair_at.get_or_insert_with(|| Instant::now() + REPAIR_DELAY);
+            () = disconnected.notified() => {
+                repair_at.get_or_insert_with(|| Instant::now() + conn.repair_pause());
                 continue;
             }
-            _ = async { if let Some(at) = repair_at { tokio::time::sleep_until(at).await } }, if repair_at.is_some() => {
+            () = async { if let Some(at) = repair_at { tokio::time::sleep_until(at).await } }, if repair_at.is_some() => {
                 let Some(registry) = registry.upgrade() else { break };
-                repair_at = match resubscribe(&mut conn, &registry).await {
-                    SubState::Active => None,
-                    _ => Some(Instant::now() + REPAIR_DELAY),
-                };
+                repair_at = (!repair(&mut conn, &registry).await).then(|| Instant::now() + conn.repair_pause());
                 continue;
             }
         };
@@ -274,6 +276,14 @@ pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<R
         if registry.strong_count() == 0 {
             break;
         }
+    }
+}
+
+/// One repair step after a disconnect; true when the connection is back.
+async fn repair(conn: &mut Subscriber, registry: &Registry) -> bool {
+    match conn {
+        Subscriber::Cluster { .. } => resubscribe(conn, registry).await == SubState::Active,
+        _ => conn.ping().await.is_ok(),
     }
 }
 

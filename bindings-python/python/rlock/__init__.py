@@ -252,7 +252,10 @@ class Lock:
     async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
         """Acquires for the current asyncio task: waits up to ``timeout`` seconds (None:
         forever; 0: try once). Cancelling the call leaves no hold, renewal or subscription."""
-        return await self._native.acquire_async(self._client._task_owner(), timeout, lease)
+        pending = await self._native.acquire_async(self._client._task_owner(), timeout, lease)
+        # No await between the result and the claim, so a cancel cannot come in between; a result
+        # the task never received (cancelled too late) is released when it is dropped unclaimed.
+        return pending.claim()
 
     async def release_async(self) -> None:
         """Releases one hold level of the current task (errors as :meth:`release`)."""

@@ -28,6 +28,12 @@ impl RedisServer {
         Self::launch(Some(port), None, &|_| Vec::new())
     }
 
+    /// Starts a server on `port` with extra arguments (e.g. the `--dir` of a killed one).
+    pub fn start_on_with(port: u16, extra: &[&str]) -> RedisServer {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Self::launch(Some(port), None, &|_| extra.clone())
+    }
+
     /// Starts a process of the redis-server binary: `conf` (written to its directory and passed
     /// first, e.g. a sentinel config, which may use `{port}`), then the port, bind address and
     /// `extra(port)` arguments.
@@ -53,9 +59,9 @@ impl RedisServer {
             }
             let mut child = cmd
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(extra(port))
                 .arg("--dir")
                 .arg(dir.path())
+                .args(extra(port))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()

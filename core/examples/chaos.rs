@@ -1,0 +1,332 @@
+//! The Rust worker of the fault suite (`make chaos`, driver `tests/chaos/run.py`).
+//!
+//! Usage: `chaos <redis-url> [watchdog_ms=N] [command_timeout_ms=N] [retry_attempts=N]
+//! [retry_delay_ms=N] [label=S]`. It connects, prints `{"event":"ready",...}`, then reads one
+//! command per line on stdin and answers each with one JSON line on stdout (the protocol every
+//! worker of tests/chaos speaks, see tests/chaos/README.md). A hold the watchdog loses is
+//! reported at any time as `{"event":"lost","name":...}`.
+#![allow(clippy::print_stdout)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::aio::MultiplexedConnection;
+use redis::AsyncCommands;
+use rlock::{Client, ClientOptions, ErrorKind, Lock, Owner, Released};
+use tokio::io::AsyncBufReadExt;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One JSON line on stdout, flushed at once (the driver reads events as they happen).
+fn emit(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// A JSON string literal.
+fn js(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The error code shared by all workers: the core kind in upper case (`NOT_HELD`, `TIMEOUT`, ...).
+fn code(kind: ErrorKind) -> String {
+    kind.as_str().to_ascii_uppercase()
+}
+
+fn error_line(op: &str, e: &rlock::Error) -> String {
+    format!(
+        r#"{{"event":"error","op":{},"code":{},"message":{}}}"#,
+        js(op),
+        js(&code(e.kind())),
+        js(e.message())
+    )
+}
+
+/// A small xorshift generator: the worker needs varied moments, not cryptographic randomness.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded(extra: u64) -> Rng {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+        Rng((t ^ (u64::from(std::process::id()) << 32) ^ extra.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A random moment to cancel an acquire at: mostly within a round trip or two (before, during or
+/// just after the script), sometimes while it waits for another holder.
+fn cancel_delay(rng: &mut Rng) -> Duration {
+    Duration::from_micros(match rng.below(10) {
+        0..=2 => rng.below(300),
+        3..=7 => rng.below(3_000),
+        _ => rng.below(30_000),
+    })
+}
+
+struct Worker {
+    client: Client,
+    url: String,
+    label: String,
+    me: Owner,
+    locks: HashMap<String, Lock>,
+    data: Option<MultiplexedConnection>,
+}
+
+impl Worker {
+    fn lock(&mut self, name: &str) -> rlock::Result<Lock> {
+        if let Some(l) = self.locks.get(name) {
+            return Ok(l.clone());
+        }
+        let l = self.client.lock(name)?;
+        self.locks.insert(name.to_owned(), l.clone());
+        Ok(l)
+    }
+
+    async fn data(&mut self) -> Result<MultiplexedConnection, BoxError> {
+        if let Some(d) = &self.data {
+            return Ok(d.clone());
+        }
+        let d = redis::Client::open(self.url.as_str())?.get_multiplexed_async_connection().await?;
+        self.data = Some(d.clone());
+        Ok(d)
+    }
+
+    /// Runs one command line and returns its one reply line.
+    async fn command(&mut self, words: &[&str]) -> Result<String, BoxError> {
+        Ok(match words {
+            ["acquire", name, rest @ ..] => {
+                let ms =
+                    |i: usize| rest.get(i).and_then(|s| s.parse::<u64>().ok()).map(Duration::from_millis);
+                let (wait, lease) = (ms(0), ms(1));
+                let lock = match self.lock(name) {
+                    Ok(l) => l,
+                    Err(e) => return Ok(error_line("acquire", &e)),
+                };
+                let result = match (wait, lease) {
+                    (None, None) => lock.acquire(&self.me).await.map(|()| true),
+                    (None, Some(l)) => lock.acquire_with_lease(&self.me, l).await.map(|()| true),
+                    (Some(w), l) => lock.try_acquire(&self.me, w, l).await,
+                };
+                match result {
+                    Ok(true) => format!(r#"{{"event":"acquired","name":{}}}"#, js(name)),
+                    Ok(false) => format!(r#"{{"event":"not_acquired","name":{}}}"#, js(name)),
+                    Err(e) => error_line("acquire", &e),
+                }
+            }
+            ["release", name] => match self.lock(name) {
+                Ok(lock) => match lock.release(&self.me).await {
+                    Ok(r) => format!(r#"{{"event":"released","free":{}}}"#, r == Released::Unlocked),
+                    Err(e) => error_line("release", &e),
+                },
+                Err(e) => error_line("release", &e),
+            },
+            ["locked", name] => match self.lock(name) {
+                Ok(lock) => match lock.is_locked().await {
+                    Ok(v) => format!(r#"{{"event":"locked","value":{v}}}"#),
+                    Err(e) => error_line("locked", &e),
+                },
+                Err(e) => error_line("locked", &e),
+            },
+            ["held", name] => match self.lock(name) {
+                Ok(lock) => match lock.is_held_by(&self.me).await {
+                    Ok(v) => format!(r#"{{"event":"held","value":{v}}}"#),
+                    Err(e) => error_line("held", &e),
+                },
+                Err(e) => error_line("held", &e),
+            },
+            ["stats"] => format!(
+                r#"{{"event":"stats","tracked":{},"channels":{}}}"#,
+                self.client.tracked_holds(),
+                self.client.waited_channels()
+            ),
+            ["mx", prefix, names, sections] => self.mx(prefix, names.parse()?, sections.parse()?).await?,
+            ["cancel", prefix, names, count, concurrency] => {
+                self.cancel(prefix, names.parse()?, count.parse()?, concurrency.parse()?).await?
+            }
+            _ => format!(
+                r#"{{"event":"error","op":"parse","code":"UNKNOWN_COMMAND","message":{}}}"#,
+                js(&words.join(" "))
+            ),
+        })
+    }
+
+    /// `sections` critical sections on `names` locks `<prefix>:<k>`, each checked with a marker
+    /// (`SET ... NX` must succeed) and counted with a non-atomic GET-then-SET.
+    async fn mx(&mut self, prefix: &str, names: usize, sections: usize) -> Result<String, BoxError> {
+        let mut data = self.data().await?;
+        let mut rng = Rng::seeded(7);
+        let locks = (0..names)
+            .map(|k| self.client.lock(&format!("{prefix}:{k}")))
+            .collect::<rlock::Result<Vec<_>>>()?;
+        let (mut per_name, mut violations, mut crossings) = (vec![0u64; names], 0u64, 0u64);
+        let surface = self.label.split('-').next().unwrap_or_default().to_owned();
+        for _ in 0..sections {
+            let k = rng.below(names as u64) as usize;
+            let lock = &locks[k];
+            if let Err(e) = lock.acquire(&self.me).await {
+                return Ok(error_line("mx acquire", &e));
+            }
+            let marker = format!("{prefix}:{k}:marker");
+            let set: Option<String> =
+                redis::cmd("SET").arg(&marker).arg(&self.label).arg("NX").query_async(&mut data).await?;
+            if set.is_none() {
+                violations += 1;
+            }
+            let counter = format!("{prefix}:{k}:counter");
+            let n: Option<u64> = data.get(&counter).await?;
+            let () = data.set(&counter, n.unwrap_or(0) + 1).await?;
+            let last: Option<String> = redis::cmd("SET")
+                .arg(format!("{prefix}:{k}:last"))
+                .arg(&self.label)
+                .arg("GET")
+                .query_async(&mut data)
+                .await?;
+            if last.is_some_and(|l| !l.starts_with(&format!("{surface}-"))) {
+                crossings += 1;
+            }
+            if set.is_some() {
+                let () = data.del(&marker).await?;
+            }
+            match lock.release(&self.me).await {
+                Ok(Released::Unlocked) => {}
+                Ok(Released::StillHeld) => {
+                    return Ok(r#"{"event":"error","op":"mx release","code":"STILL_HELD"}"#.into())
+                }
+                Err(e) => return Ok(error_line("mx release", &e)),
+            }
+            per_name[k] += 1;
+        }
+        let per: Vec<String> = per_name.iter().map(u64::to_string).collect();
+        Ok(format!(
+            r#"{{"event":"mx_done","sections":{sections},"violations":{violations},"crossings":{crossings},"per_name":[{}]}}"#,
+            per.join(",")
+        ))
+    }
+
+    /// `count` acquires on `names` locks `<prefix>:<k>`, `concurrency` at a time, each with a
+    /// fresh owner and dropped (cancelled) at a random moment; one that finished first is
+    /// released, as its caller would.
+    async fn cancel(
+        &mut self,
+        prefix: &str,
+        names: usize,
+        count: usize,
+        concurrency: usize,
+    ) -> Result<String, BoxError> {
+        let locks = Arc::new(
+            (0..names)
+                .map(|k| self.client.lock(&format!("{prefix}:{k}")))
+                .collect::<rlock::Result<Vec<_>>>()?,
+        );
+        let acquired = Arc::new(AtomicU64::new(0));
+        let cancelled = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        for t in 0..concurrency {
+            let n = count / concurrency + usize::from(t < count % concurrency);
+            let (client, locks, acquired, cancelled) =
+                (self.client.clone(), locks.clone(), acquired.clone(), cancelled.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut rng = Rng::seeded(t as u64 + 1);
+                for _ in 0..n {
+                    let lock = &locks[rng.below(locks.len() as u64) as usize];
+                    let owner = client.new_owner();
+                    let delay = cancel_delay(&mut rng);
+                    match tokio::time::timeout(delay, lock.acquire(&owner)).await {
+                        Ok(Ok(())) => {
+                            acquired.fetch_add(1, Ordering::Relaxed);
+                            lock.release(&owner).await?;
+                        }
+                        Ok(Err(e)) => return Err(e),
+                        Err(_) => {
+                            cancelled.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Ok(())
+            }));
+        }
+        for t in tasks {
+            if let Err(e) = t.await? {
+                return Ok(error_line("cancel", &e));
+            }
+        }
+        Ok(format!(
+            r#"{{"event":"cancel_done","acquired":{},"cancelled":{}}}"#,
+            acquired.load(Ordering::Relaxed),
+            cancelled.load(Ordering::Relaxed)
+        ))
+    }
+}
+
+async fn run() -> Result<(), BoxError> {
+    let mut args = std::env::args().skip(1);
+    let url = args.next().ok_or("usage: chaos <redis-url> [option=value ...]")?;
+    let mut opts = ClientOptions::default();
+    let mut label = "rust".to_owned();
+    for a in args {
+        let (k, v) = a.split_once('=').ok_or("options are key=value")?;
+        let ms = || v.parse::<u64>().map(Duration::from_millis);
+        opts = match k {
+            "watchdog_ms" => opts.with_watchdog_timeout(ms()?),
+            "command_timeout_ms" => opts.with_command_timeout(Some(ms()?)),
+            "retry_attempts" => opts.with_retry_attempts(v.parse()?),
+            "retry_delay_ms" => opts.with_retry_delay(ms()?),
+            "label" => {
+                label = v.to_owned();
+                opts
+            }
+            other => return Err(format!("unknown option {other}").into()),
+        };
+    }
+    let client = Client::connect(&url, opts).await?;
+    client.on_lost(|e| emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name))));
+    let me = client.new_owner();
+    let mut w = Worker { client, url, label, me, locks: HashMap::new(), data: None };
+    emit(&format!(r#"{{"event":"ready","surface":"rust","pid":{}}}"#, std::process::id()));
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        if words == ["exit"] {
+            break;
+        }
+        let reply = w.command(&words).await?;
+        emit(&reply);
+    }
+    w.client.close();
+    emit(r#"{"event":"bye"}"#);
+    Ok(())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    if let Err(e) = run().await {
+        emit(&format!(r#"{{"event":"fatal","message":{}}}"#, js(&e.to_string())));
+        std::process::exit(1);
+    }
+}

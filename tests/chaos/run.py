@@ -1,0 +1,712 @@
+#!/usr/bin/env python3
+"""make chaos: the fault suite across all surfaces (Rust, Python, Node, C).
+
+Each case starts its own redis-server on a free 127.0.0.1 port in a temporary directory, starts
+workers of every surface (tests/chaos/worker.*, core/examples/chaos.rs) that speak one
+line protocol (a command per stdin line, JSON event lines on stdout), injects its fault, and
+asserts on the workers' events and on what Redis holds. Every case runs under a hard time bound
+(SIGALRM), prints one PASS/FAIL line with its numbers, and stops every process it started, also
+on failure. A summary table follows; the exit status is non-zero when any case failed.
+
+Usage: run.py [case ...]   (default: all cases, in order; see CASES at the bottom)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+SURFACES = ("rust", "python", "node", "c")
+# Where each surface's waiter comes from in the holder/waiter cases: never its own surface.
+NEXT = {"rust": "python", "python": "node", "node": "c", "c": "rust"}
+
+
+def worker_command(surface: str) -> List[str]:
+    return {
+        "rust": [str(ROOT / "target/release/examples/chaos")],
+        "python": [str(ROOT / ".venv/bin/python"), str(ROOT / "tests/chaos/worker.py")],
+        "node": ["node", str(ROOT / "tests/chaos/worker.mjs")],
+        "c": [str(ROOT / "build/chaos/worker")],
+    }[surface]
+
+
+class Fail(Exception):
+    """A failed assertion of a case."""
+
+
+class CaseTimeout(BaseException):
+    """Raised in the main thread when a case exceeds its time bound."""
+
+
+def check(cond: bool, message: str) -> None:
+    if not cond:
+        raise Fail(message)
+
+
+def eventually(cond: Callable[[], bool], limit: float, what: str, step: float = 0.01) -> float:
+    """Polls a real condition (one without an event to wait on) until it holds; returns the
+    seconds it took. Fails after `limit` seconds."""
+    start = time.monotonic()
+    while not cond():
+        if time.monotonic() - start > limit:
+            raise Fail(f"timed out after {limit:.0f} s waiting for {what}")
+        time.sleep(step)
+    return time.monotonic() - start
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def channel(name: str) -> str:
+    return f"redisson_lock__channel:{{{name}}}"
+
+
+class Server:
+    """A private redis-server: loopback only, a free port, a temporary directory, no persistence."""
+
+    def __init__(self, tmp: Path, password: Optional[str] = None, persistent: bool = False) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="redis-", dir=tmp))
+        self.password = password
+        self.persistent = persistent  # an append-only file in self.dir survives restart()
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+        for _ in range(20):
+            self.port = free_port()
+            if self._launch():
+                return
+        raise Fail("could not start redis-server")
+
+    def _launch(self) -> bool:
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always",
+                "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log")]
+        if self.password:
+            args += ["--requirepass", self.password]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                if self.conn(timeout=1).ping():
+                    return True
+            except redis.exceptions.RedisError:
+                pass
+            time.sleep(0.01)
+        self.kill()
+        return False
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}"
+
+    def conn(self, timeout: float = 5) -> redis.Redis:
+        return redis.Redis(port=self.port, password=self.password, socket_timeout=timeout, decode_responses=True)
+
+    def restart(self, down: float) -> None:
+        """SIGKILL, `down` seconds without a server, then a new server on the same port (with an
+        empty dataset, unless persistent)."""
+        self.kill()
+        time.sleep(down)  # the length of the outage, not a wait for anything
+        deadline = time.monotonic() + 10
+        while not self._launch():
+            if time.monotonic() > deadline:
+                raise Fail("could not restart redis-server on its port")
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+
+    def evals(self) -> int:
+        """Script calls recorded by INFO commandstats (EVALSHA and EVAL)."""
+        stats = self.conn().info("commandstats")
+        return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "eval"))
+
+    def numsub(self, name: str) -> int:
+        return int(self.conn().pubsub_numsub(channel(name))[0][1])
+
+
+class Worker:
+    """One worker process of one surface; a reader thread queues its event lines."""
+
+    def __init__(self, surface: str, url: str, tmp: Path, label: str, **options: int) -> None:
+        self.surface, self.label = surface, label
+        self.log = tmp / f"{label}.stderr"
+        opts = [f"{k}={v}" for k, v in options.items()] + [f"label={label}"]
+        with open(self.log, "w") as stderr:
+            self.proc = subprocess.Popen(
+                worker_command(surface) + [url] + opts, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=stderr, text=True, bufsize=1, cwd=ROOT,
+            )
+        self.events: "queue.Queue[Tuple[float, Dict[str, Any]]]" = queue.Queue()
+        self.lost: List[Tuple[float, str]] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            now = time.monotonic()
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = {"event": "garbage", "line": line.rstrip()}
+            if event.get("event") == "lost":
+                self.lost.append((now, event.get("name", "")))
+            else:
+                self.events.put((now, event))
+        self.events.put((time.monotonic(), {"event": "eof"}))
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise Fail(f"{self.label}: cannot send {line!r}: {e}")
+
+    def reply(self, timeout: float) -> Tuple[float, Dict[str, Any]]:
+        """The next event and when it arrived (time.monotonic())."""
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            raise Fail(f"{self.label}: no answer within {timeout:.0f} s")
+
+    def expect(self, event: str, timeout: float = 20) -> Tuple[float, Dict[str, Any]]:
+        t, e = self.reply(timeout)
+        check(e.get("event") == event, f"{self.label}: expected {event}, got {e}{self.stderr_tail()}")
+        return t, e
+
+    def call(self, line: str, event: str, timeout: float = 20) -> Dict[str, Any]:
+        self.send(line)
+        return self.expect(event, timeout)[1]
+
+    def pending(self) -> bool:
+        return not self.events.empty()
+
+    def stderr_tail(self) -> str:
+        try:
+            text = self.log.read_text(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"\n      {self.label} stderr: " + text[-600:].replace("\n", "\n        ") if text else ""
+
+    def panicked(self) -> bool:
+        try:
+            return "panicked" in self.log.read_text(errors="replace")
+        except OSError:
+            return False
+
+    def exit(self, timeout: float = 10) -> None:
+        """Asks the worker to close its client and exit; kills it if it does not."""
+        if self.proc.poll() is None:
+            try:
+                self.send("exit")
+                self.proc.wait(timeout=timeout)
+            except (Fail, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            if sig == signal.SIGKILL:
+                self.proc.wait()
+
+
+class Ctx:
+    """What one case started; everything is stopped by cleanup()."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.servers: List[Server] = []
+        self.workers: List[Worker] = []
+
+    def server(self, password: Optional[str] = None, persistent: bool = False) -> Server:
+        s = Server(self.tmp, password, persistent)
+        self.servers.append(s)
+        return s
+
+    def worker(self, surface: str, server: Server, label: Optional[str] = None, **options: int) -> Worker:
+        label = label or f"{surface}-{len(self.workers)}"
+        w = Worker(surface, server.url, self.tmp, label, **options)
+        self.workers.append(w)
+        return w
+
+    def ready(self, *workers: Worker) -> None:
+        for w in workers:
+            w.expect("ready", timeout=30)
+
+    def cleanup(self) -> None:
+        for s in self.servers:  # a stopped server must not keep workers hanging
+            if s.proc and s.proc.poll() is None:
+                s.proc.send_signal(signal.SIGCONT)
+        for w in self.workers:
+            w.kill()
+        for s in self.servers:
+            s.kill()
+
+
+# ---------------------------------------------------------------------------------------------
+# The cases. Each returns a one-line summary of its numbers, or raises Fail.
+
+
+def case_mutex(ctx: Ctx) -> str:
+    """3 processes of each surface, 16 names, 20000 critical sections in all."""
+    srv = ctx.server()
+    workers = [ctx.worker(s, srv, f"{s}-{i}") for s in SURFACES for i in range(3)]
+    ctx.ready(*workers)
+    total, names = 20000, 16
+    shares = [total // len(workers) + (i < total % len(workers)) for i in range(len(workers))]
+    start = time.monotonic()
+    for w, n in zip(workers, shares):
+        w.send(f"mx chaos:mx {names} {n}")
+    per_name = [0] * names
+    violations = crossings = 0
+    for w, n in zip(workers, shares):
+        _, done = w.expect("mx_done", timeout=240)
+        check(done["sections"] == n, f"{w.label}: ran {done['sections']} sections, asked {n}")
+        violations += done["violations"]
+        crossings += done["crossings"]
+        per_name = [a + b for a, b in zip(per_name, done["per_name"])]
+    took = time.monotonic() - start
+    r = srv.conn()
+    counters = [int(r.get(f"chaos:mx:{k}:counter") or 0) for k in range(names)]
+    check(violations == 0, f"{violations} critical sections found another's marker set")
+    check(sum(per_name) == total, f"workers ran {sum(per_name)} sections, expected {total}")
+    check(counters == per_name, f"counters {counters} != sections per name {per_name}")
+    left = [str(k) for k in r.keys("chaos:mx:*") if not str(k).endswith((":counter", ":last"))]
+    check(not left, f"left behind: {left}")
+    check(crossings > 0, "the lock never passed between surfaces")
+    return (f"{len(workers)} processes (3 each of rust/python/node/c), {names} names, {total} sections "
+            f"in {took:.1f} s: 0 violations, counters exact (sum {sum(counters)}), "
+            f"{crossings} hand-offs between surfaces")
+
+
+def holders_and_waiters(ctx: Ctx, srv: Server, prefix: str, holder_opts: Dict[str, int],
+                        waiter_opts: Dict[str, int]) -> Tuple[Dict[str, Worker], Dict[str, Worker]]:
+    """One holder per surface holding `<prefix>:<surface>`, and a waiter of another surface
+    parked (subscribed) on each."""
+    holders = {s: ctx.worker(s, srv, f"{s}-holder", **holder_opts) for s in SURFACES}
+    waiters = {s: ctx.worker(NEXT[s], srv, f"{NEXT[s]}-waits-{s}", **waiter_opts) for s in SURFACES}
+    ctx.ready(*holders.values(), *waiters.values())
+    for s, h in holders.items():
+        h.call(f"acquire {prefix}:{s}", "acquired")
+    for s, w in waiters.items():
+        w.send(f"acquire {prefix}:{s}")
+    eventually(lambda: all(srv.numsub(f"{prefix}:{s}") == 1 for s in SURFACES), 20, "every waiter subscribed")
+    for s, w in waiters.items():
+        check(not w.pending(), f"{w.label} answered while {prefix}:{s} was held: {w.events.queue}")
+    return holders, waiters
+
+
+def case_sigkill(ctx: Ctx) -> str:
+    """Holders killed with SIGKILL: their locks are free within the watchdog timeout + 1 s."""
+    watchdog = 1000
+    srv = ctx.server()
+    holders, waiters = holders_and_waiters(ctx, srv, "chaos:kill", {"watchdog_ms": watchdog}, {})
+    # Past one whole lease the holders' watchdogs still keep the locks (renewed, not expired).
+    time.sleep(watchdog / 1000 * 1.5)
+    r = srv.conn()
+    for s in SURFACES:
+        check(r.exists(f"chaos:kill:{s}") == 1, f"chaos:kill:{s} expired while its holder lived")
+        check(not waiters[s].pending(), f"{waiters[s].label} acquired while the holder lived")
+    killed = time.monotonic()
+    for h in holders.values():
+        h.kill(signal.SIGKILL)
+    took = {}
+    for s, w in waiters.items():
+        t, _ = w.expect("acquired", timeout=10)
+        took[s] = t - killed
+    for s, w in waiters.items():
+        w.call(f"release chaos:kill:{s}", "released")
+    worst = max(took.values())
+    bound = watchdog / 1000 + 1
+    check(worst <= bound, f"a lock was freed {worst:.2f} s after its holder was killed (bound {bound:.1f} s)")
+    check(not r.keys("chaos:kill:*"), "lock keys left behind")
+    parts = ", ".join(f"{s} holder -> {NEXT[s]} waiter {took[s] * 1000:.0f} ms" for s in SURFACES)
+    return f"watchdog {watchdog} ms, freed and taken within {worst * 1000:.0f} ms (bound {bound * 1000:.0f}): {parts}"
+
+
+def case_restart(ctx: Ctx) -> str:
+    """redis-server restarted (SIGKILL, empty dataset) while locks are held and waiters wait."""
+    watchdog, outage = 1000, 2.0  # down for two leases: renewals fail, waiters retry
+    srv = ctx.server()
+    opts = {"watchdog_ms": watchdog}
+    holders, waiters = holders_and_waiters(ctx, srv, "chaos:restart", opts, opts)
+    down = time.monotonic()
+    srv.restart(outage)
+    up = time.monotonic()
+    lost_after = {}
+    for s, h in holders.items():
+        eventually(lambda: any(n == f"chaos:restart:{s}" for _, n in h.lost), 20, f"{h.label}'s lost notification")
+        lost_after[s] = min(t for t, n in h.lost if n == f"chaos:restart:{s}") - down
+    acquired_after = {}
+    for s, w in waiters.items():
+        t, _ = w.expect("acquired", timeout=20)
+        acquired_after[s] = t - down
+    for s, h in holders.items():
+        e = h.call(f"release chaos:restart:{s}", "error")
+        check(e["code"] == "LOST", f"{h.label}: release of the lost hold gave {e}")
+    for s, w in waiters.items():
+        e = w.call(f"release chaos:restart:{s}", "released")
+        check(e["free"] is True, f"{w.label}: release left the lock held")
+    try:
+        eventually(lambda: not srv.conn().pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+    except Fail:
+        stats = {w.label: w.call("stats", "stats") for w in [*holders.values(), *waiters.values()]}
+        chans = {c: srv.conn().pubsub_numsub(c)[0][1] for c in srv.conn().pubsub_channels()}
+        clients = srv.conn().execute_command("CLIENT", "LIST")
+        raise Fail(f"channels left subscribed: {chans}; workers: {stats}; clients: {clients}")
+    check(not srv.conn().keys("chaos:restart:*"), "lock keys left behind")
+    return (f"watchdog {watchdog} ms, server down {(up - down) * 1000:.0f} ms; 4 holders told lost after "
+            f"{min(lost_after.values()):.1f}-{max(lost_after.values()):.1f} s, 4 waiters acquired after "
+            f"{min(acquired_after.values()):.1f}-{max(acquired_after.values()):.1f} s; releases: holders LOST, waiters OK")
+
+
+def case_restart_kept(ctx: Ctx) -> str:
+    """redis-server down 2 s and restarted with its data (AOF): holds survive, subscriptions
+    come back by themselves, and the unlock messages wake the waiters."""
+    watchdog, outage, prefix = 10000, 2.0, "chaos:kept"
+    srv = ctx.server(persistent=True)
+    holders, waiters = holders_and_waiters(ctx, srv, prefix, {"watchdog_ms": watchdog}, {})
+    down = time.monotonic()
+    srv.restart(outage)
+    up = time.monotonic()
+    r = srv.conn()
+    check(all(r.exists(f"{prefix}:{s}") for s in SURFACES), "the restarted server lost a lock (AOF)")
+    back = eventually(lambda: all(srv.numsub(f"{prefix}:{s}") == 1 for s in SURFACES), 15,
+                      "every waiter's subscription back")
+    for s, w in waiters.items():
+        check(not w.pending(), f"{w.label} answered while {prefix}:{s} was held: {w.events.queue}")
+    woke = {}
+    for s, h in holders.items():
+        e = h.call(f"release {prefix}:{s}", "released", timeout=20)
+        check(e["free"] is True, f"{h.label}: release left the lock held")
+        released = time.monotonic()
+        t, _ = waiters[s].expect("acquired", timeout=watchdog / 1000 + 10)
+        woke[s] = max(0.0, t - released)
+    check(max(woke.values()) <= 1.0, f"a waiter took {max(woke.values()):.2f} s after the release "
+          f"(lease {watchdog / 1000:.0f} s): the unlock message was lost")
+    for h in holders.values():
+        check(not h.lost, f"{h.label} lost its hold across a {outage:.0f} s outage (lease {watchdog / 1000:.0f} s)")
+    for s, w in waiters.items():
+        w.call(f"release {prefix}:{s}", "released")
+    eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+    return (f"server down {(up - down) * 1000:.0f} ms, 4 holds kept (watchdog {watchdog} ms, none lost), "
+            f"subscriptions back {back * 1000:.0f} ms after the restart, waiters woken within "
+            f"{max(woke.values()) * 1000:.0f} ms of each release")
+
+
+def case_pubsub_kill(ctx: Ctx) -> str:
+    """CLIENT KILL TYPE pubsub while waiters wait: they still acquire, subscriptions come back."""
+    watchdog = 5000
+    srv = ctx.server()
+    prefix = "chaos:pubsub"
+    holders, waiters = holders_and_waiters(ctx, srv, prefix, {"watchdog_ms": watchdog}, {})
+    r = srv.conn()
+    # Round 1: kill, then release at once, racing the resubscription. Bound: the holders' TTL.
+    killed1 = int(r.execute_command("CLIENT", "KILL", "TYPE", "pubsub"))
+    check(killed1 >= 4, f"CLIENT KILL TYPE pubsub killed {killed1} connections, expected the 4 waiters'")
+    released = time.monotonic()
+    for s, h in holders.items():
+        h.call(f"release {prefix}:{s}", "released")
+    round1 = {}
+    for s, w in waiters.items():
+        t, _ = w.expect("acquired", timeout=watchdog / 1000 + 10)
+        round1[s] = t - released
+    bound1 = watchdog / 1000 + 1
+    check(max(round1.values()) <= bound1, f"round 1: a waiter took {max(round1.values()):.2f} s (bound {bound1} s)")
+    for s, w in waiters.items():
+        w.call(f"release {prefix}:{s}", "released")
+
+    # Round 2: kill while they wait, wait until every subscription is back, then release: the
+    # unlock message must wake them (far sooner than the holders' 5 s lease would).
+    for s, h in holders.items():
+        h.call(f"acquire {prefix}:{s}", "acquired")
+    for s, w in waiters.items():
+        w.send(f"acquire {prefix}:{s}")
+    eventually(lambda: all(srv.numsub(f"{prefix}:{s}") == 1 for s in SURFACES), 20, "every waiter subscribed")
+    killed2 = int(r.execute_command("CLIENT", "KILL", "TYPE", "pubsub"))
+    check(killed2 >= 4, f"round 2 killed {killed2} connections")
+    back = eventually(lambda: all(srv.numsub(f"{prefix}:{s}") == 1 for s in SURFACES), 15, "resubscription")
+    for s, w in waiters.items():
+        check(not w.pending(), f"{w.label} answered while still held: {w.events.queue}")
+    released = time.monotonic()
+    for s, h in holders.items():
+        h.call(f"release {prefix}:{s}", "released")
+    round2 = {}
+    for s, w in waiters.items():
+        t, _ = w.expect("acquired", timeout=watchdog / 1000 + 10)
+        round2[s] = t - released
+    check(max(round2.values()) <= 1.0, f"round 2: a waiter took {max(round2.values()):.2f} s after the release "
+          "(the unlock message did not reach it)")
+    for s, w in waiters.items():
+        w.call(f"release {prefix}:{s}", "released")
+    eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+    return (f"round 1 (release right after the kill): acquired within {max(round1.values()) * 1000:.0f} ms "
+            f"(bound {bound1 * 1000:.0f}); round 2: subscriptions back after {back * 1000:.0f} ms, woken by "
+            f"the unlock message within {max(round2.values()) * 1000:.0f} ms")
+
+
+def case_sigstop(ctx: Ctx) -> str:
+    """redis-server SIGSTOPped past the command timeout: typed timeouts, no panic, recovery."""
+    opts = {"command_timeout_ms": 300, "retry_attempts": 0, "watchdog_ms": 5000}
+    srv = ctx.server()
+    workers = {s: ctx.worker(s, srv, f"{s}-stopped", **opts) for s in SURFACES}
+    ctx.ready(*workers.values())
+    for s, w in workers.items():
+        w.call(f"acquire chaos:stop:{s} 0", "acquired")
+    srv.signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    took = {}
+    try:
+        # Calls without side effects: a query, and an acquire of a lock another worker holds (if
+        # Redis runs it after SIGCONT it finds that lock held and changes nothing).
+        for s, w in workers.items():
+            w.send(f"locked chaos:stop:{s}")
+        for s, w in workers.items():
+            t, e = w.expect("error", timeout=10)
+            check(e["code"] == "TIMEOUT", f"{w.label}: locked gave {e}")
+            took[s] = t - stopped
+            check(took[s] < 3, f"{w.label}: the timeout took {took[s]:.1f} s (command timeout 0.3 s)")
+        sent = time.monotonic()
+        for s, w in workers.items():
+            w.send(f"acquire chaos:stop:{NEXT[s]} 1000")
+        for s, w in workers.items():
+            t, e = w.expect("error", timeout=10)
+            check(e["code"] == "TIMEOUT", f"{w.label}: acquire gave {e}")
+            check(t - sent < 3, f"{w.label}: the timeout took {t - sent:.1f} s (command timeout 0.3 s)")
+            took[s] = max(took[s], t - sent)
+        # Past the command timeout in any case.
+        while time.monotonic() - stopped < 1.0:
+            time.sleep(0.05)
+    finally:
+        srv.signal(signal.SIGCONT)
+    paused = time.monotonic() - stopped
+    for w in workers.values():
+        check(w.proc.poll() is None, f"{w.label} died: exit {w.proc.returncode}{w.stderr_tail()}")
+    # Everything recovers: each hold survived the pause (lease 5 s) and works as before.
+    def holds(w: Worker, s: str) -> bool:
+        w.send(f"held chaos:stop:{s}")
+        _, e = w.reply(10)
+        return e.get("event") == "held" and e.get("value") is True
+    recovered = max(eventually(lambda: holds(w, s), 10, f"{w.label} to answer again", step=0.1)
+                    for s, w in workers.items())
+    for s, w in workers.items():  # the others' holds too: the timed-out acquires took nothing
+        w.call(f"acquire chaos:stop:{NEXT[s]} 0", "not_acquired")
+    for s, w in workers.items():
+        check(w.call(f"release chaos:stop:{s}", "released")["free"] is True, f"{w.label}: release left it held")
+    for s, w in workers.items():
+        w.call(f"acquire chaos:stop:{s} 0", "acquired")
+        w.call(f"release chaos:stop:{s}", "released")
+    for w in workers.values():
+        check(not w.lost, f"{w.label} lost a hold during a {paused:.1f} s pause (lease 5 s)")
+    check(not srv.conn().keys("chaos:stop:*"), "lock keys left behind")
+    return (f"stopped {paused:.1f} s (command timeout 300 ms): every call failed TIMEOUT within "
+            f"{max(took.values()) * 1000:.0f} ms, 4/4 workers alive, holds intact, answering again "
+            f"{recovered * 1000:.0f} ms after SIGCONT")
+
+
+def case_cancel(ctx: Ctx) -> str:
+    """10000 acquires cancelled at random moments (Rust futures dropped, asyncio tasks
+    cancelled, Node AbortSignals): no lock key, no subscription, no renewal traffic after."""
+    watchdog, names, total = 1000, 8, 10000
+    srv = ctx.server()
+    surfaces = ("rust", "python", "node")
+    workers = {s: ctx.worker(s, srv, f"{s}-cancel", watchdog_ms=watchdog) for s in surfaces}
+    ctx.ready(*workers.values())
+    shares = {s: total // 3 + (i < total % 3) for i, s in enumerate(surfaces)}
+    start = time.monotonic()
+    for s, w in workers.items():
+        w.send(f"cancel chaos:cancel {names} {shares[s]} 8")
+    done = {}
+    for s, w in workers.items():
+        done[s] = w.expect("cancel_done", timeout=150)[1]
+        n = done[s]["acquired"] + done[s]["cancelled"]
+        check(n == shares[s], f"{w.label}: {n} acquires, asked {shares[s]}")
+        check(done[s]["acquired"] > 0 and done[s]["cancelled"] > 0, f"{w.label}: {done[s]} tests nothing")
+    took = time.monotonic() - start
+    r = srv.conn()
+    lock_names = [f"chaos:cancel:{k}" for k in range(names)]
+    eventually(lambda: r.exists(*lock_names) == 0, 10, "every lock key gone")
+    eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+
+    def idle(w: Worker) -> bool:
+        e = w.call("stats", "stats")
+        return bool(e["tracked"] == 0 and e["channels"] == 0)
+    for w in workers.values():
+        eventually(lambda: idle(w), 10, f"{w.label} to track no hold and no channel", step=0.1)
+    # No renewal traffic: script calls stay still over more than three renewal periods, while
+    # every client is still alive.
+    before = srv.evals()
+    time.sleep(watchdog / 1000 * 1.2)
+    after = srv.evals()
+    check(after == before, f"{after - before} script calls after everything was released (renewals?)")
+    check(r.exists(*lock_names) == 0 and not r.pubsub_channels(), "keys or channels came back")
+    for w in workers.values():
+        check(w.proc.poll() is None, f"{w.label} died")
+    acquired = sum(d["acquired"] for d in done.values())
+    cancelled = sum(d["cancelled"] for d in done.values())
+    per = ", ".join(f"{s} {d['cancelled']}/{d['acquired'] + d['cancelled']}" for s, d in done.items())
+    return (f"{total} acquires in {took:.1f} s, {cancelled} cancelled ({per}), {acquired} acquired and released; "
+            f"after: 0 lock keys, 0 channels, 0 tracked holds, EVALSHA/EVAL calls still over "
+            f"{watchdog * 1.2:.0f} ms")
+
+
+def case_bad_input(ctx: Ctx) -> str:
+    """A table of bad inputs across C, Python and Node: each gets its typed error, nothing
+    crashes, and a lock held by another client is unchanged."""
+    srv = ctx.server(password="chaos-secret")
+    r = srv.conn()
+    guard, wrongtype = "chaos:guard", "chaos:wrongtype"
+    holder = ctx.worker("rust", srv, "rust-guard-holder")
+    ctx.ready(holder)
+    holder.call(f"acquire {guard}", "acquired")
+    holder.call(f"acquire {guard}", "acquired")  # re-entered: count 2
+    snapshot = r.hgetall(guard)
+    check(len(snapshot) == 1 and list(snapshot.values()) == ["2"], f"guard is {snapshot}")
+    r.set(wrongtype, "not a lock")
+    wrong_pw = f"redis://:wrong-password@127.0.0.1:{srv.port}"
+    dead = f"redis://127.0.0.1:{free_port()}"
+    rows: List[Tuple[str, str, str, str, bool, str]] = []
+    for surface in ("c", "python", "node"):
+        w = ctx.worker(surface, srv, f"{surface}-bad")
+        ctx.ready(w)
+        w.send(f"bad {guard} {wrongtype} {wrong_pw} {dead}")
+        while True:
+            _, e = w.reply(60)
+            if e.get("event") == "bad_done":
+                break
+            check(e.get("event") == "row", f"{w.label}: {e}{w.stderr_tail()}")
+            problems = []
+            if r.hgetall(guard) != snapshot:
+                problems.append(f"guard changed to {r.hgetall(guard)}")
+            if r.pttl(guard) <= 0:
+                problems.append(f"guard TTL {r.pttl(guard)}")
+            if r.get(wrongtype) != "not a lock" or r.ttl(wrongtype) != -1:
+                problems.append("the wrong-type key changed")
+            expected = e["expected"].replace("RLOCK_", "")
+            got = e["got"].replace("RLOCK_", "")
+            ok = got == expected and not problems
+            rows.append((surface, e["input"], expected, got, ok, "; ".join(problems)))
+            w.send("next")
+        check(w.proc.poll() is None, f"{w.label} died")
+        w.exit()
+        check(w.proc.returncode == 0, f"{w.label} exited {w.proc.returncode}{w.stderr_tail()}")
+    width = max(len(x[1]) for x in rows)
+    print(f"    | surface | {'input':<{width}} | expected | got | result |")
+    print(f"    |---------|{'-' * (width + 2)}|----------|-----|--------|")
+    for surface, text, expected, got, ok, note in rows:
+        extra = f" ({note})" if note else ""
+        print(f"    | {surface:<7} | {text:<{width}} | {expected} | {got} | {'PASS' if ok else 'FAIL'}{extra} |")
+    failed = [x for x in rows if not x[4]]
+    check(len(rows) >= 30, f"only {len(rows)} rows")
+    check(not failed, f"{len(failed)} of {len(rows)} rows failed")
+    check(holder.call(f"release {guard}", "released")["free"] is False, "guard count was not 2")
+    check(holder.call(f"release {guard}", "released")["free"] is True, "guard still held")
+    counts = {s: sum(1 for x in rows if x[0] == s) for s in ("c", "python", "node")}
+    return (f"{len(rows)} rows (C {counts['c']}, Python {counts['python']}, Node {counts['node']}): all typed as "
+            "expected, no crash, the guard lock (count 2, TTL) and the wrong-type key unchanged after every row")
+
+
+CASES: List[Tuple[str, float, Callable[[Ctx], str]]] = [
+    ("mutex", 300, case_mutex),
+    ("sigkill", 60, case_sigkill),
+    ("restart", 90, case_restart),
+    ("restart-kept", 90, case_restart_kept),
+    ("pubsub-kill", 90, case_pubsub_kill),
+    ("sigstop", 60, case_sigstop),
+    ("cancel", 200, case_cancel),
+    ("bad-input", 180, case_bad_input),
+]
+
+
+def main(argv: List[str]) -> int:
+    wanted = argv[1:] or [c[0] for c in CASES]
+    unknown = set(wanted) - {c[0] for c in CASES}
+    if unknown:
+        print(f"unknown case(s): {', '.join(sorted(unknown))}; cases: {', '.join(c[0] for c in CASES)}")
+        return 2
+    for path in (worker_command("rust")[0], worker_command("c")[0], ROOT / "bindings-node/index.js"):
+        if not Path(path).exists():
+            print(f"missing {path}: run 'make chaos'")
+            return 2
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise CaseTimeout()
+    signal.signal(signal.SIGALRM, on_alarm)
+    # Stopped from outside (timeout(1), CI): unwind through the cleanup below.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    results = []
+    suite_start = time.monotonic()
+    for name, limit, fn in CASES:
+        if name not in wanted:
+            continue
+        print(f"== {name}: {(fn.__doc__ or '').strip().splitlines()[0]}", flush=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"rlock-chaos-{name}-"))
+        ctx = Ctx(tmp)
+        start = time.monotonic()
+        ok, detail = False, ""
+        try:
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            try:
+                detail = fn(ctx)
+                ok = True
+            except CaseTimeout:
+                detail = f"did not finish within its {limit:.0f} s bound"
+            except Fail as e:
+                detail = str(e)
+            except Exception:
+                detail = "driver error: " + traceback.format_exc()
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            panics = [w.label for w in ctx.workers if w.panicked()]
+            if panics:
+                ok, detail = False, f"{detail}; panic in {', '.join(panics)}"
+            if not ok:
+                detail += "".join(w.stderr_tail() for w in ctx.workers)
+        finally:
+            # Every process this case started stops here, whatever happened (also on SIGTERM).
+            ctx.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
+        secs = time.monotonic() - start
+        print(f"{'PASS' if ok else 'FAIL'} {name} ({secs:.1f} s): {detail}", flush=True)
+        results.append((name, ok, secs, detail.splitlines()[0] if detail else ""))
+    total = time.monotonic() - suite_start
+    print()
+    print("| case | result | time | numbers |")
+    print("|---|---|---|---|")
+    for name, ok, secs, detail in results:
+        print(f"| {name} | {'PASS' if ok else 'FAIL'} | {secs:.1f} s | {detail} |")
+    passed = sum(1 for r in results if r[1])
+    print(f"\nchaos: {len(results)} cases in {total:.0f} s")
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

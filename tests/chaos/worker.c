@@ -1,0 +1,336 @@
+/* The C worker of the fault suite (make chaos, driver tests/chaos/run.py), built against librlock
+ * and hiredis (for the critical sections' marker and counter).
+ *
+ * Usage: worker <redis-url> [watchdog_ms=N] [command_timeout_ms=N] [retry_attempts=N]
+ *        [retry_delay_ms=N] [label=S]
+ * Connects, prints {"event":"ready",...}, then answers one command per stdin line with one JSON
+ * line (see tests/chaos/README.md). Holds belong to the main thread (rlock_lock/rlock_unlock);
+ * the lost-hold callback prints {"event":"lost","name":...} from the librlock thread. */
+#define _POSIX_C_SOURCE 200809L
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rlock.h"
+
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *url;
+static char label[64] = "c";
+static rlock_client *client;
+static rlock_options options;
+
+/* One line on stdout, whole and flushed (the lost callback prints from another thread). */
+static void emit(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&out_mu);
+    vprintf(fmt, ap);
+    putchar('\n');
+    fflush(stdout);
+    pthread_mutex_unlock(&out_mu);
+    va_end(ap);
+}
+
+/* The part of a result code after RLOCK_, e.g. "NOT_HELD". */
+static const char *code(rlock_result r) { return rlock_result_str(r) + strlen("RLOCK_"); }
+
+/* The last error as a JSON-safe string (quotes and control bytes replaced). */
+static const char *last_error(void) {
+    static char msg[512];
+    rlock_last_error(msg, sizeof msg);
+    for (char *p = msg; *p; p++)
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '\'';
+    return msg;
+}
+
+static void reply_error(const char *op, rlock_result rc) {
+    emit("{\"event\":\"error\",\"op\":\"%s\",\"code\":\"%s\",\"message\":\"%s\"}", op, code(rc), last_error());
+}
+
+static void on_lost(void *userdata, const char *name) {
+    (void)userdata;
+    emit("{\"event\":\"lost\",\"name\":\"%s\"}", name);
+}
+
+/* Host, port and password of a redis://[user:pass@]host:port URL, for hiredis. */
+static redisContext *data_connect(const char *u) {
+    char host[256] = "127.0.0.1", pass[256] = "";
+    int port = 6379;
+    const char *p = strstr(u, "://");
+    p = p ? p + 3 : u;
+    const char *at = strchr(p, '@');
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (colon) snprintf(pass, sizeof pass, "%.*s", (int)(at - colon - 1), colon + 1);
+        p = at + 1;
+    }
+    sscanf(p, "%255[^:/]:%d", host, &port);
+    redisContext *c = redisConnect(host, port);
+    if (!c || c->err) return NULL;
+    if (pass[0]) freeReplyObject(redisCommand(c, "AUTH %s", pass));
+    return c;
+}
+
+static uint64_t rng_state;
+static uint64_t rnd(uint64_t n) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state % (n ? n : 1);
+}
+
+/* sections critical sections on names locks <prefix>:<k>: SET marker NX (must succeed), a
+ * non-atomic GET-then-SET of the counter, SET last GET (hand-offs between surfaces), DEL marker. */
+static void mx(const char *prefix, int names, int sections) {
+    redisContext *data = data_connect(url);
+    if (!data) {
+        emit("{\"event\":\"error\",\"op\":\"mx\",\"code\":\"DATA\",\"message\":\"hiredis connect failed\"}");
+        return;
+    }
+    long *per = calloc((size_t)names, sizeof *per);
+    long violations = 0, crossings = 0;
+    char name[256], key[300];
+    for (int i = 0; i < sections; i++) {
+        int k = (int)rnd((uint64_t)names);
+        snprintf(name, sizeof name, "%s:%d", prefix, k);
+        rlock_result rc = rlock_lock(client, name, 0);
+        if (rc != RLOCK_OK) {
+            reply_error("mx acquire", rc);
+            goto out;
+        }
+        snprintf(key, sizeof key, "%s:marker", name);
+        redisReply *r = redisCommand(data, "SET %s %s NX", key, label);
+        int set = r && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (!set) violations++;
+        snprintf(key, sizeof key, "%s:counter", name);
+        r = redisCommand(data, "GET %s", key);
+        long n = (r && r->type == REDIS_REPLY_STRING ? atol(r->str) : 0) + 1;
+        freeReplyObject(r);
+        freeReplyObject(redisCommand(data, "SET %s %ld", key, n));
+        snprintf(key, sizeof key, "%s:last", name);
+        r = redisCommand(data, "SET %s %s GET", key, label);
+        if (r && r->type == REDIS_REPLY_STRING && strncmp(r->str, "c-", 2) != 0) crossings++;
+        freeReplyObject(r);
+        if (set) {
+            snprintf(key, sizeof key, "%s:marker", name);
+            freeReplyObject(redisCommand(data, "DEL %s", key));
+        }
+        rc = rlock_unlock(client, name);
+        if (rc != RLOCK_OK) {
+            reply_error("mx release", rc);
+            goto out;
+        }
+        per[k]++;
+    }
+    {
+        char list[4096] = "";
+        size_t len = 0;
+        for (int k = 0; k < names && len < sizeof list - 32; k++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%ld", k ? "," : "", per[k]);
+        emit("{\"event\":\"mx_done\",\"sections\":%d,\"violations\":%ld,\"crossings\":%ld,\"per_name\":[%s]}",
+             sections, violations, crossings, list);
+    }
+out:
+    free(per);
+    redisFree(data);
+}
+
+/* ---- the bad-input table: each row prints its outcome, then waits for "next" on stdin ---- */
+
+static const char *guard, *wrongtype, *wrong_pw_url, *dead_url;
+
+static int wait_next(void) {
+    char line[64];
+    return fgets(line, sizeof line, stdin) != NULL;
+}
+
+static int row(const char *input, rlock_result expected, rlock_result got) {
+    emit("{\"event\":\"row\",\"surface\":\"c\",\"input\":\"%s\",\"expected\":\"%s\",\"got\":\"%s\"}", input,
+         rlock_result_str(expected), rlock_result_str(got));
+    return wait_next();
+}
+
+struct waiter {
+    rlock_client *c;
+    rlock_result rc;
+};
+
+static void *wait_on_guard(void *arg) {
+    struct waiter *w = arg;
+    w->rc = rlock_lock(w->c, guard, 0);
+    return NULL;
+}
+
+/* Waits until someone is subscribed to the guard's channel (a waiter is parked there). */
+static int guard_waiter_subscribed(redisContext *data) {
+    for (int i = 0; i < 1000; i++) {
+        redisReply *r = redisCommand(data, "PUBSUB NUMSUB redisson_lock__channel:{%s}", guard);
+        long n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
+        freeReplyObject(r);
+        if (n > 0) return 1;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void bad(void) {
+    rlock_client *c = (rlock_client *)0x1;
+    bool b = true;
+    uint32_t n = 77;
+    const char *bad_utf8 = "lock-\xc3\x28";
+    rlock_options o;
+#define ROW(input, expected, call) \
+    if (!row(input, expected, (call))) return
+    ROW("rlock_client_new(url, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_client_new(url, NULL));
+    ROW("rlock_client_new(\\\"nonsense\\\")", RLOCK_INVALID_ARGUMENT, rlock_client_new("nonsense", &c));
+    ROW("rlock_client_new(\\\"http://127.0.0.1:6379/\\\")", RLOCK_INVALID_ARGUMENT,
+        rlock_client_new("http://127.0.0.1:6379/", &c));
+    ROW("rlock_client_new(url with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_client_new("redis://\xff\xfe/", &c));
+    ROW("rlock_client_new(\\\"redis://127.0.0.1:notaport/\\\")", RLOCK_INVALID_ARGUMENT,
+        rlock_client_new("redis://127.0.0.1:notaport/", &c));
+    ROW("rlock_client_new(wrong password)", RLOCK_REDIS, rlock_client_new(wrong_pw_url, &c));
+    o = rlock_options_default();
+    o.retry_attempts = 0;
+    o.connect_timeout_ms = 2000;
+    ROW("rlock_client_new(port nobody listens on)", RLOCK_CONNECTION, rlock_client_new_with_options(dead_url, &o, &c));
+    o = rlock_options_default();
+    o.watchdog_timeout_ms = -5;
+    ROW("options.watchdog_timeout_ms = -5", RLOCK_INVALID_ARGUMENT, rlock_client_new_with_options(url, &o, &c));
+    o = rlock_options_default();
+    o.renewal_batch_size = 0;
+    ROW("options.renewal_batch_size = 0", RLOCK_INVALID_ARGUMENT, rlock_client_new_with_options(url, &o, &c));
+    if (c != (rlock_client *)0x1) {
+        emit("{\"event\":\"fatal\",\"message\":\"a failed rlock_client_new wrote its out-parameter\"}");
+        return;
+    }
+    ROW("rlock_lock(client=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock(NULL, guard, 0));
+    ROW("rlock_lock(name=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock(client, NULL, 0));
+    ROW("rlock_lock(name=\\\"\\\")", RLOCK_INVALID_ARGUMENT, rlock_lock(client, "", 0));
+    ROW("rlock_lock(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_lock(client, bad_utf8, 0));
+    ROW("rlock_lock(guard, lease_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_lock(client, guard, INT64_MAX));
+    ROW("rlock_try_lock(guard, wait_ms=-1)", RLOCK_INVALID_ARGUMENT, rlock_try_lock(client, guard, -1, 0));
+    ROW("rlock_try_lock(guard, wait_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_try_lock(client, guard, INT64_MAX, 0));
+    ROW("rlock_try_lock(guard held by another, wait_ms=50)", RLOCK_NOT_ACQUIRED, rlock_try_lock(client, guard, 50, 0));
+    ROW("rlock_unlock(guard held by another)", RLOCK_NOT_HELD, rlock_unlock(client, guard));
+    ROW("rlock_unlock_as(guard held by another, owner 1)", RLOCK_NOT_HELD, rlock_unlock_as(client, guard, 1));
+    ROW("rlock_is_locked(guard, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_is_locked(client, guard, NULL));
+    ROW("rlock_hold_count(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_hold_count(client, bad_utf8, &n));
+    ROW("rlock_lock(key of the wrong type)", RLOCK_REDIS, rlock_lock(client, wrongtype, 0));
+    ROW("rlock_force_unlock(key of the wrong type)", RLOCK_REDIS, rlock_force_unlock(client, wrongtype, &b));
+    ROW("rlock_result_str(12345)", RLOCK_OK,
+        strcmp(rlock_result_str(12345), "RLOCK_UNKNOWN") == 0 ? RLOCK_OK : RLOCK_PANIC);
+    if (b != true || n != 77) {
+        emit("{\"event\":\"fatal\",\"message\":\"a failed call wrote its out-parameter\"}");
+        return;
+    }
+
+    /* A client freed while another thread waits on the guard: the waiter gets RLOCK_CLOSED. */
+    struct waiter w = {NULL, RLOCK_OK};
+    redisContext *data = data_connect(url);
+    rlock_result rc = rlock_client_new(url, &w.c);
+    pthread_t t;
+    if (rc == RLOCK_OK && data && pthread_create(&t, NULL, wait_on_guard, &w) == 0) {
+        if (guard_waiter_subscribed(data)) {
+            rlock_client_free(w.c);
+            pthread_join(t, NULL);
+            rc = w.rc;
+        } else {
+            rc = RLOCK_PANIC; /* never parked: reported as a failed row */
+            rlock_client_free(w.c);
+            pthread_join(t, NULL);
+        }
+    }
+    if (data) redisFree(data);
+    ROW("rlock_client_free while a thread waits in rlock_lock(guard)", RLOCK_CLOSED, rc);
+#undef ROW
+    emit("{\"event\":\"bad_done\"}");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: worker <redis-url> [option=value ...]\n");
+        return 2;
+    }
+    url = argv[1];
+    options = rlock_options_default();
+    for (int i = 2; i < argc; i++) {
+        char key[64];
+        long long v = 0;
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || eq - argv[i] >= (long)sizeof key) {
+            fprintf(stderr, "bad option %s\n", argv[i]);
+            return 2;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - argv[i]), argv[i]);
+        v = atoll(eq + 1);
+        if (strcmp(key, "watchdog_ms") == 0) options.watchdog_timeout_ms = v;
+        else if (strcmp(key, "command_timeout_ms") == 0) options.command_timeout_ms = v;
+        else if (strcmp(key, "retry_attempts") == 0) options.retry_attempts = (uint32_t)v;
+        else if (strcmp(key, "retry_delay_ms") == 0) options.retry_delay_ms = v;
+        else if (strcmp(key, "label") == 0) snprintf(label, sizeof label, "%s", eq + 1);
+        else {
+            fprintf(stderr, "unknown option %s\n", key);
+            return 2;
+        }
+    }
+    rng_state = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ 0x9E3779B97F4A7C15ull;
+    rlock_result rc = rlock_client_new_with_options(url, &options, &client);
+    if (rc != RLOCK_OK) {
+        emit("{\"event\":\"fatal\",\"message\":\"connect: %s %s\"}", code(rc), last_error());
+        return 1;
+    }
+    rlock_client_on_lost(client, on_lost, NULL);
+    emit("{\"event\":\"ready\",\"surface\":\"c\",\"pid\":%d}", (int)getpid());
+
+    char line[1024];
+    while (fgets(line, sizeof line, stdin)) {
+        char *words[8] = {0};
+        int nw = 0;
+        for (char *tok = strtok(line, " \t\r\n"); tok && nw < 8; tok = strtok(NULL, " \t\r\n")) words[nw++] = tok;
+        if (nw == 0) continue;
+        const char *cmd = words[0], *name = nw > 1 ? words[1] : "";
+        if (strcmp(cmd, "exit") == 0) break;
+        if (strcmp(cmd, "acquire") == 0 && nw >= 2) {
+            long long lease = nw > 3 ? atoll(words[3]) : 0;
+            rc = nw > 2 ? rlock_try_lock(client, name, atoll(words[2]), lease) : rlock_lock(client, name, lease);
+            if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\"}", name);
+            else if (rc == RLOCK_NOT_ACQUIRED) emit("{\"event\":\"not_acquired\",\"name\":\"%s\"}", name);
+            else reply_error("acquire", rc);
+        } else if (strcmp(cmd, "release") == 0 && nw == 2) {
+            bool locked = true;
+            rc = rlock_unlock(client, name);
+            if (rc != RLOCK_OK) reply_error("release", rc);
+            else if (rlock_is_held(client, name, &locked) == RLOCK_OK)
+                emit("{\"event\":\"released\",\"free\":%s}", locked ? "false" : "true");
+            else reply_error("release", RLOCK_REDIS);
+        } else if ((strcmp(cmd, "locked") == 0 || strcmp(cmd, "held") == 0) && nw == 2) {
+            bool v = false;
+            rc = cmd[0] == 'l' ? rlock_is_locked(client, name, &v) : rlock_is_held(client, name, &v);
+            if (rc == RLOCK_OK) emit("{\"event\":\"%s\",\"value\":%s}", cmd, v ? "true" : "false");
+            else reply_error(cmd, rc);
+        } else if (strcmp(cmd, "stats") == 0) {
+            emit("{\"event\":\"stats\",\"tracked\":null,\"channels\":null}");
+        } else if (strcmp(cmd, "mx") == 0 && nw == 4) {
+            mx(words[1], atoi(words[2]), atoi(words[3]));
+        } else if (strcmp(cmd, "bad") == 0 && nw == 5) {
+            guard = strdup(words[1]);
+            wrongtype = strdup(words[2]);
+            wrong_pw_url = strdup(words[3]);
+            dead_url = strdup(words[4]);
+            bad();
+        } else {
+            emit("{\"event\":\"error\",\"op\":\"parse\",\"code\":\"UNKNOWN_COMMAND\",\"message\":\"%s\"}", cmd);
+        }
+    }
+    rlock_client_free(client);
+    emit("{\"event\":\"bye\"}");
+    return 0;
+}

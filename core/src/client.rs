@@ -123,6 +123,7 @@ impl Client {
                     commands.clone(),
                     sync,
                     options.replica_sync_timeout,
+                    conns.master_changes,
                     closed.clone(),
                 )
                 .await,

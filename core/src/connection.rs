@@ -264,6 +264,8 @@ pub(crate) struct Connections {
     pub(crate) sharded: bool,
     /// The Sentinel monitor, when there is one; the client runs it until it closes.
     pub(crate) monitor: Option<sentinel::Monitor>,
+    /// Bumped when a Sentinel client switches to a new master.
+    pub(crate) master_changes: Option<watch::Receiver<u64>>,
 }
 
 /// Opens the connections of one master (or one server): commands, replica sync, pub/sub.
@@ -272,6 +274,8 @@ pub(crate) struct Opener {
     options: ClientOptions,
     on_push: PushHandler,
     with_sync: bool,
+    /// Connections to a Sentinel-managed master (see `manager_config`).
+    sentinel: bool,
 }
 
 /// The connections of one master.
@@ -284,10 +288,16 @@ pub(crate) struct Opened {
 impl Opener {
     fn manager_config(&self, response_timeout: Option<Duration>) -> ConnectionManagerConfig {
         let o = &self.options;
+        // Behind Sentinel a manager redials once, then the request fails, so rlock's next retry
+        // goes to the current master instead of waiting out every backoff against a dead one.
+        // One server has nowhere else to go: its manager redials `retry_attempts` times, which
+        // carries requests and waiters through a short restart. Either way the pub/sub side
+        // pings a manager that gave up until it is back (pubsub::run).
+        let redials = if self.sentinel { 1 } else { o.retry_attempts as usize };
         ConnectionManagerConfig::new()
             .set_connection_timeout(Some(o.connect_timeout))
             .set_response_timeout(response_timeout)
-            .set_number_of_retries(o.retry_attempts as usize)
+            .set_number_of_retries(redials)
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(o.retry_delay.max(Duration::from_millis(50)))
     }
@@ -344,7 +354,8 @@ pub(crate) async fn connect(
     };
     // Redisson syncs replicas on every topology but a single server.
     let with_sync = options.replica_sync.unwrap_or(topology != Topology::Single);
-    let opener = Opener { options: options.clone(), on_push, with_sync };
+    let opener =
+        Opener { options: options.clone(), on_push, with_sync, sentinel: topology == Topology::Sentinel };
     match target {
         Target::Single(client) => {
             let o = opener.open(&client).await?;
@@ -355,6 +366,7 @@ pub(crate) async fn connect(
                 subscriber: Subscriber::Single(o.pubsub),
                 sharded: false,
                 monitor: None,
+                master_changes: None,
             })
         }
         Target::Cluster { nodes, certs } => {
@@ -415,6 +427,7 @@ pub(crate) async fn connect(
                 subscriber: Subscriber::Cluster { link: pubsub, sharded, epoch },
                 sharded,
                 monitor: None,
+                master_changes: None,
             })
         }
         Target::Sentinel(t) => {
@@ -424,6 +437,7 @@ pub(crate) async fn connect(
                 topology,
                 commands: Commands::Sentinel(link.clone(), Use::Main),
                 sync: with_sync.then(|| Commands::Sentinel(link.clone(), Use::Sync)),
+                master_changes: Some(link.epochs()),
                 subscriber: Subscriber::Sentinel(link, epoch),
                 sharded: false,
                 monitor: Some(monitor),

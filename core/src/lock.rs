@@ -214,7 +214,18 @@ impl Lock {
                     if pause.is_zero() {
                         return Ok(false);
                     }
-                    self.sleep(pause).await?;
+                    // A subscribed waiter also ends the pause on an unlock message (a release
+                    // on the master that took over, while this one was still failing).
+                    tokio::select! {
+                        _ = client.closed.cancelled() => return Err(Error::closed()),
+                        _ = async {
+                            match notified.as_mut().as_pin_mut() {
+                                Some(n) => n.await,
+                                None => std::future::pending().await,
+                            }
+                        } => {}
+                        _ = tokio::time::sleep(pause) => {}
+                    }
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -256,13 +267,6 @@ impl Lock {
                 _ = async { if let Some(n) = notified.as_mut().as_pin_mut() { n.await } } => {}
                 _ = tokio::time::sleep(bound) => {}
             }
-        }
-    }
-
-    async fn sleep(&self, d: Duration) -> Result<()> {
-        tokio::select! {
-            _ = self.inner.client.closed.cancelled() => Err(Error::closed()),
-            _ = tokio::time::sleep(d) => Ok(()),
         }
     }
 

@@ -18,6 +18,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use redis::{RedisResult, Value};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{slot_master, Commands};
@@ -63,6 +64,7 @@ impl Replicas {
         mut main: Commands,
         sync: Commands,
         timeout: Duration,
+        master_changes: Option<watch::Receiver<u64>>,
         stop: CancellationToken,
     ) -> Arc<Replicas> {
         let first = read_counts(&mut main).await.unwrap_or_else(|e| {
@@ -78,7 +80,7 @@ impl Replicas {
             sync,
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1),
         });
-        handle.spawn(refresh(Arc::downgrade(&replicas), main, stop));
+        handle.spawn(refresh(Arc::downgrade(&replicas), main, master_changes, stop));
         replicas
     }
 
@@ -148,6 +150,7 @@ impl Replicas {
         info.arg("replication");
         let info: String = redis::from_redis_value(conn.route(info, slot_master(name)).await?)?;
         if online_replicas(&info) == 0 {
+            log::debug!("rlock: no replica acknowledged '{name}', and its master has none: not waiting");
             self.no_replicas(group);
             return Ok(Synced::Acquired);
         }
@@ -174,11 +177,24 @@ impl Replicas {
     }
 }
 
-async fn refresh(replicas: std::sync::Weak<Replicas>, mut main: Commands, stop: CancellationToken) {
+/// Reads the counts every [`REFRESH`], and at once when a Sentinel client switched masters (the
+/// new master's replicas are not the old one's).
+async fn refresh(
+    replicas: std::sync::Weak<Replicas>,
+    mut main: Commands,
+    mut master_changes: Option<watch::Receiver<u64>>,
+    stop: CancellationToken,
+) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(REFRESH) => {}
+            Ok(()) = async {
+                match master_changes.as_mut() {
+                    Some(m) => m.changed().await,
+                    None => std::future::pending().await,
+                }
+            } => {}
         }
         let counts = read_counts(&mut main).await;
         let Some(r) = replicas.upgrade() else { return };

@@ -1,0 +1,156 @@
+//! rlock behind Sentinel on loopback: a master, a replica and three sentinels (quorum 2,
+//! down-after 1 s), and the master killed mid-run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::eventually;
+use common::topology::{wait_for, SentinelSet};
+use redis::Commands as _;
+use rlock::{Client, ClientOptions, ErrorKind, LostEvent, LostReason, Topology};
+
+fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let e = events.clone();
+    client.on_lost(move |ev| e.lock().unwrap().push(ev.clone()));
+    events
+}
+
+fn numsub(port: u16, channel: &str) -> i64 {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
+    let v: Vec<redis::Value> = redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query(&mut c).unwrap();
+    match v.get(1) {
+        Some(redis::Value::Int(n)) => *n,
+        _ => 0,
+    }
+}
+
+/// A 10 s lease outlasts the failover (about 3-6 s here); calls during it are retried.
+fn options() -> ClientOptions {
+    ClientOptions::default().with_watchdog_timeout(Duration::from_secs(10)).with_retry_attempts(10)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
+    let mut set = SentinelSet::start();
+    let a = Client::connect(&set.url(), options()).await.unwrap();
+    assert_eq!(a.topology(), Topology::Sentinel);
+    assert!(a.replica_sync(), "on by default behind Sentinel, as Redisson");
+    assert!(!a.sharded_pubsub());
+    let a_lost = lost_events(&a);
+    let owner = a.new_owner();
+    let lock = a.lock("orders").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    // The acquire waited for the replica, which has the hold.
+    assert!(set.master.calls("wait") >= 1);
+    let on_replica: bool = set.replica.conn().hexists("orders", owner.as_str()).unwrap();
+    assert!(on_replica);
+
+    let b = Client::connect(&set.url(), options().with_retry_attempts(30)).await.unwrap();
+    let b_owner = b.new_owner();
+    let b_lock = b.lock("orders").unwrap();
+    let waiter = {
+        let (l, o) = (b_lock.clone(), b_owner.clone());
+        tokio::spawn(async move { l.acquire(&o).await.map(|_| Instant::now()) })
+    };
+    let channel = "redisson_lock__channel:{orders}";
+    let master_port = set.master.port;
+    assert!(eventually(Duration::from_secs(5), || numsub(master_port, channel) == 1).await);
+
+    let killed = Instant::now();
+    set.master.kill();
+    let new_master = set.replica.port;
+    wait_for(Duration::from_secs(60), "the sentinels to promote the replica", || {
+        set.reported_master() == Some(new_master)
+    });
+    let promoted = killed.elapsed();
+    // The client follows: its hold is on the new master, its renewals land there, and the
+    // waiter's subscription moved there too.
+    let mut followed = None;
+    for _ in 0..200 {
+        if let Ok(true) = lock.is_held_by(&owner).await {
+            followed = Some(killed.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let followed = followed.expect("the client reaches the new master");
+    assert!(
+        eventually(Duration::from_secs(10), || numsub(new_master, channel) == 1).await,
+        "waiter resubscribed"
+    );
+    let renewed =
+        eventually(Duration::from_secs(9), || set.replica.conn().pttl::<_, i64>("orders").unwrap() > 8500)
+            .await;
+    assert!(renewed, "renewed on the new master within the lease");
+    assert!(a_lost.lock().unwrap().is_empty(), "lost: {:?}", a_lost.lock().unwrap());
+    if waiter.is_finished() {
+        panic!("the waiter finished during the failover: {:?}", waiter.await.unwrap());
+    }
+    assert_eq!(lock.hold_count(&owner).await.unwrap(), 1);
+
+    let released = Instant::now();
+    lock.release(&owner).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    let handoff = got - released;
+    // The waiter may be pausing between attempts that failed during the failover; an unlock
+    // message ends that pause too. (A wake by expiry would take the 10 s lease.)
+    assert!(handoff < Duration::from_secs(1), "woken by pub/sub on the new master: {handoff:?}");
+    b_lock.release(&b_owner).await.unwrap();
+    println!(
+        "sentinel failover: replica promoted {promoted:?} after the master was killed; the client \
+         reached it at {followed:?}; hold kept (0 lost), waiter resubscribed, hand-off on the new \
+         master {handoff:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_replica_sync_a_fresh_hold_can_vanish_in_a_failover() {
+    let mut set = SentinelSet::start();
+    let unsynced = Client::connect(&set.url(), options().with_replica_sync(Some(false))).await.unwrap();
+    let synced = Client::connect(
+        &set.url(),
+        options().with_replica_sync_timeout(Duration::from_millis(300)).with_retry_attempts(0),
+    )
+    .await
+    .unwrap();
+    let u_lost = lost_events(&unsynced);
+    let (u, s) = (unsynced.new_owner(), synced.new_owner());
+
+    set.replica.signal("STOP");
+    // With sync, no replica acknowledges: the acquire fails and is undone.
+    let err = synced.lock("refunds").unwrap().acquire(&s).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let left: bool = set.master.conn().exists("refunds").unwrap();
+    assert!(!left, "an unacknowledged acquire is undone");
+    // The replica lags behind a big write (32 MB overflow the loopback socket buffers), so the
+    // next acquire's replication waits in the master's memory; without sync it succeeds.
+    let _: () = set.master.conn().set("filler", vec![b'x'; 32 << 20]).unwrap();
+    unsynced.lock("payments").unwrap().acquire(&u).await.unwrap();
+
+    let killed = Instant::now();
+    set.master.kill();
+    set.replica.signal("CONT");
+    let new_master = set.replica.port;
+    wait_for(Duration::from_secs(60), "the sentinels to promote the replica", || {
+        set.reported_master() == Some(new_master)
+    });
+    let promoted = killed.elapsed();
+    let e = Client::connect(&set.url(), options()).await.unwrap();
+    let e_owner = e.new_owner();
+    let stolen =
+        e.lock("payments").unwrap().try_acquire(&e_owner, Duration::from_secs(15), None).await.unwrap();
+    let stolen_at = killed.elapsed();
+    assert!(stolen, "the promoted replica never had the unsynced hold");
+    assert!(eventually(Duration::from_secs(15), || !u_lost.lock().unwrap().is_empty()).await);
+    let noticed_at = killed.elapsed();
+    assert_eq!(u_lost.lock().unwrap()[0].reason, LostReason::Gone);
+    println!(
+        "sentinel, no replica sync, replica lagging: promoted after {promoted:?}; another client \
+         held 'payments' at {stolen_at:?} while the old holder believed it held it until told at \
+         {noticed_at:?}. With replica sync the acquire failed with Timeout and was undone."
+    );
+}

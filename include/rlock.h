@@ -47,6 +47,16 @@ typedef enum rlock_result {
   RLOCK_PANIC = 9,
 } rlock_result;
 
+// The kind of deployment a URL named.
+typedef enum rlock_topology {
+  // One server: `redis://`, `rediss://`, `redis+unix://`.
+  RLOCK_TOPOLOGY_SINGLE = 0,
+  // A Redis Cluster: `redis+cluster://`.
+  RLOCK_TOPOLOGY_CLUSTER = 1,
+  // A master found through Sentinels: `redis+sentinel://`.
+  RLOCK_TOPOLOGY_SENTINEL = 2,
+} rlock_topology;
+
 // An opaque client: one connection for commands, one for pub/sub, and a watchdog. Create with
 // `rlock_client_new`, free with `rlock_client_free`. Thread-safe: one client may be used by
 // any number of threads at once.
@@ -71,7 +81,30 @@ typedef struct rlock_options {
   int64_t subscription_timeout_ms;
   // Stop renewing a hold this long after it was acquired; 0 or less never stops. Default 0.
   int64_t max_hold_ms;
+  // PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and
+  // `rediss+cluster://`, `rediss+sentinel://`); NULL trusts the system's roots. Read while
+  // `rlock_client_new_with_options` runs; the caller keeps ownership. Default NULL.
+  const char *tls_ca_file;
+  // Sharded pub/sub on a Redis Cluster: -1 decides as Redisson does (on when the cluster
+  // answers `PUBSUB SHARDNUMSUB`, Redis 7+), 0 off, 1 on. Ignored off a cluster. Default -1.
+  int32_t sharded_pubsub;
+  // Wait after each acquire until a replica has the lock (undoing and retrying it when none
+  // acknowledged): -1 decides as Redisson does (on for Cluster and Sentinel URLs, off for a
+  // single server), 0 off, 1 on. Default -1.
+  int32_t replica_sync;
+  // How long one acquire waits for a replica's acknowledgement. Default 1000.
+  int64_t replica_sync_timeout_ms;
 } rlock_options;
+
+// What `rlock_client_new` connected to, and what it decided there.
+typedef struct rlock_client_info {
+  // `RLOCK_TOPOLOGY_SINGLE`, `RLOCK_TOPOLOGY_CLUSTER` or `RLOCK_TOPOLOGY_SENTINEL`.
+  enum rlock_topology topology;
+  // Whether waiters use sharded pub/sub (SSUBSCRIBE / SPUBLISH).
+  bool sharded_pubsub;
+  // Whether acquires wait for a replica.
+  bool replica_sync;
+} rlock_client_info;
 
 // Callback for lost holds: `name` is the lock name, valid only during the call.
 typedef void (*rlock_lost_callback)(void *userdata, const char *name);
@@ -103,6 +136,11 @@ enum rlock_result rlock_client_new(const char *url, struct rlock_client **out);
 enum rlock_result rlock_client_new_with_options(const char *url,
                                                 const struct rlock_options *options,
                                                 struct rlock_client **out);
+
+// Writes what `client` connected to, and what it decided there, to `*out`.
+// Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out).
+enum rlock_result rlock_client_get_info(const struct rlock_client *client,
+                                        struct rlock_client_info *out);
 
 // Closes and frees a client: renewals stop (held locks expire within one watchdog timeout),
 // waiters in other threads fail with `RLOCK_CLOSED`. NULL is a no-op. No other call may use

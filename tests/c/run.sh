@@ -16,6 +16,7 @@ for kind in dynamic static; do
     unset REDIS_URL
     start_private_redis
     export RLOCK_TEST_REDIS_PID=$RLOCK_REDIS_PID
+    start_private_cluster
     redis-cli -u "$REDIS_URL" set wrongtype "not a lock" >/dev/null
     echo "== C tests, $kind, under valgrind"
     "${VALGRIND[@]}" "$out/test_$kind"

@@ -1,5 +1,6 @@
 /* Tests of the C API against a private redis-server (REDIS_URL, set by tests/c/run.sh).
- * Every function, every bad input, 8 threads x 1000 critical sections, the server going away. */
+ * Every function, every bad input, 8 threads x 1000 critical sections, a 3-master cluster
+ * (RLOCK_CLUSTER_URL), the server going away. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -358,6 +359,63 @@ static void test_server_gone(void) {
     CHECK(rlock_last_error(msg, sizeof msg) > 0);
 }
 
+/* ---- topologies and their options ---- */
+static void test_topologies(void) {
+    rlock_client_info info = {RLOCK_TOPOLOGY_CLUSTER, true, true};
+    CHECK_RC(rlock_client_get_info(NULL, &info), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_get_info(client, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_get_info(client, &info), RLOCK_OK);
+    CHECK(info.topology == RLOCK_TOPOLOGY_SINGLE && !info.sharded_pubsub && !info.replica_sync);
+
+    rlock_options o = rlock_options_default();
+    CHECK(o.tls_ca_file == NULL && o.sharded_pubsub == -1 && o.replica_sync == -1);
+    CHECK(o.replica_sync_timeout_ms == 1000);
+    rlock_client *c = (rlock_client *)0x1;
+    o.sharded_pubsub = 2;
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    o = rlock_options_default();
+    o.replica_sync = -7;
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    o = rlock_options_default();
+    o.replica_sync_timeout_ms = 0;
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    o = rlock_options_default();
+    o.tls_ca_file = "/nonexistent/ca.pem";
+    CHECK_RC(rlock_client_new_with_options("rediss://127.0.0.1:1/", &o, &c), RLOCK_INVALID_ARGUMENT);
+    o.tls_ca_file = "ca-\xc3\x28.pem";
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new("redis+cluster://127.0.0.1:x/", &c), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new("redis+sentinel://127.0.0.1:26379/", &c), RLOCK_INVALID_ARGUMENT);
+    CHECK(c == (rlock_client *)0x1);
+
+    /* A 3-master cluster (run.sh): the same calls work through a redis+cluster:// URL. */
+    const char *url = getenv("RLOCK_CLUSTER_URL");
+    CHECK(url != NULL);
+    if (!url) return;
+    rlock_client *cl = NULL;
+    CHECK_RC(rlock_client_new(url, &cl), RLOCK_OK);
+    if (!cl) return;
+    CHECK_RC(rlock_client_get_info(cl, &info), RLOCK_OK);
+    CHECK(info.topology == RLOCK_TOPOLOGY_CLUSTER && info.sharded_pubsub && info.replica_sync);
+    char name[32];
+    for (int i = 0; i < 30; i++) { /* names on every master */
+        snprintf(name, sizeof name, "c-cluster-%d", i);
+        CHECK_RC(rlock_lock(cl, name, 0), RLOCK_OK);
+        CHECK_RC(rlock_lock(cl, name, 0), RLOCK_OK);
+        uint32_t n = 0;
+        CHECK_RC(rlock_hold_count(cl, name, &n), RLOCK_OK);
+        CHECK(n == 2);
+        CHECK_RC(rlock_try_lock_as(cl, name, 7, 0, 0), RLOCK_NOT_ACQUIRED);
+        CHECK_RC(rlock_unlock(cl, name), RLOCK_OK);
+        CHECK_RC(rlock_unlock(cl, name), RLOCK_OK);
+        bool locked = true;
+        CHECK_RC(rlock_is_locked(cl, name, &locked), RLOCK_OK);
+        CHECK(!locked);
+    }
+    CHECK_RC(rlock_lock(cl, "a{}b", 0), RLOCK_INVALID_ARGUMENT); /* cross-slot name */
+    rlock_client_free(cl);
+}
+
 int main(void) {
     test_result_str_and_last_error();
     test_client_new();
@@ -370,6 +428,7 @@ int main(void) {
     test_explicit_owner();
     test_force_unlock_and_lost();
     test_threads();
+    test_topologies();
     test_server_gone();
     rlock_client_free(client);
     printf("%d passed, %d failed\n", passed, failed);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::{block_on, guard, rlock_result, str_arg, Failure};
 use crate::client::{Client, ListenerId};
+use crate::connection::Topology;
 use crate::options::ClientOptions;
 
 /// An opaque client: one connection for commands, one for pub/sub, and a watchdog. Create with
@@ -37,6 +38,43 @@ pub struct rlock_options {
     pub subscription_timeout_ms: i64,
     /// Stop renewing a hold this long after it was acquired; 0 or less never stops. Default 0.
     pub max_hold_ms: i64,
+    /// PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and
+    /// `rediss+cluster://`, `rediss+sentinel://`); NULL trusts the system's roots. Read while
+    /// `rlock_client_new_with_options` runs; the caller keeps ownership. Default NULL.
+    pub tls_ca_file: *const c_char,
+    /// Sharded pub/sub on a Redis Cluster: -1 decides as Redisson does (on when the cluster
+    /// answers `PUBSUB SHARDNUMSUB`, Redis 7+), 0 off, 1 on. Ignored off a cluster. Default -1.
+    pub sharded_pubsub: i32,
+    /// Wait after each acquire until a replica has the lock (undoing and retrying it when none
+    /// acknowledged): -1 decides as Redisson does (on for Cluster and Sentinel URLs, off for a
+    /// single server), 0 off, 1 on. Default -1.
+    pub replica_sync: i32,
+    /// How long one acquire waits for a replica's acknowledgement. Default 1000.
+    pub replica_sync_timeout_ms: i64,
+}
+
+/// What `rlock_client_new` connected to, and what it decided there.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct rlock_client_info {
+    /// `RLOCK_TOPOLOGY_SINGLE`, `RLOCK_TOPOLOGY_CLUSTER` or `RLOCK_TOPOLOGY_SENTINEL`.
+    pub topology: rlock_topology,
+    /// Whether waiters use sharded pub/sub (SSUBSCRIBE / SPUBLISH).
+    pub sharded_pubsub: bool,
+    /// Whether acquires wait for a replica.
+    pub replica_sync: bool,
+}
+
+/// The kind of deployment a URL named.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rlock_topology {
+    /// One server: `redis://`, `rediss://`, `redis+unix://`.
+    RLOCK_TOPOLOGY_SINGLE = 0,
+    /// A Redis Cluster: `redis+cluster://`.
+    RLOCK_TOPOLOGY_CLUSTER = 1,
+    /// A master found through Sentinels: `redis+sentinel://`.
+    RLOCK_TOPOLOGY_SENTINEL = 2,
 }
 
 fn ms(d: Duration) -> i64 {
@@ -62,12 +100,38 @@ pub extern "C" fn rlock_options_default() -> rlock_options {
         retry_delay_ms: ms(d.retry_delay),
         subscription_timeout_ms: ms(d.subscription_timeout),
         max_hold_ms: d.max_hold.map_or(0, ms),
+        tls_ca_file: std::ptr::null(),
+        sharded_pubsub: -1,
+        replica_sync: -1,
+        replica_sync_timeout_ms: ms(d.replica_sync_timeout),
+    }
+}
+
+/// -1 / 0 / 1 as `None` / `Some(false)` / `Some(true)`.
+fn tristate(what: &str, v: i32) -> Result<Option<bool>, Failure> {
+    match v {
+        -1 => Ok(None),
+        0 => Ok(Some(false)),
+        1 => Ok(Some(true)),
+        _ => Err(Failure::invalid(format!("{what} must be -1 (auto), 0 (off) or 1 (on), got {v}"))),
     }
 }
 
 impl rlock_options {
-    fn to_core(self) -> Result<ClientOptions, Failure> {
+    /// # Safety
+    /// `tls_ca_file` is NULL or a NUL-terminated string (the header's contract).
+    unsafe fn to_core(self) -> Result<ClientOptions, Failure> {
+        let ca = if self.tls_ca_file.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL and NUL-terminated per the header.
+            Some(std::path::PathBuf::from(unsafe { str_arg(self.tls_ca_file, "tls_ca_file") }?))
+        };
         let o = ClientOptions::default()
+            .with_tls_ca_file(ca)
+            .with_sharded_pubsub(tristate("sharded_pubsub", self.sharded_pubsub)?)
+            .with_replica_sync(tristate("replica_sync", self.replica_sync)?)
+            .with_replica_sync_timeout(duration("replica_sync_timeout_ms", self.replica_sync_timeout_ms)?)
             .with_watchdog_timeout(duration("watchdog_timeout_ms", self.watchdog_timeout_ms)?)
             .with_renewal_batch_size(self.renewal_batch_size as usize)
             .with_command_timeout(if self.command_timeout_ms > 0 {
@@ -119,13 +183,42 @@ pub unsafe extern "C" fn rlock_client_new_with_options(
         let options = if options.is_null() {
             ClientOptions::default()
         } else {
-            // SAFETY: non-NULL and pointing to an rlock_options per the header.
-            unsafe { *options }.to_core()?
+            // SAFETY: non-NULL and pointing to an rlock_options (with a NULL or NUL-terminated
+            // tls_ca_file) per the header.
+            unsafe { (*options).to_core() }?
         };
         let client = block_on(Client::connect(&url, options))??;
         let boxed = Box::new(rlock_client { client, listener: Mutex::new(None) });
         // SAFETY: `out` is non-NULL and writable per the header.
         unsafe { *out = Box::into_raw(boxed) };
+        Ok(())
+    })
+}
+
+/// Writes what `client` connected to, and what it decided there, to `*out`.
+/// Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_client_get_info(
+    client: *const rlock_client,
+    out: *mut rlock_client_info,
+) -> rlock_result {
+    guard(|| {
+        let c = client_ref(client)?;
+        if out.is_null() {
+            return Err(Failure::invalid("out is NULL"));
+        }
+        let topology = match c.client.topology() {
+            Topology::Cluster => rlock_topology::RLOCK_TOPOLOGY_CLUSTER,
+            Topology::Sentinel => rlock_topology::RLOCK_TOPOLOGY_SENTINEL,
+            _ => rlock_topology::RLOCK_TOPOLOGY_SINGLE,
+        };
+        let info = rlock_client_info {
+            topology,
+            sharded_pubsub: c.client.sharded_pubsub(),
+            replica_sync: c.client.replica_sync(),
+        };
+        // SAFETY: non-NULL and writable per the header.
+        unsafe { *out = info };
         Ok(())
     })
 }

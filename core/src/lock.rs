@@ -1,10 +1,12 @@
 //! The reentrant lock (Redisson `RLock`): acquire with pub/sub waiting, release, queries.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::client::{is_transient, ClientInner};
@@ -86,6 +88,48 @@ impl Drop for PendingHold {
                         lock.name()
                     );
                 }
+            });
+        }
+    }
+}
+
+/// A future polled in place by its caller that runs to the end even when the caller drops it:
+/// dropped unfinished, it hands the rest of its work to a task on `handle` (its output is then
+/// dropped there). Costs one allocation, where spawning every call up front cost a task and a
+/// channel per call.
+struct Finish<T: Send + 'static> {
+    fut: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+    handle: tokio::runtime::Handle,
+}
+
+impl<T: Send + 'static> Finish<T> {
+    fn new(handle: &tokio::runtime::Handle, fut: impl Future<Output = T> + Send + 'static) -> Self {
+        Finish { fut: Some(Box::pin(fut)), handle: handle.clone() }
+    }
+}
+
+impl<T: Send + 'static> Future for Finish<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(fut) = self.fut.as_mut() else {
+            // Only polled again after completion by a caller that ignores the contract.
+            return Poll::Pending;
+        };
+        let out = fut.as_mut().poll(cx);
+        if out.is_ready() {
+            self.fut = None;
+        }
+        out
+    }
+}
+
+impl<T: Send + 'static> Drop for Finish<T> {
+    fn drop(&mut self) {
+        if let Some(fut) = self.fut.take() {
+            // An unfinished call: let it finish on the client's runtime.
+            self.handle.spawn(async move {
+                drop(fut.await);
             });
         }
     }
@@ -265,9 +309,10 @@ impl Lock {
         }
     }
 
-    /// One acquire script call, run on its own task so that a caller who gives up mid-call
-    /// cannot leave an untracked hold: the task registers the hold with the watchdog before
-    /// answering, and undoes it when nobody takes the answer.
+    /// One acquire script call. It runs in place, inside a [`Finish`]: a caller who gives up
+    /// mid-call hands the call to a task that finishes it, so no untracked hold is left. The
+    /// call registers the hold with the watchdog before answering, and an answer nobody takes
+    /// (a [`PendingHold`]) releases the hold again.
     async fn attempt(
         &self,
         owner: &Owner,
@@ -275,11 +320,10 @@ impl Lock {
         lease_ms: u64,
         renew: bool,
     ) -> Result<Option<i64>> {
-        let (tx, rx) = oneshot::channel::<Result<std::result::Result<PendingHold, i64>>>();
         let lock = self.clone();
         let owner = owner.clone();
         let client = &self.inner.client;
-        client.handle.spawn(async move {
+        let call = Finish::new(&client.handle, async move {
             let inner = &lock.inner;
             let mut conn = inner.client.commands.clone();
             let result = ACQUIRE
@@ -288,22 +332,20 @@ impl Lock {
                 .arg(owner.as_str())
                 .invoke_async::<Option<i64>>(&mut conn)
                 .await;
-            let answer = match result {
+            match result {
                 Ok(None) => {
                     inner.client.watchdog.acquired(lock.key(&owner), &owner, lease, renew, inner.group);
                     Ok(Ok(PendingHold { lock: Some(lock.clone()), owner }))
                 }
                 Ok(Some(ttl)) => Ok(Err(ttl)),
                 Err(e) => Err(Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e)),
-            };
-            // When the caller is gone the answer is dropped here, and a PendingHold in it
-            // releases the hold again.
-            let _ = tx.send(answer);
+            }
         });
         let answer = tokio::select! {
-            a = rx => a.map_err(|_| Error::closed())?,
+            a = call => a,
             _ = client.closed.cancelled() => return Err(Error::closed()),
         };
+        // No await from here on: the hold is handed to the caller in the same poll.
         match answer? {
             Ok(hold) => {
                 hold.keep();
@@ -320,13 +362,9 @@ impl Lock {
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
         self.inner.client.check_owner(owner)?;
         self.inner.client.check_open()?;
-        let (tx, rx) = oneshot::channel();
         let lock = self.clone();
         let owner = owner.clone();
-        self.inner.client.handle.spawn(async move {
-            let _ = tx.send(lock.release_now(&owner).await);
-        });
-        rx.await.map_err(|_| Error::closed())?
+        Finish::new(&self.inner.client.handle, async move { lock.release_now(&owner).await }).await
     }
 
     async fn release_now(&self, owner: &Owner) -> Result<Released> {

@@ -1,7 +1,9 @@
 //! The reentrant lock (Redisson `RLock`): acquire with pub/sub waiting, release, queries.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -372,7 +374,7 @@ impl Lock {
         let client = &inner.client;
         let key = self.key(owner);
         let lease_ms = millis(client.watchdog.release_lease(&key));
-        let latch = format!("{}{}", inner.latch_prefix, uuid::Uuid::new_v4().simple());
+        let latch = request_latch(&inner.latch_prefix, client.id);
         let publish = client.commands.publish_command();
         let result = client
             .retrying(|mut conn| {
@@ -505,6 +507,26 @@ impl Lock {
     }
 }
 
+/// The latch key of one release: `prefix` and a request id of 32 lowercase hex digits (16
+/// bytes) that no other release call of any client uses. The first 8 bytes come from the
+/// client's random UUID, the last 8 are a bijective scramble (splitmix64) of a per-process
+/// sequence number keyed by the rest of that UUID, so ids of one client never repeat and look
+/// random, without a `getrandom` system call per release (`Uuid::new_v4` made one).
+fn request_latch(prefix: &str, client: uuid::Uuid) -> String {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let (hi, lo) = client.as_u64_pair();
+    let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let mut z = lo.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let id = (u128::from(hi) << 64) | u128::from(z);
+    let mut latch = String::with_capacity(prefix.len() + 32);
+    latch.push_str(prefix);
+    let _ = write!(latch, "{id:032x}");
+    latch
+}
+
 fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
@@ -544,5 +566,27 @@ impl Drop for Guard {
             // Dropping a PendingHold releases on the client's runtime, which is what we want.
             drop(PendingHold { lock: Some(lock), owner: self.owner.clone() });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_32_hex_digits_and_never_repeat() {
+        let client = uuid::Uuid::new_v4();
+        let prefix = keys::unlock_latch_prefix("orders");
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let latch = request_latch(&prefix, client);
+            let id = latch.strip_prefix(&prefix).unwrap_or_default();
+            assert_eq!(id.len(), 32);
+            assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            assert!(seen.insert(latch));
+        }
+        // Another client's ids differ in their first half.
+        let other = request_latch(&prefix, uuid::Uuid::new_v4());
+        assert!(seen.iter().all(|l| l[..prefix.len() + 16] != other[..prefix.len() + 16]));
     }
 }

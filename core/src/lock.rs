@@ -17,7 +17,7 @@ use crate::keys;
 use crate::options::{check_duration, positive_ms};
 use crate::owner::Owner;
 use crate::pubsub::SubState;
-use crate::scripts::{ACQUIRE, FORCE_RELEASE, RELEASE, UNLOCK_MESSAGE};
+use crate::scripts::{self, ACQUIRE, FORCE_RELEASE, RELEASE, UNLOCK_MESSAGE};
 use crate::watchdog::{Forgotten, HoldKey};
 
 /// A handle on one reentrant lock. Cheap to clone; holds belong to [`Owner`]s, not to handles.
@@ -328,12 +328,9 @@ impl Lock {
         let call = Finish::new(&client.handle, async move {
             let inner = &lock.inner;
             let mut conn = inner.client.commands.clone();
-            let result = ACQUIRE
-                .key(&*inner.name)
-                .arg(lease_ms)
-                .arg(owner.as_str())
-                .invoke_async::<Option<i64>>(&mut conn)
-                .await;
+            let mut cmd = scripts::evalsha(&ACQUIRE, 1);
+            cmd.arg(&*inner.name).arg(lease_ms).arg(owner.as_str());
+            let result = scripts::invoke::<Option<i64>>(&ACQUIRE, &cmd, &mut conn).await;
             match result {
                 Ok(None) => {
                     inner.client.watchdog.acquired(lock.key(&owner), &owner, lease, renew, inner.group);
@@ -376,24 +373,22 @@ impl Lock {
         let lease_ms = millis(client.watchdog.release_lease(&key));
         let latch = request_latch(&inner.latch_prefix, client.id);
         let publish = client.commands.publish_command();
+        let mut cmd = scripts::evalsha(&RELEASE, 3);
+        cmd.arg(&*inner.name)
+            .arg(&inner.channel)
+            .arg(&latch)
+            .arg(UNLOCK_MESSAGE)
+            .arg(lease_ms)
+            .arg(owner.as_str())
+            .arg(publish)
+            .arg(client.latch_ttl_ms);
         let result = client
             .retrying(|mut conn| {
-                let latch = &latch;
+                let cmd = &cmd;
                 async move {
-                    RELEASE
-                        .key(&*inner.name)
-                        .key(&inner.channel)
-                        .key(latch)
-                        .arg(UNLOCK_MESSAGE)
-                        .arg(lease_ms)
-                        .arg(owner.as_str())
-                        .arg(publish)
-                        .arg(client.latch_ttl_ms)
-                        .invoke_async::<Option<i64>>(&mut conn)
-                        .await
-                        .map_err(|e| {
-                            Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
-                        })
+                    scripts::invoke::<Option<i64>>(&RELEASE, cmd, &mut conn).await.map_err(|e| {
+                        Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
+                    })
                 }
             })
             .await;

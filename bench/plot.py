@@ -23,7 +23,7 @@ COLORS = {
     "peer redlock": "#17becf",
 }
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(15, 6.2), gridspec_kw={"width_ratios": [1.15, 1]})
+fig, (left, right) = plt.subplots(1, 2, figsize=(15, 7.6), gridspec_kw={"width_ratios": [1.1, 1]})
 
 # Left: pairs/s by owners.
 pairs = [r for r in rows if r["bench"] == "pairs"]
@@ -36,10 +36,15 @@ for s in names:
     label = s[5:] + " (peer)" if peer else "rlock " + s
     left.plot([o for o, _ in pts], [v for _, v in pts], marker="o", linestyle="--" if peer else "-",
               color=COLORS.get(s), label=label, linewidth=1.6)
-ceil = sorted((r["clients"], r["pairs_per_s"]) for r in rows if r["bench"] == "ceiling")
+ceil = sorted((r["clients"], r["pairs_per_s"]) for r in rows if r["bench"] == "ceiling" and r.get("mode") == "pipelined")
 if ceil:
     left.plot([c for c, _ in ceil], [v for _, v in ceil], marker="s", color="black", linewidth=2.2,
-              label="ceiling: redis-benchmark acquire+release, same concurrency")
+              label="ceiling: redis-benchmark acquire+release, N pipelined on 1 connection")
+conn = sorted((r["clients"], r["pairs_per_s"]) for r in rows if r["bench"] == "ceiling" and r.get("mode") == "connections")
+if conn:
+    conn = [c for c in ceil if c[0] == 1] + conn
+    left.plot([c for c, _ in conn], [v for _, v in conn], marker="s", color="gray", linewidth=1.4,
+              linestyle="-.", label="redis-benchmark, N connections with 1 request each")
 server = next((r for r in rows if r["bench"] == "server_cpu"), None)
 if server:
     left.axhline(server["ceiling_pairs_per_s"], color="black", linestyle=":", linewidth=1.4,
@@ -54,12 +59,13 @@ left.set_title("Uncontended pairs/s")
 left.grid(True, which="both", alpha=0.3)
 left.set_ylim(bottom=0)
 left.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:.0f}k"))
-left.legend(fontsize=8, loc="upper left")
+left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
 
 # Right: hand-off p50 / p99 bars.
 hand = [r for r in rows if r["bench"] == "handoff"]
 hand.sort(key=lambda r: (r["surface"].startswith("peer"), names.index(r["surface"]) if r["surface"] in names else 99))
-labels = [(r["surface"][5:] + "\n(peer)") if r["surface"].startswith("peer") else "rlock\n" + r["surface"] for r in hand]
+labels = [(r["surface"][5:].replace(" ", "\n").replace("-lock", "-\nlock") + "\n(peer)") if r["surface"].startswith("peer")
+          else "rlock\n" + r["surface"].replace("-", "-\n") for r in hand]
 x = range(len(hand))
 w = 0.38
 b50 = right.bar([i - w / 2 for i in x], [max(r["p50_us"], 1) for r in hand], w, label="p50",
@@ -72,13 +78,14 @@ for bars in (b50, b99):
         right.annotate(f"{h:,.0f}", (b.get_x() + b.get_width() / 2, h), ha="center", va="bottom", fontsize=7)
 right.axhline(1000, color="red", linestyle=":", linewidth=1.2, label="1 ms (target for rlock's p50)")
 right.set_yscale("log")
+right.set_ylim(bottom=10)
 right.set_xticks(list(x))
 right.set_xticklabels(labels, fontsize=8)
 right.set_ylabel("microseconds (log scale)")
 right.set_title("Hand-off: 16 waiters on one name, release call -> next owner's acquire returns")
 right.title.set_fontsize(10)
 right.grid(True, axis="y", which="both", alpha=0.3)
-right.legend(fontsize=8, loc="upper left")
+right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
 
 m = next((r for r in rows if r["bench"] == "machine"), None)
 if m:

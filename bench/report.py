@@ -1,8 +1,9 @@
 """Turns bench/out/results.jsonl into the markdown tables of bench/README.md (stdout).
 
 Ratios: rlock's uncontended pairs/s (Rust core and every surface) against the ceiling at the
-same concurrency (redis-benchmark sending rlock's own acquire and release scripts from as many
-connections as there are owners); the Rust core also against the server-CPU ceiling; each peer
+same concurrency (redis-benchmark sending rlock's own acquire and release scripts, as many
+requests in flight as there are owners, pipelined on one connection as rlock's one multiplexed
+connection carries them); the Rust core also against the server-CPU ceiling; each peer
 against rlock on the same surface (Python peers vs rlock's Python threads, Node peers vs rlock's
 Node surface)."""
 import json
@@ -19,7 +20,8 @@ def first(name):
     return next(iter(by(name)), None)
 
 
-ceiling = {r["clients"]: r for r in by("ceiling")}
+ceiling = {r["clients"]: r for r in by("ceiling") if r.get("mode") == "pipelined"}
+conns = {r["clients"]: r for r in by("ceiling") if r.get("mode") == "connections"}
 server = first("server_cpu")
 pairs = by("pairs")
 OWNERS = sorted({r["owners"] for r in pairs} | set(ceiling))
@@ -47,13 +49,15 @@ if m:
       f"Redis {m['redis']}, loopback; load average at start {m['load']}.")
     p("")
 
-p("### Ceiling")
+p("### Ceiling: redis-benchmark sending rlock's acquire and release scripts")
 p("")
-p("| clients | redis-benchmark EVALSHA acquire | EVALSHA release | pair ceiling (acquire + release) |")
-p("|---|---|---|---|")
+p("| requests in flight | pipelined on 1 connection: acquire / release req/s | **pair ceiling** | "
+  "on N connections: acquire / release req/s | pairs/s |")
+p("|---|---|---|---|---|")
 for c in sorted(ceiling):
-    r = ceiling[c]
-    p(f"| {c} | {fmt(r['acquire_rps'])} req/s | {fmt(r['release_rps'])} req/s | {fmt(r['pairs_per_s'])} pairs/s |")
+    r, k = ceiling[c], conns.get(c)
+    kc = (f"{fmt(k['acquire_rps'])} / {fmt(k['release_rps'])} | {fmt(k['pairs_per_s'])}" if k else "(same) | ")
+    p(f"| {c} | {fmt(r['acquire_rps'])} / {fmt(r['release_rps'])} | **{fmt(r['pairs_per_s'])} pairs/s** | {kc} |")
 p("")
 notes = []
 if server:
@@ -67,7 +71,7 @@ for n in notes:
     p(f"- {n}")
 p("")
 
-p("### Uncontended acquire+release pairs/s (ratio to the pair ceiling at the same concurrency)")
+p("### Uncontended acquire+release pairs/s (ratio to the pair ceiling with as many requests in flight)")
 p("")
 p("| surface | " + " | ".join(f"{o} owner{'s' if o > 1 else ''}" for o in OWNERS) + " |")
 p("|---|" + "---|" * len(OWNERS))
@@ -104,7 +108,7 @@ for s in SURFACES:
     p(f"| rlock {s} | {lc} | {hc} |")
 p("")
 
-peers = sorted({r["surface"] for r in rows if r.get("vs")} - set(SURFACES))
+peers = sorted({r["surface"] for r in rows if r.get("vs") and r.get("surface")} - set(SURFACES))
 if peers:
     p("### Peers on the same server (ratio: peer / rlock on the same surface)")
     p("")
@@ -113,7 +117,7 @@ if peers:
       + " | hand-off p50 / p99 |")
     p("|---|---|" + "---|" * (len(peer_owners) + 1))
     for peer in peers:
-        vs = next(r["vs"] for r in rows if r["surface"] == peer and r.get("vs"))
+        vs = next(r["vs"] for r in rows if r.get("surface") == peer and r.get("vs"))
         cells = []
         for o in peer_owners:
             v, mine = rate(peer, o), rate(vs, o)

@@ -26,25 +26,36 @@ skip() { echo "== SKIPPED: $*" >&2; echo "{\"bench\":\"skipped\",\"what\":\"$*\"
     "$(cut -d' ' -f1-3 /proc/loadavg)"
 } >> "$out"
 
-# 1. Ceiling: redis-benchmark sending rlock's own scripts from C connections (one request in
-#    flight each, as each rlock owner has). Acquire: a fresh key per request (the path an
-#    uncontended acquire takes). Release: one key held with a huge count by "owner", a fresh
-#    latch key per request (hexists, hincrby, pexpire, set latch: the work of a real release
-#    but for DEL+PUBLISH instead of PEXPIRE). Pair ceiling = 1 / (1/acquire + 1/release).
-step "ceiling: redis-benchmark EVALSHA acquire/release at 1, 16, 64, 256 clients; PING"
+# 1. Ceiling: redis-benchmark sending rlock's own scripts, N requests in flight:
+#    - "pipelined": one connection carrying N requests at a time (-c 1 -P N), as rlock's one
+#      multiplexed connection carries at most N owners' requests: what the server can do at
+#      that concurrency with a client that costs nothing. This is the ceiling of the ratios.
+#    - "connections": N connections, one request each (-c N), for comparison.
+#    Acquire: a fresh key per request (the path an uncontended acquire takes). Release: one key
+#    held with a huge count by "owner", a fresh latch key per request (hexists, hincrby,
+#    pexpire, set latch: a real release's work but PEXPIRE instead of DEL+PUBLISH).
+#    Pairs/s = 1 / (1/acquire + 1/release).
+step "ceiling: redis-benchmark EVALSHA acquire/release with 1, 16, 64, 256 in flight; PING"
 acq=$(cli SCRIPT LOAD "$(cat core/src/lua/acquire.lua)")
 rel=$(cli SCRIPT LOAD "$(cat core/src/lua/release.lua)")
-rb() { redis-benchmark -p "$port" --csv "$@" 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'; }
-for c in 1 16 64 256; do
-  n=$(( c == 1 ? 20000 : 100000 ))
-  a=$(rb -c "$c" -n "$n" -r 1000000000000 EVALSHA "$acq" 1 'bench:ceil:__rand_int__' 30000 owner)
+rb() { redis-benchmark -p "$port" --csv -r 1000000000000 "$@" 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'; }
+ceiling() { # mode n redis-benchmark-options...
+  local mode=$1 n=$2 a r
+  shift 2
+  cli FLUSHALL >/dev/null
+  a=$(rb "$@" EVALSHA "$acq" 1 'bench:ceil:__rand_int__' 30000 owner)
   cli FLUSHALL >/dev/null
   cli HSET bench:ceil:held owner 1000000000000 >/dev/null
-  r=$(rb -c "$c" -n "$n" -r 1000000000000 EVALSHA "$rel" 3 bench:ceil:held 'redisson_lock__channel:{bench:ceil:held}' \
+  r=$(rb "$@" EVALSHA "$rel" 3 bench:ceil:held 'redisson_lock__channel:{bench:ceil:held}' \
         'redisson_unlock_latch:{bench:ceil:held}:__rand_int__' 0 30000 owner PUBLISH 20000)
-  cli FLUSHALL >/dev/null
-  awk -v c="$c" -v a="$a" -v r="$r" 'BEGIN { printf "{\"bench\":\"ceiling\",\"clients\":%d,\"acquire_rps\":%.0f,\"release_rps\":%.0f,\"pairs_per_s\":%.0f}\n", c, a, r, 1 / (1 / a + 1 / r) }' | tee -a "$out"
+  awk -v m="$mode" -v c="$n" -v a="$a" -v r="$r" 'BEGIN { printf "{\"bench\":\"ceiling\",\"mode\":\"%s\",\"clients\":%d,\"acquire_rps\":%.0f,\"release_rps\":%.0f,\"pairs_per_s\":%.0f}\n", m, c, a, r, 1 / (1 / a + 1 / r) }' | tee -a "$out"
+}
+ceiling pipelined 1 -c 1 -n 20000
+for n in 16 64 256; do
+  ceiling pipelined "$n" -c 1 -P "$n" -n 300000
+  ceiling connections "$n" -c "$n" -n 100000
 done
+cli FLUSHALL >/dev/null
 # csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 redis-benchmark -p "$port" -c 1 -n 20000 --csv PING 2>/dev/null | tail -1 | tr -d '"' |
   awk -F, '{ printf "{\"bench\":\"ping\",\"rps\":%.0f,\"p50_us\":%.0f,\"p99_us\":%.0f}\n", $2, $5 * 1000, $7 * 1000 }' | tee -a "$out"

@@ -3,7 +3,9 @@
 //! (`{"bench": ..., ...}`) for bench/report.py to tabulate with the ceiling and the peers.
 //!
 //! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `watchdog`;
-//! Redis from `REDIS_URL`.
+//! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
+//! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
+//! `valgrind --tool=callgrind target/release/rlock-bench fixed`.
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -215,7 +215,13 @@ fn main() -> Res<()> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     let secs: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
     // The design note measured a current-thread runtime as fastest and leanest for this client.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // BENCH_WORKERS=N (not used by make bench) runs on a multi-thread runtime of N workers.
+    let workers: usize = std::env::var("BENCH_WORKERS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let rt = if workers > 0 {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()?
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    };
     let sections: Vec<String> = std::env::args().skip(1).collect();
     let want = |s: &str| sections.is_empty() || sections.iter().any(|x| x == s);
     rt.block_on(async {

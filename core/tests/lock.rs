@@ -452,10 +452,17 @@ async fn a_release_dropped_mid_call_runs_to_the_end() {
             assert!(futures_util::poll!(release.as_mut()).is_pending());
             drop(release);
         } else {
-            // Dropped at a varied moment of its round trip.
+            // Dropped at a varied moment of its round trip, after its first poll (a future
+            // dropped before it was ever polled does nothing, by design).
             let l = lock.clone();
             let o = owner.clone();
-            let t = tokio::spawn(async move { l.release(&o).await });
+            let (started, polled) = tokio::sync::oneshot::channel();
+            let t = tokio::spawn(async move {
+                let _ = started.send(());
+                // Polled right away, in the same poll of this task as the send above.
+                l.release(&o).await
+            });
+            polled.await.unwrap();
             tokio::time::sleep(Duration::from_micros(i * 11)).await;
             t.abort();
             let _ = t.await;

@@ -34,11 +34,19 @@ skip() { echo "== SKIPPED: $*" >&2; echo "{\"bench\":\"skipped\",\"what\":\"$*\"
 #    Acquire: a fresh key per request (the path an uncontended acquire takes). Release: one key
 #    held with a huge count by "owner", a fresh latch key per request (hexists, hincrby,
 #    pexpire, set latch: a real release's work but PEXPIRE instead of DEL+PUBLISH).
-#    Pairs/s = 1 / (1/acquire + 1/release).
+#    Pairs/s = 1 / (1/acquire + 1/release). Pipelined: best of 3 runs each.
 step "ceiling: redis-benchmark EVALSHA acquire/release with 1, 16, 64, 256 in flight; PING"
 acq=$(cli SCRIPT LOAD "$(cat core/src/lua/acquire.lua)")
 rel=$(cli SCRIPT LOAD "$(cat core/src/lua/release.lua)")
-rb() { redis-benchmark -p "$port" --csv -r 1000000000000 "$@" 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'; }
+# The best of $reps runs: a ceiling is what the server can do, and a busy machine only lowers it.
+rb() {
+  local best=0 v
+  for _ in $(seq "$reps"); do
+    v=$(redis-benchmark -p "$port" --csv -r 1000000000000 "$@" 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"')
+    best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
+  done
+  echo "$best"
+}
 ceiling() { # mode n redis-benchmark-options...
   local mode=$1 n=$2 a r
   shift 2
@@ -50,10 +58,11 @@ ceiling() { # mode n redis-benchmark-options...
         'redisson_unlock_latch:{bench:ceil:held}:__rand_int__' 0 30000 owner PUBLISH 20000)
   awk -v m="$mode" -v c="$n" -v a="$a" -v r="$r" 'BEGIN { printf "{\"bench\":\"ceiling\",\"mode\":\"%s\",\"clients\":%d,\"acquire_rps\":%.0f,\"release_rps\":%.0f,\"pairs_per_s\":%.0f}\n", m, c, a, r, 1 / (1 / a + 1 / r) }' | tee -a "$out"
 }
+reps=3
 ceiling pipelined 1 -c 1 -n 20000
 for n in 16 64 256; do
-  ceiling pipelined "$n" -c 1 -P "$n" -n 300000
-  ceiling connections "$n" -c "$n" -n 100000
+  reps=3 ceiling pipelined "$n" -c 1 -P "$n" -n 300000
+  reps=1 ceiling connections "$n" -c "$n" -n 100000
 done
 cli FLUSHALL >/dev/null
 # csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"

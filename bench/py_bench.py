@@ -1,5 +1,11 @@
-"""make bench, Python part: rlock (threads and asyncio) against redis-py's Lock, uncontended
-pairs/s and hand-off latency, on the server in REDIS_URL. Prints one JSON object per line."""
+"""make bench, Python part: rlock (threads and asyncio) against redis-py's Lock and
+python-redis-lock, uncontended pairs/s and hand-off latency, on the server in REDIS_URL. Prints
+one JSON object per line.
+
+Peers as they ship: redis-py's Lock with its defaults (polls every 0.1 s while waiting;
+timeout=30 gives it a 30 s lease like rlock's watchdog lease), python-redis-lock with its
+defaults (waiters block in BLPOP on a signal list that release pushes to; expire=30 for the
+same lease, auto_renewal off as by default)."""
 import asyncio
 import json
 import os
@@ -7,6 +13,7 @@ import threading
 import time
 
 import redis
+import redis_lock
 import rlock
 
 URL = os.environ["REDIS_URL"]
@@ -90,26 +97,34 @@ def handoff(make_lock, acquire, waiters=16, rounds=300):
     for t in ts:
         t.join(10)
     samples.sort()
-    pick = lambda p: samples[int((len(samples) - 1) * p)] * 1e6 if samples else 0.0
-    return pick(0.5), pick(0.99)
+    pick = lambda p: samples[round((len(samples) - 1) * p)] * 1e6 if samples else 0.0
+    return pick(0.5), pick(0.99), len(samples)
 
 
 def main():
     client = rlock.Client(URL)
     r = redis.Redis.from_url(URL)
-    for owners in (1, 16):
+    owner_counts = (1, 16, 64)
+    for owners in owner_counts:
         rate = threads_pairs(lambda i: client.lock(f"bench:py:th:{i}"), owners)
         emit(bench="pairs", surface="python-threads", owners=owners, pairs_per_s=rate)
-    for owners in (1, 16, 64):
+    for owners in owner_counts:
         rate = asyncio.run(asyncio_pairs(client, owners))
         emit(bench="pairs", surface="python-asyncio", owners=owners, pairs_per_s=rate)
-    for owners in (1, 16):
-        rate = threads_pairs(lambda i: r.lock(f"bench:py:redispy:{i}", timeout=30), owners)
-        emit(bench="pairs", surface="peer redis-py Lock", owners=owners, pairs_per_s=rate)
-    p50, p99 = handoff(lambda: client.lock("bench:py:handoff"), lambda l: l.acquire(timeout=5))
-    emit(bench="handoff", surface="python-threads", waiters=16, p50_us=p50, p99_us=p99)
-    p50, p99 = handoff(lambda: r.lock("bench:py:redispy:handoff", timeout=30), lambda l: l.acquire(blocking_timeout=5))
-    emit(bench="handoff", surface="peer redis-py Lock", waiters=16, p50_us=p50, p99_us=p99)
+    peers = [
+        ("peer redis-py Lock", "bench:py:redispy", lambda name: r.lock(name, timeout=30)),
+        ("peer python-redis-lock", "bench:py:prl", lambda name: redis_lock.Lock(r, name, expire=30)),
+    ]
+    for surface, prefix, make in peers:
+        for owners in owner_counts:
+            rate = threads_pairs(lambda i: make(f"{prefix}:{i}"), owners)
+            emit(bench="pairs", surface=surface, vs="python-threads", owners=owners, pairs_per_s=rate)
+    p50, p99, n = handoff(lambda: client.lock("bench:py:handoff"), lambda l: l.acquire(timeout=5))
+    emit(bench="handoff", surface="python-threads", waiters=16, p50_us=p50, p99_us=p99, samples=n)
+    waits = {"peer redis-py Lock": lambda l: l.acquire(blocking_timeout=5), "peer python-redis-lock": lambda l: l.acquire(timeout=5)}
+    for surface, prefix, make in peers:
+        p50, p99, n = handoff(lambda: make(f"{prefix}:handoff"), waits[surface])
+        emit(bench="handoff", surface=surface, vs="python-threads", waiters=16, p50_us=p50, p99_us=p99, samples=n)
     client.close()
 
 

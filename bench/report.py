@@ -1,33 +1,148 @@
-"""Turns bench/out/results.jsonl into the markdown table of bench/README.md."""
+"""Turns bench/out/results.jsonl into the markdown tables of bench/README.md (stdout).
+
+Ratios: rlock's uncontended pairs/s (Rust core and every surface) against the ceiling at the
+same concurrency (redis-benchmark sending rlock's own acquire and release scripts, as many
+requests in flight as there are owners, pipelined on one connection as rlock's one multiplexed
+connection carries them); the Rust core also against the server-CPU ceiling; each peer
+against rlock on the same surface (Python peers vs rlock's Python threads, Node peers vs rlock's
+Node surface)."""
 import json
 import sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-by = lambda name: [r for r in rows if r["bench"] == name]
-ceiling = next((r["ceiling_pairs_per_s"] for r in by("server_cpu")), None)
 
-print("| figure | value | ratio |")
-print("|---|---|---|")
-for r in by("server_cpu"):
-    print(f"| Redis CPU per acquire+release pair | {r['usec_per_pair']} us | ceiling {r['ceiling_pairs_per_s']:.0f} pairs/s |")
-for r in by("ceiling_acquire"):
-    print(f"| redis-benchmark EVALSHA acquire, {r['clients']} clients | {float(r['rps']):.0f} req/s | |")
-for r in by("ping"):
-    print(f"| redis-benchmark PING, 1 client (csv) | {r['csv']} | |")
-def rlock_rate(owners):
-    # The rlock figure a peer is compared with: the Python threads surface at the same owners.
-    return next((r["pairs_per_s"] for r in by("pairs") if r["surface"] == "python-threads" and r["owners"] == owners), None)
 
-for r in by("pairs"):
-    ratio = f"{r['pairs_per_s'] / ceiling:.2f} of ceiling" if ceiling else ""
-    if r["surface"].startswith("peer"):
-        mine = rlock_rate(r["owners"])
-        ratio = f"rlock python-threads is {mine / r['pairs_per_s']:.1f}x" if mine else ""
-    print(f"| {r['surface']} uncontended pairs/s, {r['owners']} owners | {r['pairs_per_s']:.0f} | {ratio} |")
-for r in by("latency"):
-    print(f"| {r['surface']} one pair latency p50 / p99 | {r['p50_us']:.0f} / {r['p99_us']:.0f} us | |")
-for r in by("handoff"):
-    print(f"| {r['surface']} hand-off, {r['waiters']} waiters, p50 / p99 | {r['p50_us']:.0f} / {r['p99_us']:.0f} us | |")
-for r in by("watchdog"):
-    print(f"| watchdog, {r['locks']} locks: renewal calls per period | {r['calls_per_period']} | {r['calls_per_100_locks']} per 100 locks |")
-    print(f"| watchdog, {r['locks']} locks: client CPU / memory per lock | {r['cpu_pct']}% / {r['rss_bytes_per_lock']:.0f} B | |")
+def by(name):
+    return [r for r in rows if r["bench"] == name]
+
+
+def first(name):
+    return next(iter(by(name)), None)
+
+
+ceiling = {r["clients"]: r for r in by("ceiling") if r.get("mode") == "pipelined"}
+conns = {r["clients"]: r for r in by("ceiling") if r.get("mode") == "connections"}
+server = first("server_cpu")
+pairs = by("pairs")
+OWNERS = sorted({r["owners"] for r in pairs} | set(ceiling))
+SURFACES = ["rust", "c", "node", "python-threads", "python-asyncio"]
+
+
+def rate(surface, owners):
+    return next((r["pairs_per_s"] for r in pairs if r["surface"] == surface and r["owners"] == owners), None)
+
+
+def handoff(surface):
+    return next((r for r in by("handoff") if r["surface"] == surface), None)
+
+
+def fmt(x):
+    return f"{x:,.0f}"
+
+
+out = []
+p = out.append
+
+m = first("machine")
+if m:
+    p(f"Run {m['date']} on {m['cpu']} ({m['cores']} cores, {m['mem_gib']} GiB), {m['os']}, "
+      f"Redis {m['redis']}, loopback; load average at start {m['load']}.")
+    p("")
+
+p("### Ceiling: redis-benchmark sending rlock's acquire and release scripts")
+p("")
+p("| requests in flight | pipelined on 1 connection: acquire / release req/s | **pair ceiling** | "
+  "on N connections: acquire / release req/s | pairs/s |")
+p("|---|---|---|---|---|")
+for c in sorted(ceiling):
+    r, k = ceiling[c], conns.get(c)
+    kc = (f"{fmt(k['acquire_rps'])} / {fmt(k['release_rps'])} | {fmt(k['pairs_per_s'])}" if k else "(same) | ")
+    p(f"| {c} | {fmt(r['acquire_rps'])} / {fmt(r['release_rps'])} | **{fmt(r['pairs_per_s'])} pairs/s** | {kc} |")
+p("")
+notes = []
+if server:
+    notes.append(f"Redis CPU per rlock pair (INFO commandstats over the Rust runs): {server['usec_per_pair']} us, "
+                 f"so one Redis core serves at most **{fmt(server['ceiling_pairs_per_s'])} pairs/s** (server-CPU ceiling)")
+ping = first("ping")
+if ping:
+    notes.append(f"PING round trip (redis-benchmark, 1 client): p50 {ping['p50_us']:.0f} us, p99 {ping['p99_us']:.0f} us "
+                 f"({fmt(ping['rps'])} req/s)")
+for n in notes:
+    p(f"- {n}")
+p("")
+
+p("### Uncontended acquire+release pairs/s (ratio to the pair ceiling with as many requests in flight)")
+p("")
+p("| surface | " + " | ".join(f"{o} owner{'s' if o > 1 else ''}" for o in OWNERS) + " |")
+p("|---|" + "---|" * len(OWNERS))
+for s in SURFACES:
+    cells = []
+    for o in OWNERS:
+        v = rate(s, o)
+        c = ceiling.get(o)
+        if v is None:
+            cells.append("")
+        elif c:
+            cells.append(f"{fmt(v)} ({v / c['pairs_per_s']:.2f})")
+        else:
+            cells.append(fmt(v))
+    if any(cells):
+        p(f"| rlock {s} | " + " | ".join(cells) + " |")
+if server:
+    cells = [f"{rate('rust', o) / server['ceiling_pairs_per_s']:.2f}" if rate("rust", o) else "" for o in OWNERS]
+    p("| rlock rust / server-CPU ceiling | " + " | ".join(cells) + " |")
+p("")
+
+p("### Latency")
+p("")
+p("| surface | one pair, 1 owner, p50 / p99 | hand-off, 16 waiters, p50 / p99 |")
+p("|---|---|---|")
+lat = {r["surface"]: r for r in by("latency")}
+for s in SURFACES:
+    h = handoff(s)
+    l = lat.get(s)
+    if not (h or l):
+        continue
+    lc = f"{l['p50_us']:.0f} / {l['p99_us']:.0f} us" if l else ""
+    hc = f"{h['p50_us']:.0f} / {h['p99_us']:.0f} us" if h else ""
+    p(f"| rlock {s} | {lc} | {hc} |")
+p("")
+
+peers = sorted({r["surface"] for r in rows if r.get("vs") and r.get("surface")} - set(SURFACES))
+if peers:
+    p("### Peers on the same server (ratio: peer / rlock on the same surface)")
+    p("")
+    peer_owners = sorted({r["owners"] for r in pairs if r["surface"] in peers})
+    p("| peer | compared with | " + " | ".join(f"{o} owner{'s' if o > 1 else ''} pairs/s" for o in peer_owners)
+      + " | hand-off p50 / p99 |")
+    p("|---|---|" + "---|" * (len(peer_owners) + 1))
+    for peer in peers:
+        vs = next(r["vs"] for r in rows if r.get("surface") == peer and r.get("vs"))
+        cells = []
+        for o in peer_owners:
+            v, mine = rate(peer, o), rate(vs, o)
+            if v is None:
+                cells.append("")
+            else:
+                cells.append(f"{fmt(v)} ({v / mine:.2f})" if mine else fmt(v))
+        h, mine = handoff(peer), handoff(vs)
+        hc = ""
+        if h:
+            hc = f"{h['p50_us']:.0f} / {h['p99_us']:.0f} us"
+            if mine and mine["p50_us"] and mine["p99_us"]:
+                hc += f" ({h['p50_us'] / mine['p50_us']:.1f} / {h['p99_us'] / mine['p99_us']:.1f})"
+        p(f"| {peer[5:]} | rlock {vs} | " + " | ".join(cells) + f" | {hc} |")
+    p("")
+
+wd = by("watchdog")
+if wd:
+    p("### Watchdog (3 s watchdog timeout: one renewal period per second)")
+    p("")
+    p("| locks held | renewal script calls per period | per 100 held locks | client CPU | resident memory per lock |")
+    p("|---|---|---|---|---|")
+    for r in wd:
+        p(f"| {fmt(r['locks'])} | {r['calls_per_period']} | {r['calls_per_100_locks']} | {r['cpu_pct']}% of one core "
+          f"| {r['rss_bytes_per_lock']:.0f} B |")
+    p("")
+
+print("\n".join(out))

@@ -63,6 +63,9 @@ function abortReason(signal) {
     : new DOMException('the acquire was aborted', 'AbortError')
 }
 
+// The cancel token of every acquire made without an AbortSignal; `cancel()` is never called on it.
+const NEVER_CANCELLED = new native.CancelToken()
+
 /** A handle on one lock; each handle is its own owner. Made by `client.lock(name)`. */
 class Lock {
   #native
@@ -98,7 +101,9 @@ class Lock {
     }
     const n = await this.#native
     if (signal && signal.aborted) throw abortReason(signal)
-    const token = new native.CancelToken()
+    // Without a signal nothing can cancel the call: share one token that is never cancelled
+    // (a native object per call cost measurable CPU per acquire).
+    const token = signal ? new native.CancelToken() : NEVER_CANCELLED
     const onAbort = () => token.cancel()
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
     try {

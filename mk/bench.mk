@@ -1,5 +1,19 @@
-# make bench: not part of make test. Rust core figures now; surfaces and peers join as they land.
-.PHONY: bench
-bench: deps ## Benchmarks against a private redis-server; writes bench/out/
-	$(CARGO) build --release -p rlock-bench
+# make bench: not part of make test. Builds every surface, installs the peers (PyPI into .venv,
+# npm into bench/node/node_modules), then runs bench/run.sh against ONE private redis-server.
+.PHONY: bench bench-rust bench-deps bench-c
+BENCH_C := build/bench/c-bench
+
+bench: deps bench-rust build-python build-node build-c bench-deps bench-c ## Benchmarks (rlock vs the ceiling and the peers) on a private redis-server; writes bench/out/
 	bash bench/run.sh
+
+bench-rust:
+	$(CARGO) build --release -p rlock-bench
+
+bench-deps: python-prereqs node-deps
+	$(VENV)/bin/python -m pip install -q -r bench/requirements.txt
+	cd bench/node && $(NPM) ci --no-audit --no-fund
+
+bench-c: build-c
+	@mkdir -p $(dir $(BENCH_C))
+	gcc -std=c11 -Wall -Wextra -Werror -O2 -Iinclude bench/c/bench.c -o $(BENCH_C) \
+	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread

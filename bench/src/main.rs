@@ -3,7 +3,9 @@
 //! (`{"bench": ..., ...}`) for bench/report.py to tabulate with the ceiling and the peers.
 //!
 //! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `watchdog`;
-//! Redis from `REDIS_URL`.
+//! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
+//! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
+//! `valgrind --tool=callgrind target/release/rlock-bench fixed`.
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,6 +122,31 @@ async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
     Ok((percentile(&s, 0.5), percentile(&s, 0.99)))
 }
 
+/// A fixed amount of work for instruction counts (callgrind): `owners` owners, `per_owner`
+/// pairs each. Returns the elapsed seconds.
+async fn fixed(url: &str, owners: usize, per_owner: usize) -> Res<f64> {
+    let client = Client::connect(url, ClientOptions::default()).await?;
+    let mut tasks = Vec::new();
+    let start = Instant::now();
+    for i in 0..owners {
+        let lock = client.lock(&format!("bench:fixed:{i}"))?;
+        let owner = client.new_owner();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per_owner {
+                lock.acquire(&owner).await?;
+                lock.release(&owner).await?;
+            }
+            Ok::<(), rlock::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let el = start.elapsed().as_secs_f64();
+    client.close();
+    Ok(el)
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -188,7 +215,13 @@ fn main() -> Res<()> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     let secs: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
     // The design note measured a current-thread runtime as fastest and leanest for this client.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // BENCH_WORKERS=N (not used by make bench) runs on a multi-thread runtime of N workers.
+    let workers: usize = std::env::var("BENCH_WORKERS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let rt = if workers > 0 {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()?
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    };
     let sections: Vec<String> = std::env::args().skip(1).collect();
     let want = |s: &str| sections.is_empty() || sections.iter().any(|x| x == s);
     rt.block_on(async {
@@ -205,6 +238,15 @@ fn main() -> Res<()> {
         if want("handoff") {
             let (p50, p99) = handoff(&url, 16, 2000).await?;
             println!("{{\"bench\":\"handoff\",\"surface\":\"rust\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+        }
+        // Not part of make bench: fixed work for profiling (BENCH_OWNERS x BENCH_PER_OWNER pairs).
+        if sections.iter().any(|x| x == "fixed") {
+            let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
+            let (owners, per) = (env("BENCH_OWNERS", 64), env("BENCH_PER_OWNER", 500));
+            let el = fixed(&url, owners, per).await?;
+            let n = owners * per;
+            println!("{{\"bench\":\"fixed\",\"owners\":{owners},\"pairs\":{n},\"secs\":{el:.3},\"pairs_per_s\":{:.0}}}", n as f64 / el);
+            return Ok(());
         }
         if want("watchdog") {
             for n in [10_000usize, 100_000] {

@@ -363,6 +363,12 @@ fn thread_owner_id() -> u64 {
     rlock::thread_owner_id()
 }
 
+/// Stops asyncio completions before the interpreter finalizes (registered with `atexit`).
+#[pyfunction]
+fn _stop_completions(py: Python<'_>) {
+    runtime::stop_completions(py);
+}
+
 /// The native module; the `rlock` package wraps it.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -370,5 +376,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Lock>()?;
     m.add_class::<PendingAcquire>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
+    let stop = wrap_pyfunction!(_stop_completions, m)?;
+    m.py().import("atexit")?.call_method1("register", (stop,))?;
     Ok(())
 }

@@ -7,7 +7,8 @@
 use std::cell::OnceCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
 use std::task::{Context, Poll};
 
 use pyo3::prelude::*;
@@ -78,6 +79,69 @@ fn spawn_handle() -> Option<Handle> {
         .or_else(|| CURRENT.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(_, h)| h.clone()))
 }
 
+type Completion = Box<dyn FnOnce() + Send>;
+
+/// The completion thread of this process (made on first use, and again in a forked child).
+static COMPLETIONS: Mutex<Option<(u32, mpsc::Sender<Completion>)>> = Mutex::new(None);
+
+/// The queue of this process's completion thread; None when no thread could be started
+/// (the caller then falls back to tokio's blocking pool).
+fn completions() -> Option<mpsc::Sender<Completion>> {
+    let pid = std::process::id();
+    let mut slot = COMPLETIONS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((p, tx)) = slot.as_ref() {
+        if *p == pid {
+            return Some(tx.clone());
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Completion>();
+    std::thread::Builder::new().name("rlock-asyncio".into()).spawn(move || complete(rx)).ok()?;
+    *slot = Some((pid, tx.clone()));
+    Some(tx)
+}
+
+/// Set at interpreter exit: completions are dropped from then on, never run.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+/// Held by the completion thread while it runs completions (and so may touch Python).
+static RUNNING: Mutex<()> = Mutex::new(());
+
+/// Runs completions in order. Each takes the GIL itself; completions that queued up meanwhile
+/// run under one attach, so a burst costs one GIL hand-over instead of one per awaitable.
+fn complete(rx: mpsc::Receiver<Completion>) {
+    while let Ok(first) = rx.recv() {
+        let _running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        if STOPPED.load(Ordering::SeqCst) {
+            continue;
+        }
+        let mut first = Some(first);
+        let batched = Python::try_attach(|_py| {
+            if let Some(f) = first.take() {
+                f();
+            }
+            while !STOPPED.load(Ordering::SeqCst) {
+                match rx.try_recv() {
+                    Ok(f) => f(),
+                    Err(_) => break,
+                }
+            }
+        });
+        if batched.is_none() {
+            // Python cannot be attached to (it is finalizing): drop, never run.
+            drop(first);
+        }
+    }
+}
+
+/// Registered with `atexit`: stops the completion thread from touching Python before the
+/// interpreter finalizes, and waits for the completions it is running. A completion that took
+/// the GIL while the interpreter was finalizing crashed the process at exit (a fatal
+/// PyGILState_Release error or a segfault, 2 of 30 runs of a short asyncio script, also with
+/// tokio's blocking pool running them before).
+pub(crate) fn stop_completions(py: Python<'_>) {
+    STOPPED.store(true, Ordering::SeqCst);
+    py.detach(|| drop(RUNNING.lock().unwrap_or_else(|p| p.into_inner())));
+}
+
 /// The pyo3-async-runtimes runtime backed by [`current`].
 struct BindingRuntime;
 
@@ -85,7 +149,8 @@ tokio::task_local! {
     static TASK_LOCALS: OnceCell<TaskLocals>;
 }
 
-/// A spawned task, or nothing when no runtime exists (unreachable: see [`spawn_handle`]).
+/// A spawned task, or nothing: a completion queued for the completion thread (nobody awaits
+/// those), or no runtime (unreachable: see [`spawn_handle`]).
 pub(crate) struct Joined(Option<tokio::task::JoinHandle<()>>);
 
 /// Why a spawned task ended without finishing.
@@ -124,11 +189,21 @@ impl generic::Runtime for BindingRuntime {
         Joined(spawn_handle().map(|h| h.spawn(fut)))
     }
 
+    /// pyo3-async-runtimes calls this once per finished awaitable, to take the GIL and hand
+    /// the result to the event loop. tokio's blocking pool ran each on a pool thread of its
+    /// own, so many threads queued for the GIL at once (and were started and stopped): most of
+    /// the CPU an asyncio lock call cost. They run on one completion thread instead.
     fn spawn_blocking<F>(f: F) -> Joined
     where
         F: FnOnce() + Send + 'static,
     {
-        Joined(spawn_handle().map(|h| h.spawn_blocking(f)))
+        match completions() {
+            Some(queue) => match queue.send(Box::new(f)) {
+                Ok(()) => Joined(None),
+                Err(std::sync::mpsc::SendError(f)) => Joined(spawn_handle().map(|h| h.spawn_blocking(f))),
+            },
+            None => Joined(spawn_handle().map(|h| h.spawn_blocking(f))),
+        }
     }
 }
 

@@ -286,6 +286,16 @@ pub(crate) struct Opened {
 }
 
 impl Opener {
+    /// The client's `retry_attempts`.
+    pub(crate) fn retry_attempts(&self) -> u32 {
+        self.options.retry_attempts
+    }
+
+    /// The client's `retry_delay`.
+    pub(crate) fn retry_delay(&self) -> Duration {
+        self.options.retry_delay
+    }
+
     fn manager_config(&self, response_timeout: Option<Duration>) -> ConnectionManagerConfig {
         let o = &self.options;
         // Behind Sentinel a manager redials once, then the request fails, so rlock's next retry

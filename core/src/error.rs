@@ -18,7 +18,8 @@ pub enum ErrorKind {
     /// Redis did not answer within the command timeout (or the subscription timeout).
     Timeout,
     /// The connection to Redis failed or was refused, or Redis cannot serve the key right now
-    /// (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING, READONLY: a failover or restart).
+    /// (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING, READONLY, or the sentinels name no usable
+    /// master: a failover or restart).
     Connection,
     /// Redis answered with an error (for example WRONGTYPE when the lock name holds a
     /// non-lock key, or NOPERM).
@@ -70,8 +71,9 @@ impl Error {
     /// Wraps a `redis` crate error, with `context` saying what rlock was doing.
     pub(crate) fn from_redis(context: &str, err: redis::RedisError) -> Self {
         // Errors a failover or a restart answers with: the key has no serving master right now.
-        let unavailable =
-            matches!(err.code(), Some("CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" | "LOADING" | "READONLY"));
+        let unavailable = matches!(err.code(), Some("CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" | "LOADING" | "READONLY"))
+                // The sentinels know no usable master of that name (mid-failover, or none).
+                || err.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel;
         let kind = if err.is_timeout() {
             ErrorKind::Timeout
         } else if err.kind() == redis::ErrorKind::AuthenticationFailed {

@@ -1,10 +1,14 @@
 //! The reentrant lock (Redisson `RLock`): acquire with pub/sub waiting, release, queries.
 
+use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::client::{is_transient, ClientInner};
@@ -87,6 +91,48 @@ impl Drop for PendingHold {
                         lock.name()
                     );
                 }
+            });
+        }
+    }
+}
+
+/// A future polled in place by its caller that runs to the end even when the caller drops it:
+/// dropped unfinished, it hands the rest of its work to a task on `handle` (its output is then
+/// dropped there). Costs one allocation, where spawning every call up front cost a task and a
+/// channel per call.
+struct Finish<T: Send + 'static> {
+    fut: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+    handle: tokio::runtime::Handle,
+}
+
+impl<T: Send + 'static> Finish<T> {
+    fn new(handle: &tokio::runtime::Handle, fut: impl Future<Output = T> + Send + 'static) -> Self {
+        Finish { fut: Some(Box::pin(fut)), handle: handle.clone() }
+    }
+}
+
+impl<T: Send + 'static> Future for Finish<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(fut) = self.fut.as_mut() else {
+            // Only polled again after completion by a caller that ignores the contract.
+            return Poll::Pending;
+        };
+        let out = fut.as_mut().poll(cx);
+        if out.is_ready() {
+            self.fut = None;
+        }
+        out
+    }
+}
+
+impl<T: Send + 'static> Drop for Finish<T> {
+    fn drop(&mut self) {
+        if let Some(fut) = self.fut.take() {
+            // An unfinished call: let it finish on the client's runtime.
+            self.handle.spawn(async move {
+                drop(fut.await);
             });
         }
     }
@@ -270,9 +316,10 @@ impl Lock {
         }
     }
 
-    /// One acquire script call, run on its own task so that a caller who gives up mid-call
-    /// cannot leave an untracked hold: the task registers the hold with the watchdog before
-    /// answering, and undoes it when nobody takes the answer.
+    /// One acquire script call (and, with replica sync, its WAIT). It runs in place, inside a
+    /// [`Finish`]: a caller who gives up mid-call hands the call to a task that finishes it, so
+    /// no untracked hold is left. The call registers the hold with the watchdog before
+    /// answering, and an answer nobody takes (a [`PendingHold`]) releases the hold again.
     async fn attempt(
         &self,
         owner: &Owner,
@@ -280,28 +327,25 @@ impl Lock {
         lease_ms: u64,
         renew: bool,
     ) -> Result<Option<i64>> {
-        let (tx, rx) = oneshot::channel::<Result<std::result::Result<PendingHold, i64>>>();
         let lock = self.clone();
         let owner = owner.clone();
         let client = &self.inner.client;
-        client.handle.spawn(async move {
+        let call = Finish::new(&client.handle, async move {
             let inner = &lock.inner;
-            let answer = match lock.run_acquire(&owner, lease_ms).await {
+            match lock.run_acquire(&owner, lease_ms).await {
                 Ok(None) => {
                     inner.client.watchdog.acquired(lock.key(&owner), &owner, lease, renew, inner.group);
                     Ok(Ok(PendingHold { lock: Some(lock.clone()), owner }))
                 }
                 Ok(Some(ttl)) => Ok(Err(ttl)),
                 Err(e) => Err(e),
-            };
-            // When the caller is gone the answer is dropped here, and a PendingHold in it
-            // releases the hold again.
-            let _ = tx.send(answer);
+            }
         });
         let answer = tokio::select! {
-            a = rx => a.map_err(|_| Error::closed())?,
+            a = call => a,
             _ = client.closed.cancelled() => return Err(Error::closed()),
         };
+        // No await from here on: the hold is handed to the caller in the same poll.
         match answer? {
             Ok(hold) => {
                 hold.keep();
@@ -357,13 +401,9 @@ impl Lock {
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
         self.inner.client.check_owner(owner)?;
         self.inner.client.check_open()?;
-        let (tx, rx) = oneshot::channel();
         let lock = self.clone();
         let owner = owner.clone();
-        self.inner.client.handle.spawn(async move {
-            let _ = tx.send(lock.release_now(&owner).await);
-        });
-        rx.await.map_err(|_| Error::closed())?
+        Finish::new(&self.inner.client.handle, async move { lock.release_now(&owner).await }).await
     }
 
     async fn release_now(&self, owner: &Owner) -> Result<Released> {
@@ -371,13 +411,13 @@ impl Lock {
         let client = &inner.client;
         let key = self.key(owner);
         let lease_ms = millis(client.watchdog.release_lease(&key));
-        let latch = format!("{}{}", inner.latch_prefix, uuid::Uuid::new_v4().simple());
+        let latch = request_latch(&inner.latch_prefix, client.id);
         let publish = client.publish_command;
         let result = client
             .retrying(|mut conn| {
                 let latch = &latch;
                 async move {
-                    let keys = [&*inner.name, &inner.channel, latch];
+                    let keys = [&*inner.name, inner.channel.as_str(), latch.as_str()];
                     let args = |c: &mut redis::Cmd| {
                         c.arg(UNLOCK_MESSAGE)
                             .arg(lease_ms)
@@ -504,6 +544,26 @@ impl Lock {
     }
 }
 
+/// The latch key of one release: `prefix` and a request id of 32 lowercase hex digits (16
+/// bytes) that no other release call of any client uses. The first 8 bytes come from the
+/// client's random UUID, the last 8 are a bijective scramble (splitmix64) of a per-process
+/// sequence number keyed by the rest of that UUID, so ids of one client never repeat and look
+/// random, without a `getrandom` system call per release (`Uuid::new_v4` made one).
+fn request_latch(prefix: &str, client: uuid::Uuid) -> String {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let (hi, lo) = client.as_u64_pair();
+    let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let mut z = lo.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let id = (u128::from(hi) << 64) | u128::from(z);
+    let mut latch = String::with_capacity(prefix.len() + 32);
+    latch.push_str(prefix);
+    let _ = write!(latch, "{id:032x}");
+    latch
+}
+
 fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
@@ -543,5 +603,27 @@ impl Drop for Guard {
             // Dropping a PendingHold releases on the client's runtime, which is what we want.
             drop(PendingHold { lock: Some(lock), owner: self.owner.clone() });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_32_hex_digits_and_never_repeat() {
+        let client = uuid::Uuid::new_v4();
+        let prefix = keys::unlock_latch_prefix("orders");
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let latch = request_latch(&prefix, client);
+            let id = latch.strip_prefix(&prefix).unwrap_or_default();
+            assert_eq!(id.len(), 32);
+            assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            assert!(seen.insert(latch));
+        }
+        // Another client's ids differ in their first half.
+        let other = request_latch(&prefix, uuid::Uuid::new_v4());
+        assert!(seen.iter().all(|l| l[..prefix.len() + 16] != other[..prefix.len() + 16]));
     }
 }

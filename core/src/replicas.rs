@@ -1,6 +1,6 @@
-//! Replica sync (Redisson's synced lock writes). An acquire is followed by `WAIT 1 <timeout>`
-//! in the same pipeline, on a connection of its own (WAIT blocks its connection until a
-//! replica answers, and renewals must not queue behind it). When no replica acknowledged in
+//! Replica sync (Redisson's synced lock writes). An acquire that took the lock is followed by
+//! `WAIT 1 <timeout>` on a connection of its own (WAIT blocks its connection until a replica
+//! answers, and renewals must not queue behind it). When no replica acknowledged in
 //! time the caller undoes the acquire and retries, as Redisson does.
 //!
 //! Redisson waits for all available replicas and fails only when none acknowledged; waiting
@@ -106,43 +106,26 @@ impl Replicas {
         owner: &str,
     ) -> RedisResult<Synced> {
         let mut conn = self.sync.clone();
-        let acked: i64 = if let Commands::Cluster(_) = &conn {
-            // Two steps: the script alone gets the cluster client's MOVED/ASK handling, then
-            // WAIT goes to the master of the key's slot (a pipeline would run a keyless WAIT
-            // wherever a redirected script landed).
-            let ttl: Option<i64> = ACQUIRE
-                .run(
-                    &[name],
-                    |c| {
-                        c.arg(lease_ms).arg(owner);
-                    },
-                    &mut conn,
-                )
-                .await?;
-            if let Some(ttl) = ttl {
-                return Ok(Synced::Busy(ttl));
-            }
-            let mut wait = redis::cmd("WAIT");
-            wait.arg(1).arg(self.timeout_ms);
-            redis::from_redis_value(conn.route(wait, slot_master(name)).await?)?
-        } else {
-            // One pipeline: a single master, so both commands reach it in one round trip.
-            let mut pipe = redis::pipe();
-            pipe.cmd("EVALSHA").arg(ACQUIRE.hash()).arg(1).arg(name).arg(lease_ms).arg(owner);
-            pipe.cmd("WAIT").arg(1).arg(self.timeout_ms);
-            let reply: RedisResult<(Option<i64>, i64)> = pipe.query_async(&mut conn).await;
-            let (ttl, acked) = match reply {
-                Err(e) if e.code() == Some("NOSCRIPT") => {
-                    ACQUIRE.load(&mut conn).await?;
-                    pipe.query_async(&mut conn).await?
-                }
-                other => other?,
-            };
-            if let Some(ttl) = ttl {
-                return Ok(Synced::Busy(ttl));
-            }
-            acked
-        };
+        // The script first, then WAIT only when it acquired: a busy attempt wrote nothing, and
+        // a WAIT behind it would block this connection for nothing (for the whole timeout on a
+        // master without replicas). The script alone gets the cluster client's MOVED/ASK
+        // handling; WAIT goes to the same master over the same connection, and waits for this
+        // connection's last write.
+        let ttl: Option<i64> = ACQUIRE
+            .run(
+                &[name],
+                |c| {
+                    c.arg(lease_ms).arg(owner);
+                },
+                &mut conn,
+            )
+            .await?;
+        if let Some(ttl) = ttl {
+            return Ok(Synced::Busy(ttl));
+        }
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(1).arg(self.timeout_ms);
+        let acked: i64 = redis::from_redis_value(conn.route(wait, slot_master(name)).await?)?;
         if acked > 0 {
             return Ok(Synced::Acquired);
         }
@@ -199,7 +182,10 @@ async fn refresh(
         let counts = read_counts(&mut main).await;
         let Some(r) = replicas.upgrade() else { return };
         match counts {
-            Ok(c) => r.set(c),
+            Ok(c) => {
+                log::trace!("rlock: replica counts {c:?}");
+                r.set(c)
+            }
             Err(e) => log::debug!("rlock: reading the replica counts failed: {e}"),
         }
     }

@@ -64,16 +64,6 @@ impl Lua {
             other => other,
         }
     }
-
-    /// `SCRIPT LOAD` on `conn` (one server: for pipelines that send EVALSHA themselves).
-    pub(crate) async fn load(&self, conn: &mut Commands) -> RedisResult<()> {
-        redis::cmd("SCRIPT").arg("LOAD").arg(self.code).query_async(conn).await
-    }
-
-    /// The script's SHA1, as EVALSHA takes it.
-    pub(crate) fn hash(&self) -> &str {
-        self.script.get_hash()
-    }
 }
 
 /// Payload of an unlock message: wakes one waiter per subscribed client.

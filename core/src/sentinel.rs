@@ -125,9 +125,24 @@ pub(crate) async fn connect(target: SentinelTarget, opener: Opener) -> Result<(A
     let mut client = builder
         .build()
         .map_err(|e| Error::invalid(format!("invalid redis+sentinel configuration ({:?})", e.kind())))?;
-    let master = client.async_get_client().await.map_err(|e| {
-        Error::from_redis(&format!("could not find master '{}' through the sentinels", target.service), e)
-    })?;
+    // Mid-failover the sentinels may name no usable master for a moment: retry like a command.
+    let mut attempt = 0;
+    let master = loop {
+        match client.async_get_client().await {
+            Ok(m) => break m,
+            Err(e) => {
+                let e = Error::from_redis(
+                    &format!("could not find master '{}' through the sentinels", target.service),
+                    e,
+                );
+                if !crate::client::is_transient(&e) || attempt >= opener.retry_attempts() {
+                    return Err(e);
+                }
+                attempt += 1;
+                tokio::time::sleep(opener.retry_delay()).await;
+            }
+        }
+    };
     let addr = addr_of(master.get_connection_info().addr());
     let conns = opener.open(&master).await?;
     let (epoch, _) = watch::channel(0);

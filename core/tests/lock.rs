@@ -436,6 +436,52 @@ async fn futures_join<F: std::future::Future<Output = rlock::Result<()>>>(futs: 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_dropped_mid_call_runs_to_the_end() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let lock = c.lock("dropped-release").unwrap();
+    for i in 0..50u64 {
+        let owner = c.new_owner();
+        lock.acquire(&owner).await.unwrap();
+        lock.acquire(&owner).await.unwrap();
+        if i % 2 == 0 {
+            // Polled once while the server holds back scripts (CLIENT PAUSE WRITE), so the
+            // call is surely in flight when it is dropped.
+            redis::cmd("CLIENT").arg("PAUSE").arg(100).arg("WRITE").exec(&mut server.conn()).unwrap();
+            let mut release = Box::pin(lock.release(&owner));
+            assert!(futures_util::poll!(release.as_mut()).is_pending());
+            drop(release);
+        } else {
+            // Dropped at a varied moment of its round trip, after its first poll (a future
+            // dropped before it was ever polled does nothing, by design).
+            let l = lock.clone();
+            let o = owner.clone();
+            let (started, polled) = tokio::sync::oneshot::channel();
+            let t = tokio::spawn(async move {
+                let _ = started.send(());
+                // Polled right away, in the same poll of this task as the send above.
+                l.release(&o).await
+            });
+            polled.await.unwrap();
+            tokio::time::sleep(Duration::from_micros(i * 11)).await;
+            t.abort();
+            let _ = t.await;
+        }
+        // The dropped release still took one hold level off, and only one.
+        assert!(
+            eventually(Duration::from_secs(5), || server
+                .conn()
+                .hget::<_, _, Option<i64>>("dropped-release", owner.as_str())
+                .unwrap()
+                == Some(1))
+            .await
+        );
+        assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+    }
+    assert_eq!(c.tracked_holds(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guard_releases_on_drop() {
     let server = RedisServer::start();
     let c = client(&server).await;

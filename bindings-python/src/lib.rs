@@ -53,7 +53,8 @@ impl Client {
     #[new]
     #[pyo3(text_signature = "(url, *, watchdog_timeout=30.0, command_timeout=3.0, connect_timeout=10.0, \
         retry_attempts=3, retry_delay=1.5, subscription_timeout=7.5, poll_interval=0.1, max_hold=None, \
-        renewal_batch_size=100, on_lost=None)")]
+        renewal_batch_size=100, tls_ca_file=None, sharded_pubsub=None, replica_sync=None, \
+        replica_sync_timeout=1.0, on_lost=None)")]
     #[pyo3(signature = (
         url,
         *,
@@ -66,6 +67,10 @@ impl Client {
         poll_interval = 0.1,
         max_hold = None,
         renewal_batch_size = 100,
+        tls_ca_file = None,
+        sharded_pubsub = None,
+        replica_sync = None,
+        replica_sync_timeout = 1.0,
         on_lost = None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -81,6 +86,10 @@ impl Client {
         poll_interval: f64,
         max_hold: Option<f64>,
         renewal_batch_size: usize,
+        tls_ca_file: Option<std::path::PathBuf>,
+        sharded_pubsub: Option<bool>,
+        replica_sync: Option<bool>,
+        replica_sync_timeout: f64,
         on_lost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let options = rlock::ClientOptions::default()
@@ -92,7 +101,11 @@ impl Client {
             .with_subscription_timeout(seconds("subscription_timeout", subscription_timeout)?)
             .with_poll_interval(seconds("poll_interval", poll_interval)?)
             .with_max_hold(opt_seconds("max_hold", max_hold)?)
-            .with_renewal_batch_size(renewal_batch_size);
+            .with_renewal_batch_size(renewal_batch_size)
+            .with_tls_ca_file(tls_ca_file)
+            .with_sharded_pubsub(sharded_pubsub)
+            .with_replica_sync(replica_sync)
+            .with_replica_sync_timeout(seconds("replica_sync_timeout", replica_sync_timeout)?);
         let rt = runtime::current()?;
         let url = url.to_owned();
         let inner = wait::block_on(py, &rt, async move { rlock::Client::connect(&url, options).await })?
@@ -159,6 +172,28 @@ impl Client {
     /// Lock channels this client is subscribed to for waiters.
     fn waited_channels(&self) -> PyResult<usize> {
         Ok(self.check()?.waited_channels())
+    }
+
+    /// What the URL named: "single", "cluster" or "sentinel".
+    #[getter]
+    fn topology(&self) -> &'static str {
+        match self.inner.topology() {
+            rlock::Topology::Cluster => "cluster",
+            rlock::Topology::Sentinel => "sentinel",
+            _ => "single",
+        }
+    }
+
+    /// Whether waiters use sharded pub/sub (decided at connect).
+    #[getter]
+    fn sharded_pubsub(&self) -> bool {
+        self.inner.sharded_pubsub()
+    }
+
+    /// Whether acquires wait for a replica (decided at connect).
+    #[getter]
+    fn replica_sync(&self) -> bool {
+        self.inner.replica_sync()
     }
 }
 

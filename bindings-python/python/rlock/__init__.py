@@ -18,7 +18,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Callable, Dict, List, Literal, Optional, Type
 
 from . import _native
 from ._errors import (
@@ -86,10 +86,17 @@ class Client:
     """A connection to Redis that makes locks; also a context manager that closes it.
 
     ``url`` None means the ``REDIS_URL`` environment variable, else ``redis://127.0.0.1:6379``.
+    Also ``redis+cluster://host1:port1,host2:port2/`` (a Redis Cluster),
+    ``redis+sentinel://host1:port1,host2:port2/service_name[/db]`` (a master found and followed
+    through Sentinels) and ``rediss...`` for TLS.
+
     Options (seconds as floats): ``watchdog_timeout`` (lease of watchdog-renewed holds, renewed
     every third of it), ``command_timeout`` (None waits forever), ``connect_timeout``,
     ``retry_attempts``, ``retry_delay``, ``subscription_timeout``, ``poll_interval``,
-    ``max_hold`` and ``renewal_batch_size``.
+    ``max_hold``, ``renewal_batch_size``, ``tls_ca_file`` (PEM CA for TLS URLs),
+    ``sharded_pubsub`` (cluster only; None decides as Redisson does), ``replica_sync`` (WAIT for
+    a replica after each acquire; None: on for Cluster and Sentinel, off for one server) and
+    ``replica_sync_timeout``.
     """
 
     def __init__(self, url: Optional[str] = None, *, watchdog_timeout: float = 30.0, **options: Any) -> None:
@@ -130,6 +137,21 @@ class Client:
     def waited_channels(self) -> int:
         """Lock channels this client is subscribed to for waiters; for diagnostics."""
         return self._native.waited_channels()
+
+    @property
+    def topology(self) -> Literal["single", "cluster", "sentinel"]:
+        """What the URL named: ``"single"``, ``"cluster"`` or ``"sentinel"``."""
+        return self._native.topology
+
+    @property
+    def sharded_pubsub(self) -> bool:
+        """Whether waiters use sharded pub/sub (SSUBSCRIBE), decided at connect."""
+        return self._native.sharded_pubsub
+
+    @property
+    def replica_sync(self) -> bool:
+        """Whether acquires wait for a replica, decided at connect."""
+        return self._native.replica_sync
 
     def __enter__(self) -> Client:
         return self

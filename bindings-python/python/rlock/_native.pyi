@@ -1,6 +1,7 @@
 """Typed interface of the native module ``rlock._native`` (checked by ``mypy.stubtest``)."""
 
-from typing import Awaitable, Callable, Optional, final
+import os
+from typing import Awaitable, Callable, Literal, Optional, Union, final
 
 __all__ = ["Client", "Lock", "PendingAcquire", "thread_owner_id"]
 
@@ -19,6 +20,10 @@ class Client:
         poll_interval: float = 0.1,
         max_hold: Optional[float] = None,
         renewal_batch_size: int = 100,
+        tls_ca_file: Optional[Union[str, os.PathLike[str]]] = None,
+        sharded_pubsub: Optional[bool] = None,
+        replica_sync: Optional[bool] = None,
+        replica_sync_timeout: float = 1.0,
         on_lost: Optional[Callable[[str, int, str], object]] = None,
     ) -> Client: ...
     def lock(self, name: str) -> Lock: ...
@@ -29,6 +34,12 @@ class Client:
     def closed(self) -> bool: ...
     def tracked_holds(self) -> int: ...
     def waited_channels(self) -> int: ...
+    @property
+    def topology(self) -> Literal["single", "cluster", "sentinel"]: ...
+    @property
+    def sharded_pubsub(self) -> bool: ...
+    @property
+    def replica_sync(self) -> bool: ...
 
 @final
 class Lock:

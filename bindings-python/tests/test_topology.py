@@ -1,0 +1,117 @@
+"""Redis Cluster (and URL/option checks for Sentinel) through the Python surface."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import rlock
+
+from conftest import RedisCluster
+
+
+def test_a_cluster_url_locks_on_every_master(cluster: RedisCluster) -> None:
+    with rlock.Client(cluster.url) as a, rlock.Client(cluster.url) as b:
+        assert a.topology == "cluster"
+        assert a.sharded_pubsub  # Redis 7 answers PUBSUB SHARDNUMSUB: as Redisson
+        assert a.replica_sync  # on by default off a single server
+        masters = set()
+        for i in range(30):
+            name = f"py-cluster-{i}"
+            lock = a.lock(name)
+            with lock:
+                with lock:  # reentrant
+                    assert lock.hold_count() == 2
+                    assert not b.lock(name).acquire(blocking=False)
+                    owner_conn = cluster.owner_of(name)
+                    masters.add(owner_conn.connection_pool.connection_kwargs["port"])
+                    assert owner_conn.hget(name, a._native.owner_name()) == b"2"
+            assert not lock.locked()
+        assert len(masters) == 3
+
+
+def test_a_waiter_on_a_cluster_wakes_by_sharded_pubsub(cluster: RedisCluster) -> None:
+    with rlock.Client(cluster.url) as a, rlock.Client(cluster.url) as b:
+        holder, waiter = a.lock("py-cluster-handoff"), b.lock("py-cluster-handoff")
+        holder.acquire()  # 30 s lease: waking by expiry would take 30 s
+        got = threading.Event()
+
+        def wait() -> None:
+            waiter.acquire()
+            got.set()
+            waiter.release()
+
+        t = threading.Thread(target=wait)
+        t.start()
+        channel = "redisson_lock__channel:{py-cluster-handoff}"
+        owner = cluster.owner_of("py-cluster-handoff")
+        deadline = time.monotonic() + 10
+        while owner.execute_command("PUBSUB", "SHARDNUMSUB", channel)[1] != 1:
+            assert time.monotonic() < deadline, "waiter never subscribed"
+            time.sleep(0.01)
+        released = time.monotonic()
+        holder.release()
+        assert got.wait(5)
+        assert time.monotonic() - released < 2
+        t.join()
+
+
+def test_asyncio_on_a_cluster(cluster: RedisCluster) -> None:
+    async def main() -> None:
+        with rlock.Client(cluster.url) as c:
+            lock = c.lock("py-cluster-async")
+            async with lock:
+                assert lock.is_held()
+            assert not lock.locked()
+
+    asyncio.run(main())
+
+
+def test_topology_and_options_on_one_server(url: str) -> None:
+    with rlock.Client(url) as c:
+        assert c.topology == "single"
+        assert not c.sharded_pubsub
+        assert not c.replica_sync
+    # Forced on against a server without replicas: nothing is waited on, locking works.
+    with rlock.Client(url, replica_sync=True, replica_sync_timeout=0.2) as c:
+        assert c.replica_sync
+        with c.lock("py-forced-sync"):
+            pass
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({"replica_sync_timeout": 0}, rlock.InvalidArgumentError),
+        ({"replica_sync_timeout": -1.0}, rlock.InvalidArgumentError),
+        ({"sharded_pubsub": "yes"}, TypeError),
+        ({"replica_sync": 2}, TypeError),
+        ({"tls_ca_file": 42}, TypeError),
+    ],
+)
+def test_bad_topology_options(url: str, options: dict, error: type) -> None:  # type: ignore[type-arg]
+    with pytest.raises(error):
+        rlock.Client(url, **options)
+
+
+@pytest.mark.parametrize(
+    "bad_url",
+    [
+        "redis+cluster://127.0.0.1:notaport/",
+        "redis+cluster://127.0.0.1:7000/3",
+        "redis+sentinel://127.0.0.1:26379/",
+        "redis+sentinel://u:hunter2@127.0.0.1:26379/a/b/c",
+    ],
+)
+def test_bad_topology_urls(bad_url: str) -> None:
+    with pytest.raises(rlock.InvalidArgumentError) as e:
+        rlock.Client(bad_url)
+    assert "hunter2" not in str(e.value)
+
+
+def test_a_missing_ca_file_is_an_invalid_argument() -> None:
+    with pytest.raises(rlock.InvalidArgumentError, match="tls_ca_file"):
+        rlock.Client("rediss://127.0.0.1:1/", tls_ca_file="/nonexistent/ca.pem")

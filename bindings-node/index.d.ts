@@ -41,6 +41,12 @@ export declare class NativeClient {
   trackedHolds(): number
   /** Lock channels with local waiters (one subscription each). */
   waitedChannels(): number
+  /** What the URL named: "single", "cluster" or "sentinel". */
+  get topology(): 'single' | 'cluster' | 'sentinel'
+  /** Whether waiters use sharded pub/sub (decided at connect). */
+  get shardedPubsub(): boolean
+  /** Whether acquires wait for a replica (decided at connect). */
+  get replicaSync(): boolean
 }
 
 /** One lock name together with the owner of this handle. */
@@ -98,6 +104,23 @@ export interface ClientOptions {
   pollIntervalMs?: number
   /** Stop renewing a hold this long after it was acquired. Default: renew until release. */
   maxHoldMs?: number
+  /**
+   * PEM file of the CA that signed the servers' certificates (`rediss://` URLs and their
+   * cluster/sentinel variants). Default: the system's roots.
+   */
+  tlsCaFile?: string
+  /**
+   * Sharded pub/sub on a Redis Cluster. Default: decided as Redisson does (on when the
+   * cluster answers `PUBSUB SHARDNUMSUB`). Ignored off a cluster.
+   */
+  shardedPubsub?: boolean
+  /**
+   * Wait after each acquire until a replica has the lock. Default: on for Cluster and
+   * Sentinel URLs, off for a single server (as Redisson).
+   */
+  replicaSync?: boolean
+  /** How long one acquire waits for a replica's acknowledgement. Default 1000. */
+  replicaSyncTimeoutMs?: number
 }
 
 /**

@@ -48,6 +48,23 @@ export interface ClientOptions {
   pollIntervalMs?: number
   /** Stop renewing a hold this long after it was acquired. Default: renew until release. */
   maxHoldMs?: number
+  /** PEM file of the CA for `rediss://` URLs (and their cluster/sentinel variants). Default: system roots. */
+  tlsCaFile?: string
+  /** Sharded pub/sub on a Redis Cluster. Default: decided as Redisson does. Ignored off a cluster. */
+  shardedPubsub?: boolean
+  /** Wait after each acquire until a replica has the lock. Default: on for Cluster/Sentinel, off for one server. */
+  replicaSync?: boolean
+  /** How long one acquire waits for a replica's acknowledgement. Default 1000. */
+  replicaSyncTimeoutMs?: number
+}
+
+/** What a client connected to, and what it decided there. */
+export interface ClientInfo {
+  topology: 'single' | 'cluster' | 'sentinel'
+  /** Waiters use sharded pub/sub (SSUBSCRIBE / SPUBLISH). */
+  shardedPubsub: boolean
+  /** Acquires wait for a replica. */
+  replicaSync: boolean
 }
 
 /** Options of `acquire` / `tryAcquire`. */
@@ -99,7 +116,10 @@ export declare class HeldLock implements AsyncDisposable {
 
 /** A connection to Redis that makes locks. */
 export declare class Client {
-  /** `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. */
+  /**
+   * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`; also
+   * `redis+cluster://h1:p1,h2:p2/`, `redis+sentinel://h1:p1,h2:p2/service[/db]`, `rediss...`.
+   */
   constructor(url?: string, options?: ClientOptions)
   /** Resolves once connected; rejects with the connect error. */
   ready(): Promise<void>
@@ -115,6 +135,8 @@ export declare class Client {
   trackedHolds(): Promise<number>
   /** Lock channels this client is subscribed to for waiters. */
   waitedChannels(): Promise<number>
+  /** What the URL named and what was decided at connect. */
+  info(): Promise<ClientInfo>
 }
 
 declare const rlock: {

@@ -209,8 +209,10 @@ class Client {
   })
 
   /**
-   * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. Connecting
-   * happens in the background; a bad URL or an unreachable server rejects the first call.
+   * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`; also
+   * `redis+cluster://h1:p1,h2:p2/`, `redis+sentinel://h1:p1,h2:p2/service[/db]` and `rediss...`.
+   * Connecting happens in the background; a bad URL or an unreachable server rejects the first
+   * call.
    */
   constructor(url, options) {
     if (url === undefined || url === null) url = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
@@ -326,6 +328,12 @@ class Client {
   async waitedChannels() {
     const c = await this.#ready
     return c.waitedChannels()
+  }
+
+  /** What the URL named (`'single'`, `'cluster'`, `'sentinel'`) and what was decided at connect. */
+  async info() {
+    const c = await this.#ready
+    return { topology: c.topology, shardedPubsub: c.shardedPubsub, replicaSync: c.replicaSync }
   }
 }
 

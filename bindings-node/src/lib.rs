@@ -68,6 +68,17 @@ pub struct ClientOptions {
     pub poll_interval_ms: Option<f64>,
     /// Stop renewing a hold this long after it was acquired. Default: renew until release.
     pub max_hold_ms: Option<f64>,
+    /// PEM file of the CA that signed the servers' certificates (`rediss://` URLs and their
+    /// cluster/sentinel variants). Default: the system's roots.
+    pub tls_ca_file: Option<String>,
+    /// Sharded pub/sub on a Redis Cluster. Default: decided as Redisson does (on when the
+    /// cluster answers `PUBSUB SHARDNUMSUB`). Ignored off a cluster.
+    pub sharded_pubsub: Option<bool>,
+    /// Wait after each acquire until a replica has the lock. Default: on for Cluster and
+    /// Sentinel URLs, off for a single server (as Redisson).
+    pub replica_sync: Option<bool>,
+    /// How long one acquire waits for a replica's acknowledgement. Default 1000.
+    pub replica_sync_timeout_ms: Option<f64>,
 }
 
 impl ClientOptions {
@@ -100,7 +111,12 @@ impl ClientOptions {
         if let Some(d) = opt_millis("maxHoldMs", self.max_hold_ms)? {
             o = o.with_max_hold(Some(d));
         }
-        Ok(o)
+        if let Some(d) = opt_millis("replicaSyncTimeoutMs", self.replica_sync_timeout_ms)? {
+            o = o.with_replica_sync_timeout(d);
+        }
+        Ok(o.with_tls_ca_file(self.tls_ca_file.as_ref().map(std::path::PathBuf::from))
+            .with_sharded_pubsub(self.sharded_pubsub)
+            .with_replica_sync(self.replica_sync))
     }
 }
 
@@ -179,6 +195,28 @@ impl NativeClient {
     #[napi]
     pub fn waited_channels(&self) -> u32 {
         u32::try_from(self.client.waited_channels()).unwrap_or(u32::MAX)
+    }
+
+    /// What the URL named: "single", "cluster" or "sentinel".
+    #[napi(getter, ts_return_type = "'single' | 'cluster' | 'sentinel'")]
+    pub fn topology(&self) -> &'static str {
+        match self.client.topology() {
+            rlock::Topology::Cluster => "cluster",
+            rlock::Topology::Sentinel => "sentinel",
+            _ => "single",
+        }
+    }
+
+    /// Whether waiters use sharded pub/sub (decided at connect).
+    #[napi(getter)]
+    pub fn sharded_pubsub(&self) -> bool {
+        self.client.sharded_pubsub()
+    }
+
+    /// Whether acquires wait for a replica (decided at connect).
+    #[napi(getter)]
+    pub fn replica_sync(&self) -> bool {
+        self.client.replica_sync()
     }
 }
 

@@ -139,3 +139,78 @@ async fn tls_with_a_ca_file_and_an_acl_user() {
     let bad = ClientOptions::default().with_tls_ca_file(Some("/nonexistent/ca.crt".into()));
     assert_eq!(Client::connect(&url("locker-pw"), bad).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_cluster_through_a_rediss_cluster_url() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certs(certs.path());
+    let p = |f: &str| certs.path().join(f).to_str().unwrap().to_owned();
+    // Three masters, each with a TLS port; the cluster bus runs over TLS too. (The plain port is
+    // the test harness's readiness check; the client below uses only the TLS ports.)
+    let mut tls_ports = Vec::new();
+    let nodes: Vec<_> = (0..3)
+        .map(|_| {
+            let tls_port = common::free_port();
+            tls_ports.push(tls_port);
+            let args: Vec<String> = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "1000",
+                "--tls-cluster",
+                "yes",
+                "--tls-auth-clients",
+                "no",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--cluster-port".into(),
+                common::free_port().to_string(),
+                "--tls-cert-file".into(),
+                p("server.crt"),
+                "--tls-key-file".into(),
+                p("server.key"),
+                "--tls-ca-cert-file".into(),
+                p("ca.crt"),
+            ])
+            .collect();
+            common::RedisServer::launch(None, None, &|_| args.clone())
+        })
+        .collect();
+    let mut create = Command::new("redis-cli");
+    create.args(["--cluster", "create"]);
+    for n in &nodes {
+        create.arg(format!("127.0.0.1:{}", n.port));
+    }
+    assert!(create.arg("--cluster-yes").output().unwrap().status.success());
+    common::topology::wait_for(std::time::Duration::from_secs(30), "the TLS cluster to form", || {
+        nodes.iter().all(|n| {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut n.conn()).unwrap_or_default();
+            info.contains("cluster_state:ok")
+        })
+    });
+    let hosts: Vec<String> = tls_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let url = format!("rediss+cluster://{}/", hosts.join(","));
+    let opts = ClientOptions::default().with_tls_ca_file(Some(certs.path().join("ca.crt")));
+    let c = Client::connect(&url, opts.clone()).await.unwrap();
+    let c2 = Client::connect(&url, opts).await.unwrap();
+    assert_eq!(c.topology(), rlock::Topology::Cluster);
+    let (a, b) = (c.new_owner(), c2.new_owner());
+    for i in 0..30 {
+        let lock = c.lock(&format!("tls-cluster-{i}")).unwrap();
+        lock.acquire(&a).await.unwrap();
+        assert!(!c2
+            .lock(lock.name())
+            .unwrap()
+            .try_acquire(&b, std::time::Duration::ZERO, None)
+            .await
+            .unwrap());
+        lock.release(&a).await.unwrap();
+    }
+    // Without the CA the servers' certificates are not trusted.
+    let e = Client::connect(&url, ClientOptions::default().with_retry_attempts(0)).await.unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout), "{e}");
+}

@@ -35,10 +35,13 @@ pub(crate) struct ClusterLink {
     /// Bumped on every swap; the pub/sub side watches it.
     epoch: watch::Sender<u64>,
     what: &'static str,
+    /// Where rebuilds run (the runtime the client was connected on).
+    handle: tokio::runtime::Handle,
 }
 
 impl ClusterLink {
-    /// Connects with `client`; `stuck_after` is normally the command timeout.
+    /// Connects with `client`; `stuck_after` is normally the command timeout. Runs inside the
+    /// client's runtime (rebuilds are spawned there).
     pub(crate) async fn connect(
         client: ClusterClient,
         stuck_after: Duration,
@@ -59,6 +62,7 @@ impl ClusterLink {
             connect_timeout,
             epoch,
             what,
+            handle: tokio::runtime::Handle::current(),
         }))
     }
 
@@ -83,7 +87,7 @@ impl ClusterLink {
                     && !self.rebuilding.swap(true, Ordering::AcqRel)
                 {
                     drop(answered);
-                    tokio::spawn(self.clone().rebuild());
+                    self.handle.spawn(self.clone().rebuild());
                 }
             }
             _ => *answered = now,

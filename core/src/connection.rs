@@ -160,19 +160,7 @@ impl Subscriber {
     pub(crate) async fn subscribe(&mut self, names: &[&str]) -> RedisResult<()> {
         match self {
             Subscriber::Single(c) => c.subscribe(names).await,
-            Subscriber::Cluster { link, sharded, .. } => {
-                let result = if *sharded {
-                    let calls = by_slot(names).into_iter().map(|group| {
-                        let mut conn = link.current();
-                        async move { conn.ssubscribe(group).await }
-                    });
-                    join_all(calls).await.into_iter().collect()
-                } else {
-                    link.current().subscribe(names).await
-                };
-                link.observe(&result);
-                result
-            }
+            Subscriber::Cluster { link, sharded, .. } => cluster_pubsub(link, *sharded, names, true).await,
             Subscriber::Sentinel(link, _) => link.pubsub().subscribe(names).await,
         }
     }
@@ -181,19 +169,7 @@ impl Subscriber {
     pub(crate) async fn unsubscribe(&mut self, names: &[&str]) -> RedisResult<()> {
         match self {
             Subscriber::Single(c) => c.unsubscribe(names).await,
-            Subscriber::Cluster { link, sharded, .. } => {
-                let result = if *sharded {
-                    let calls = by_slot(names).into_iter().map(|group| {
-                        let mut conn = link.current();
-                        async move { conn.sunsubscribe(group).await }
-                    });
-                    join_all(calls).await.into_iter().collect()
-                } else {
-                    link.current().unsubscribe(names).await
-                };
-                link.observe(&result);
-                result
-            }
+            Subscriber::Cluster { link, sharded, .. } => cluster_pubsub(link, *sharded, names, false).await,
             Subscriber::Sentinel(link, _) => link.pubsub().unsubscribe(names).await,
         }
     }
@@ -242,6 +218,34 @@ pub(crate) fn slot_master(key: &str) -> RoutingInfo {
         keys::slot(key.as_bytes()),
         SlotAddr::Master,
     )))
+}
+
+/// SUBSCRIBE / UNSUBSCRIBE (`subscribe` false) on a cluster; sharded, one call per slot.
+async fn cluster_pubsub(
+    link: &Arc<ClusterLink>,
+    sharded: bool,
+    names: &[&str],
+    subscribe: bool,
+) -> RedisResult<()> {
+    let result = if sharded {
+        let calls = by_slot(names).into_iter().map(|group| {
+            let mut conn = link.current();
+            async move {
+                if subscribe {
+                    conn.ssubscribe(group).await
+                } else {
+                    conn.sunsubscribe(group).await
+                }
+            }
+        });
+        join_all(calls).await.into_iter().collect()
+    } else if subscribe {
+        link.current().subscribe(names).await
+    } else {
+        link.current().unsubscribe(names).await
+    };
+    link.observe(&result);
+    result
 }
 
 /// Groups channel names by hash slot (SSUBSCRIBE takes channels of one slot per call).

@@ -10,9 +10,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-SURFACES = ["rust", "c", "node", "python-threads", "python-asyncio"]
+SURFACES = ["rust", "rust (2 connections)", "c", "node", "python-threads", "python-asyncio"]
 COLORS = {
     "rust": "#b7410e",
+    "rust (2 connections)": "#e08a5c",
     "c": "#555555",
     "node": "#3c873a",
     "python-threads": "#3572a5",

@@ -72,7 +72,7 @@ redis-benchmark -p "$port" -c 1 -n 20000 --csv PING 2>/dev/null | tail -1 | tr -
 # 2-3. Rust core: pairs, one-pair latency, hand-off; the server's CPU per pair over these runs.
 cli CONFIG RESETSTAT >/dev/null
 step "rust core: pairs (1, 16, 64, 256 owners), latency, hand-off"
-target/release/rlock-bench pairs latency handoff | tee -a "$out"
+target/release/rlock-bench pairs pairs2 latency handoff | tee -a "$out"
 # Redis CPU per pair, from the server's counters over the runs above (acquire script + release
 # script + the batched latch DELs): one Redis core serves at most 1e6 / that many pairs/s.
 cli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '

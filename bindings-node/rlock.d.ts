@@ -56,6 +56,8 @@ export interface ClientOptions {
   replicaSync?: boolean
   /** How long one acquire waits for a replica's acknowledgement. Default 1000. */
   replicaSyncTimeoutMs?: number
+  /** Connections for lock commands to a single server, used in turn (1 to 8). Default 1. */
+  commandConnections?: number
 }
 
 /** What a client connected to, and what it decided there. */

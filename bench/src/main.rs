@@ -24,8 +24,9 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e6
 }
 
-async fn pairs(url: &str, owners: usize, secs: f64) -> Res<f64> {
-    let client = Client::connect(url, ClientOptions::default()).await?;
+async fn pairs(url: &str, owners: usize, secs: f64, connections: usize) -> Res<f64> {
+    let options = ClientOptions::default().with_command_connections(connections);
+    let client = Client::connect(url, options).await?;
     let done = Arc::new(AtomicU64::new(0));
     let stop = Instant::now() + Duration::from_secs_f64(secs);
     let mut tasks = Vec::new();
@@ -227,8 +228,15 @@ fn main() -> Res<()> {
     rt.block_on(async {
         if want("pairs") {
             for owners in [1usize, 16, 64, 256] {
-                let rate = pairs(&url, owners, secs).await?;
+                let rate = pairs(&url, owners, secs, 1).await?;
                 println!("{{\"bench\":\"pairs\",\"surface\":\"rust\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
+            }
+        }
+        // The same with `command_connections = 2` (core option; Rust surface only).
+        if want("pairs2") {
+            for owners in [16usize, 64, 256] {
+                let rate = pairs(&url, owners, secs, 2).await?;
+                println!("{{\"bench\":\"pairs\",\"surface\":\"rust (2 connections)\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
             }
         }
         if want("latency") {

@@ -79,6 +79,8 @@ pub struct ClientOptions {
     pub replica_sync: Option<bool>,
     /// How long one acquire waits for a replica's acknowledgement. Default 1000.
     pub replica_sync_timeout_ms: Option<f64>,
+    /// Connections for lock commands to a single server, used in turn (1 to 8). Default 1.
+    pub command_connections: Option<u32>,
 }
 
 impl ClientOptions {
@@ -113,6 +115,9 @@ impl ClientOptions {
         }
         if let Some(d) = opt_millis("replicaSyncTimeoutMs", self.replica_sync_timeout_ms)? {
             o = o.with_replica_sync_timeout(d);
+        }
+        if let Some(n) = self.command_connections {
+            o = o.with_command_connections(n as usize);
         }
         Ok(o.with_tls_ca_file(self.tls_ca_file.as_ref().map(std::path::PathBuf::from))
             .with_sharded_pubsub(self.sharded_pubsub)

@@ -92,6 +92,8 @@ test('bad topology options and URLs reject RLOCK_INVALID_ARGUMENT', async () => 
     [single.url, { shardedPubsub: 'yes' }],
     [single.url, { replicaSync: 1 }],
     [single.url, { tlsCaFile: 42 }],
+    [single.url, { commandConnections: 0 }],
+    [single.url, { commandConnections: 9 }],
     ['rediss://127.0.0.1:1/', { tlsCaFile: '/nonexistent/ca.pem' }],
     ['redis+cluster://127.0.0.1:notaport/', {}],
     ['redis+cluster://127.0.0.1:7000/3', {}],
@@ -106,5 +108,21 @@ test('bad topology options and URLs reject RLOCK_INVALID_ARGUMENT', async () => 
       assert.ok(!e.message.includes('hunter2'))
       return true
     })
+  }
+})
+
+test('two command connections to one server lock the same way', async () => {
+  const a = new Client(single.url, { commandConnections: 2 })
+  const b = new Client(single.url)
+  try {
+    const lock = a.lock('node-two-conns')
+    await lock.acquire()
+    await lock.acquire()
+    assert.equal(await b.lock('node-two-conns').tryAcquire(), false)
+    assert.equal(await lock.release(), false)
+    assert.equal(await lock.release(), true)
+  } finally {
+    await a.close()
+    await b.close()
   }
 })

@@ -54,7 +54,7 @@ impl Client {
     #[pyo3(text_signature = "(url, *, watchdog_timeout=30.0, command_timeout=3.0, connect_timeout=10.0, \
         retry_attempts=3, retry_delay=1.5, subscription_timeout=7.5, poll_interval=0.1, max_hold=None, \
         renewal_batch_size=100, tls_ca_file=None, sharded_pubsub=None, replica_sync=None, \
-        replica_sync_timeout=1.0, on_lost=None)")]
+        replica_sync_timeout=1.0, command_connections=1, on_lost=None)")]
     #[pyo3(signature = (
         url,
         *,
@@ -71,6 +71,7 @@ impl Client {
         sharded_pubsub = None,
         replica_sync = None,
         replica_sync_timeout = 1.0,
+        command_connections = 1,
         on_lost = None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -90,6 +91,7 @@ impl Client {
         sharded_pubsub: Option<bool>,
         replica_sync: Option<bool>,
         replica_sync_timeout: f64,
+        command_connections: usize,
         on_lost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let options = rlock::ClientOptions::default()
@@ -105,7 +107,8 @@ impl Client {
             .with_tls_ca_file(tls_ca_file)
             .with_sharded_pubsub(sharded_pubsub)
             .with_replica_sync(replica_sync)
-            .with_replica_sync_timeout(seconds("replica_sync_timeout", replica_sync_timeout)?);
+            .with_replica_sync_timeout(seconds("replica_sync_timeout", replica_sync_timeout)?)
+            .with_command_connections(command_connections);
         let rt = runtime::current()?;
         let url = url.to_owned();
         let inner = wait::block_on(py, &rt, async move { rlock::Client::connect(&url, options).await })?

@@ -90,6 +90,9 @@ def test_topology_and_options_on_one_server(url: str) -> None:
         ({"sharded_pubsub": "yes"}, TypeError),
         ({"replica_sync": 2}, TypeError),
         ({"tls_ca_file": 42}, TypeError),
+        ({"command_connections": 0}, rlock.InvalidArgumentError),
+        ({"command_connections": 9}, rlock.InvalidArgumentError),
+        ({"command_connections": -1}, OverflowError),
     ],
 )
 def test_bad_topology_options(url: str, options: dict, error: type) -> None:  # type: ignore[type-arg]
@@ -115,3 +118,12 @@ def test_bad_topology_urls(bad_url: str) -> None:
 def test_a_missing_ca_file_is_an_invalid_argument() -> None:
     with pytest.raises(rlock.InvalidArgumentError, match="tls_ca_file"):
         rlock.Client("rediss://127.0.0.1:1/", tls_ca_file="/nonexistent/ca.pem")
+
+
+def test_two_command_connections(url: str) -> None:
+    with rlock.Client(url, command_connections=2) as a, rlock.Client(url) as b:
+        lock = a.lock("py-two-conns")
+        with lock, lock:
+            assert lock.hold_count() == 2
+            assert not b.lock("py-two-conns").acquire(blocking=False)
+        assert not lock.locked()

@@ -53,6 +53,8 @@ pub(crate) enum Use {
 pub(crate) enum Commands {
     /// One server.
     Single(ConnectionManager),
+    /// One server over several connections, used in turn (`command_connections` > 1).
+    Pooled(Arc<Pool>),
     /// A Redis Cluster: commands go to the master of their key's slot.
     Cluster(Arc<ClusterLink>),
     /// The current master of a Sentinel set (swapped on failover).
@@ -63,6 +65,10 @@ impl ConnectionLike for Commands {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Commands::Single(c) => c.req_packed_command(cmd),
+            Commands::Pooled(p) => {
+                let mut c = p.next();
+                Box::pin(async move { c.req_packed_command(cmd).await })
+            }
             Commands::Cluster(link) => {
                 let mut conn = link.current();
                 let link = link.clone();
@@ -92,6 +98,10 @@ impl ConnectionLike for Commands {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Commands::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Commands::Pooled(p) => {
+                let mut c = p.next();
+                Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
+            }
             Commands::Cluster(link) => {
                 let mut conn = link.current();
                 let link = link.clone();
@@ -116,6 +126,7 @@ impl ConnectionLike for Commands {
     fn get_db(&self) -> i64 {
         match self {
             Commands::Single(c) => c.get_db(),
+            Commands::Pooled(p) => p.first.get_db(),
             Commands::Cluster(_) => 0,
             Commands::Sentinel(link, _) => link.db(),
         }
@@ -140,8 +151,22 @@ impl Commands {
     pub(crate) fn batch_group(&self, key: &str) -> u16 {
         match self {
             Commands::Cluster(_) => keys::slot(key.as_bytes()),
-            Commands::Single(_) | Commands::Sentinel(..) => 0,
+            Commands::Single(_) | Commands::Pooled(_) | Commands::Sentinel(..) => 0,
         }
+    }
+}
+
+/// Connections to one server, used in turn.
+pub(crate) struct Pool {
+    first: ConnectionManager,
+    more: Vec<ConnectionManager>,
+    turn: std::sync::atomic::AtomicUsize,
+}
+
+impl Pool {
+    fn next(&self) -> ConnectionManager {
+        let i = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % (self.more.len() + 1);
+        i.checked_sub(1).and_then(|j| self.more.get(j)).unwrap_or(&self.first).clone()
     }
 }
 
@@ -285,6 +310,8 @@ pub(crate) struct Opener {
 /// The connections of one master.
 pub(crate) struct Opened {
     pub(crate) commands: ConnectionManager,
+    /// More command connections (`command_connections` - 1; one server only).
+    pub(crate) more: Vec<ConnectionManager>,
     pub(crate) sync: Option<ConnectionManager>,
     pub(crate) pubsub: ConnectionManager,
 }
@@ -322,6 +349,16 @@ impl Opener {
             .get_connection_manager_with_config(self.manager_config(self.options.command_timeout))
             .await
             .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
+        let mut more = Vec::new();
+        if !self.sentinel {
+            for _ in 1..self.options.command_connections {
+                let conn = client
+                    .get_connection_manager_with_config(self.manager_config(self.options.command_timeout))
+                    .await
+                    .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
+                more.push(conn);
+            }
+        }
         let sync = if self.with_sync {
             // WAIT may take up to the sync timeout on top of the command.
             let timeout = self.options.command_timeout.map(|t| t + self.options.replica_sync_timeout);
@@ -351,7 +388,7 @@ impl Opener {
             .get_connection_manager_with_config(config)
             .await
             .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))?;
-        Ok(Opened { commands, sync, pubsub })
+        Ok(Opened { commands, more, sync, pubsub })
     }
 }
 
@@ -373,9 +410,14 @@ pub(crate) async fn connect(
     match target {
         Target::Single(client) => {
             let o = opener.open(&client).await?;
+            let commands = if o.more.is_empty() {
+                Commands::Single(o.commands)
+            } else {
+                Commands::Pooled(Arc::new(Pool { first: o.commands, more: o.more, turn: Default::default() }))
+            };
             Ok(Connections {
                 topology,
-                commands: Commands::Single(o.commands),
+                commands,
                 sync: o.sync.map(Commands::Single),
                 subscriber: Subscriber::Single(o.pubsub),
                 sharded: false,

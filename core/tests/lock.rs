@@ -826,3 +826,39 @@ async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
     assert!(lock.try_acquire(&b, Duration::ZERO, None).await.unwrap());
     lock.release(&b).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_command_connections_keep_locks_exact() {
+    let server = RedisServer::start();
+    for bad in [0, 9] {
+        let e = Client::connect(&server.url(), ClientOptions::default().with_command_connections(bad))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}: {e}");
+    }
+    let c = client_with(&server, ClientOptions::default().with_command_connections(2)).await;
+    // Both connections carry commands (each shows up as a client of the server).
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut server.conn()).unwrap();
+    assert!(clients.lines().count() >= 4, "2 command + 1 pub/sub + this one:\n{clients}");
+    let counter = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (lock, owner, counter) = (c.lock("two-conns").unwrap(), c.new_owner(), counter.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..25 {
+                lock.acquire(&owner).await.unwrap();
+                lock.acquire(&owner).await.unwrap(); // reentrant, possibly over the other connection
+                let seen = counter.load(Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                counter.store(seen + 1, Ordering::SeqCst);
+                assert_eq!(lock.release(&owner).await.unwrap(), Released::StillHeld);
+                assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), 32 * 25);
+    assert_eq!(c.tracked_holds(), 0);
+}

@@ -369,7 +369,7 @@ static void test_topologies(void) {
 
     rlock_options o = rlock_options_default();
     CHECK(o.tls_ca_file == NULL && o.sharded_pubsub == -1 && o.replica_sync == -1);
-    CHECK(o.replica_sync_timeout_ms == 1000);
+    CHECK(o.replica_sync_timeout_ms == 1000 && o.command_connections == 1);
     rlock_client *c = (rlock_client *)0x1;
     o.sharded_pubsub = 2;
     CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
@@ -379,6 +379,23 @@ static void test_topologies(void) {
     o = rlock_options_default();
     o.replica_sync_timeout_ms = 0;
     CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    o = rlock_options_default();
+    o.command_connections = 0;
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    o.command_connections = 9;
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
+    /* Two command connections to the one server: the same locks. */
+    o.command_connections = 2;
+    rlock_client *two = NULL;
+    CHECK_RC(rlock_client_new_with_options(NULL, &o, &two), RLOCK_OK);
+    if (two) {
+        CHECK_RC(rlock_lock(two, "c-two-conns", 0), RLOCK_OK);
+        CHECK_RC(rlock_lock(two, "c-two-conns", 0), RLOCK_OK);
+        CHECK_RC(rlock_try_lock(client, "c-two-conns", 0, 0), RLOCK_NOT_ACQUIRED);
+        CHECK_RC(rlock_unlock(two, "c-two-conns"), RLOCK_OK);
+        CHECK_RC(rlock_unlock(two, "c-two-conns"), RLOCK_OK);
+        rlock_client_free(two);
+    }
     o = rlock_options_default();
     o.tls_ca_file = "/nonexistent/ca.pem";
     CHECK_RC(rlock_client_new_with_options("rediss://127.0.0.1:1/", &o, &c), RLOCK_INVALID_ARGUMENT);

@@ -95,8 +95,9 @@ class Client:
     ``retry_attempts``, ``retry_delay``, ``subscription_timeout``, ``poll_interval``,
     ``max_hold``, ``renewal_batch_size``, ``tls_ca_file`` (PEM CA for TLS URLs),
     ``sharded_pubsub`` (cluster only; None decides as Redisson does), ``replica_sync`` (WAIT for
-    a replica after each acquire; None: on for Cluster and Sentinel, off for one server) and
-    ``replica_sync_timeout``.
+    a replica after each acquire; None: on for Cluster and Sentinel, off for one server),
+    ``replica_sync_timeout`` and ``command_connections`` (connections to one server used in
+    turn; 2 raises throughput with tens of concurrent owners).
     """
 
     def __init__(self, url: Optional[str] = None, *, watchdog_timeout: float = 30.0, **options: Any) -> None:

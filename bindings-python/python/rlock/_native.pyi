@@ -24,6 +24,7 @@ class Client:
         sharded_pubsub: Optional[bool] = None,
         replica_sync: Optional[bool] = None,
         replica_sync_timeout: float = 1.0,
+        command_connections: int = 1,
         on_lost: Optional[Callable[[str, int, str], object]] = None,
     ) -> Client: ...
     def lock(self, name: str) -> Lock: ...

@@ -51,6 +51,9 @@ pub struct rlock_options {
     pub replica_sync: i32,
     /// How long one acquire waits for a replica's acknowledgement. Default 1000.
     pub replica_sync_timeout_ms: i64,
+    /// Connections for lock commands to a single server, used in turn (1 to 8). 2 raises
+    /// throughput with tens of concurrent owners. Ignored for Cluster and Sentinel. Default 1.
+    pub command_connections: u32,
 }
 
 /// What `rlock_client_new` connected to, and what it decided there.
@@ -104,6 +107,7 @@ pub extern "C" fn rlock_options_default() -> rlock_options {
         sharded_pubsub: -1,
         replica_sync: -1,
         replica_sync_timeout_ms: ms(d.replica_sync_timeout),
+        command_connections: u32::try_from(d.command_connections).unwrap_or(1),
     }
 }
 
@@ -132,6 +136,7 @@ impl rlock_options {
             .with_sharded_pubsub(tristate("sharded_pubsub", self.sharded_pubsub)?)
             .with_replica_sync(tristate("replica_sync", self.replica_sync)?)
             .with_replica_sync_timeout(duration("replica_sync_timeout_ms", self.replica_sync_timeout_ms)?)
+            .with_command_connections(self.command_connections as usize)
             .with_watchdog_timeout(duration("watchdog_timeout_ms", self.watchdog_timeout_ms)?)
             .with_renewal_batch_size(self.renewal_batch_size as usize)
             .with_command_timeout(if self.command_timeout_ms > 0 {

@@ -205,11 +205,7 @@ impl NativeClient {
     /// What the URL named: "single", "cluster" or "sentinel".
     #[napi(getter, ts_return_type = "'single' | 'cluster' | 'sentinel'")]
     pub fn topology(&self) -> &'static str {
-        match self.client.topology() {
-            rlock::Topology::Cluster => "cluster",
-            rlock::Topology::Sentinel => "sentinel",
-            _ => "single",
-        }
+        self.client.topology().as_str()
     }
 
     /// Whether waiters use sharded pub/sub (decided at connect).

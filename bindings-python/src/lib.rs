@@ -180,11 +180,7 @@ impl Client {
     /// What the URL named: "single", "cluster" or "sentinel".
     #[getter]
     fn topology(&self) -> &'static str {
-        match self.inner.topology() {
-            rlock::Topology::Cluster => "cluster",
-            rlock::Topology::Sentinel => "sentinel",
-            _ => "single",
-        }
+        self.inner.topology().as_str()
     }
 
     /// Whether waiters use sharded pub/sub (decided at connect).

@@ -42,8 +42,6 @@ pub(crate) struct ClientInner {
     pub(crate) closed: CancellationToken,
     pub(crate) latch_ttl_ms: u64,
     pub(crate) latches: Latches,
-    /// `PUBLISH`, or `SPUBLISH` where waiters use sharded pub/sub.
-    pub(crate) publish_command: &'static str,
     /// Replica sync, when on.
     pub(crate) replicas: Option<Arc<Replicas>>,
     pub(crate) topology: Topology,
@@ -93,7 +91,7 @@ impl Client {
         });
         let conns = connection::connect(target, &options, on_push).await?;
         let commands = conns.commands;
-        let (wd, schedule) = Watchdog::new(options.watchdog_timeout, options.max_hold);
+        let wd = Watchdog::new(options.watchdog_timeout, options.max_hold);
         let closed = CancellationToken::new();
 
         let stop = closed.clone();
@@ -110,7 +108,6 @@ impl Client {
         }
         handle.spawn(watchdog::run(
             wd.clone(),
-            schedule,
             commands.clone(),
             options.renewal_batch_size,
             options.retry_delay,
@@ -144,7 +141,6 @@ impl Client {
             closed,
             latch_ttl_ms: u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX),
             latches,
-            publish_command: if conns.sharded { "SPUBLISH" } else { "PUBLISH" },
             replicas,
             topology: conns.topology,
             sharded: conns.sharded,
@@ -251,6 +247,15 @@ impl Client {
 }
 
 impl ClientInner {
+    /// `PUBLISH`, or `SPUBLISH` where waiters use sharded pub/sub.
+    pub(crate) fn publish_command(&self) -> &'static str {
+        if self.sharded {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        }
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.is_cancelled() {
             Err(Error::closed())
@@ -273,19 +278,40 @@ impl ClientInner {
         F: FnMut(Commands) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let mut attempt = 0;
-        loop {
-            self.check_open()?;
-            match op(self.commands.clone()).await {
-                Err(e) if is_transient(&e) && attempt < self.options.retry_attempts => {
-                    attempt += 1;
-                    tokio::select! {
-                        _ = self.closed.cancelled() => return Err(Error::closed()),
-                        _ = tokio::time::sleep(self.options.retry_delay) => {}
-                    }
+        let o = &self.options;
+        retry_transient(o.retry_attempts, o.retry_delay, Some(&self.closed), || op(self.commands.clone()))
+            .await
+    }
+}
+
+/// Runs `op` again after transient errors ([`is_transient`]), at most `attempts` more times,
+/// `delay` apart. With `closed`, fails with `Closed` as soon as it is cancelled.
+pub(crate) async fn retry_transient<T, Fut>(
+    attempts: u32,
+    delay: Duration,
+    closed: Option<&CancellationToken>,
+    mut op: impl FnMut() -> Fut,
+) -> Result<T>
+where
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        if closed.is_some_and(CancellationToken::is_cancelled) {
+            return Err(Error::closed());
+        }
+        match op().await {
+            Err(e) if is_transient(&e) && attempt < attempts => {
+                attempt += 1;
+                match closed {
+                    Some(c) => tokio::select! {
+                        _ = c.cancelled() => return Err(Error::closed()),
+                        _ = tokio::time::sleep(delay) => {}
+                    },
+                    None => tokio::time::sleep(delay).await,
                 }
-                other => return other,
             }
+            other => return other,
         }
     }
 }

@@ -20,6 +20,7 @@ use redis::RedisResult;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::connection::Observe;
 use crate::error::{Error, Result};
 
 /// One cluster connection and how to make another.
@@ -77,8 +78,24 @@ impl ClusterLink {
         self.epoch.subscribe()
     }
 
+    async fn rebuild(self: Arc<Self>) {
+        log::warn!("rlock: the {} stopped answering; reconnecting to the cluster", self.what);
+        match tokio::time::timeout(self.connect_timeout, self.client.get_async_connection()).await {
+            Ok(Ok(conn)) => {
+                *self.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+                *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+                self.epoch.send_modify(|e| *e += 1);
+            }
+            Ok(Err(e)) => log::warn!("rlock: reconnecting the {} failed: {e}", self.what),
+            Err(_) => log::warn!("rlock: reconnecting the {} timed out", self.what),
+        }
+        self.rebuilding.store(false, Ordering::Release);
+    }
+}
+
+impl Observe for ClusterLink {
     /// Records a request's outcome; starts a rebuild when the connection looks stuck.
-    pub(crate) fn observe<T>(self: &Arc<Self>, result: &RedisResult<T>) {
+    fn observe<T>(self: &Arc<Self>, result: &RedisResult<T>) {
         let now = Instant::now();
         let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
         match result {
@@ -92,19 +109,5 @@ impl ClusterLink {
             }
             _ => *answered = now,
         }
-    }
-
-    async fn rebuild(self: Arc<Self>) {
-        log::warn!("rlock: the {} stopped answering; reconnecting to the cluster", self.what);
-        match tokio::time::timeout(self.connect_timeout, self.client.get_async_connection()).await {
-            Ok(Ok(conn)) => {
-                *self.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
-                *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
-                self.epoch.send_modify(|e| *e += 1);
-            }
-            Ok(Err(e)) => log::warn!("rlock: reconnecting the {} failed: {e}", self.what),
-            Err(_) => log::warn!("rlock: reconnecting the {} timed out", self.what),
-        }
-        self.rebuilding.store(false, Ordering::Release);
     }
 }

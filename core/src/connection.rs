@@ -34,6 +34,17 @@ pub enum Topology {
     Sentinel,
 }
 
+impl Topology {
+    /// A short stable name: `"single"`, `"cluster"` or `"sentinel"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topology::Single => "single",
+            Topology::Cluster => "cluster",
+            Topology::Sentinel => "sentinel",
+        }
+    }
+}
+
 /// Receives every push (pub/sub message, subscription confirmation, disconnect) of the pub/sub
 /// connections. Runs on the connection's task: it must not block.
 pub(crate) type PushHandler = Arc<dyn Fn(PushInfo) + Send + Sync>;
@@ -61,6 +72,26 @@ pub(crate) enum Commands {
     Sentinel(Arc<Link>, Use),
 }
 
+/// A connection holder that looks at every request's outcome: a cluster link (to rebuild a
+/// connection that stopped answering) or a Sentinel link (to look for a failover at once).
+pub(crate) trait Observe: Send + Sync + 'static {
+    /// Looks at one request's outcome.
+    fn observe<T>(self: &Arc<Self>, result: &RedisResult<T>);
+}
+
+/// `request`, with its outcome shown to `link`.
+fn observed<'a, T: Send + 'a, L: Observe>(
+    link: &Arc<L>,
+    request: impl std::future::Future<Output = RedisResult<T>> + Send + 'a,
+) -> RedisFuture<'a, T> {
+    let link = link.clone();
+    Box::pin(async move {
+        let result = request.await;
+        link.observe(&result);
+        result
+    })
+}
+
 impl ConnectionLike for Commands {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
@@ -70,22 +101,12 @@ impl ConnectionLike for Commands {
                 Box::pin(async move { c.req_packed_command(cmd).await })
             }
             Commands::Cluster(link) => {
-                let mut conn = link.current();
-                let link = link.clone();
-                Box::pin(async move {
-                    let result = conn.req_packed_command(cmd).await;
-                    link.observe(&result);
-                    result
-                })
+                let mut c = link.current();
+                observed(link, async move { c.req_packed_command(cmd).await })
             }
             Commands::Sentinel(link, role) => {
-                let mut conn = link.connection(*role);
-                let link = link.clone();
-                Box::pin(async move {
-                    let result = conn.req_packed_command(cmd).await;
-                    link.observe(&result);
-                    result
-                })
+                let mut c = link.connection(*role);
+                observed(link, async move { c.req_packed_command(cmd).await })
             }
         }
     }
@@ -103,22 +124,12 @@ impl ConnectionLike for Commands {
                 Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
             }
             Commands::Cluster(link) => {
-                let mut conn = link.current();
-                let link = link.clone();
-                Box::pin(async move {
-                    let result = conn.req_packed_commands(pipeline, offset, count).await;
-                    link.observe(&result);
-                    result
-                })
+                let mut c = link.current();
+                observed(link, async move { c.req_packed_commands(pipeline, offset, count).await })
             }
             Commands::Sentinel(link, role) => {
-                let mut conn = link.connection(*role);
-                let link = link.clone();
-                Box::pin(async move {
-                    let result = conn.req_packed_commands(pipeline, offset, count).await;
-                    link.observe(&result);
-                    result
-                })
+                let mut c = link.connection(*role);
+                observed(link, async move { c.req_packed_commands(pipeline, offset, count).await })
             }
         }
     }
@@ -199,19 +210,15 @@ impl Subscriber {
         }
     }
 
-    /// Pings the pub/sub connection (of one server or the current Sentinel master), which makes
-    /// a `ConnectionManager` that gave up reconnecting try again (and resubscribe).
-    pub(crate) async fn ping(&mut self) -> RedisResult<()> {
-        let mut conn = match self {
-            Subscriber::Single(c) => c.clone(),
-            Subscriber::Sentinel(link, _) => link.pubsub(),
-            Subscriber::Cluster { link, .. } => {
-                let result = redis::cmd("PING").query_async(&mut link.current()).await;
-                link.observe(&result);
-                return result;
-            }
-        };
-        redis::cmd("PING").query_async(&mut conn).await
+    /// The `ConnectionManager` behind a single server's or a Sentinel master's subscriptions
+    /// (it resubscribes by itself once reconnected); `None` on a cluster, whose client must be
+    /// told to subscribe again (see `pubsub::run`).
+    pub(crate) fn manager(&self) -> Option<ConnectionManager> {
+        match self {
+            Subscriber::Single(c) => Some(c.clone()),
+            Subscriber::Sentinel(link, _) => Some(link.pubsub()),
+            Subscriber::Cluster { .. } => None,
+        }
     }
 
     /// Pause between repair steps after a disconnect (see `pubsub::run`).
@@ -345,28 +352,21 @@ impl Opener {
 
     /// Opens the connections to the server `client` names.
     pub(crate) async fn open(&self, client: &redis::Client) -> Result<Opened> {
-        let commands = client
-            .get_connection_manager_with_config(self.manager_config(self.options.command_timeout))
-            .await
-            .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
+        let open = |config, what: &'static str| async move {
+            client.get_connection_manager_with_config(config).await.map_err(|e| Error::from_redis(what, e))
+        };
+        let command_config = || self.manager_config(self.options.command_timeout);
+        let commands = open(command_config(), "could not connect to Redis").await?;
         let mut more = Vec::new();
         if !self.sentinel {
             for _ in 1..self.options.command_connections {
-                let conn = client
-                    .get_connection_manager_with_config(self.manager_config(self.options.command_timeout))
-                    .await
-                    .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
-                more.push(conn);
+                more.push(open(command_config(), "could not connect to Redis").await?);
             }
         }
         let sync = if self.with_sync {
             // WAIT may take up to the sync timeout on top of the command.
             let timeout = self.options.command_timeout.map(|t| t + self.options.replica_sync_timeout);
-            let conn = client
-                .get_connection_manager_with_config(self.manager_config(timeout))
-                .await
-                .map_err(|e| Error::from_redis("could not open the replica-sync connection", e))?;
-            Some(conn)
+            Some(open(self.manager_config(timeout), "could not open the replica-sync connection").await?)
         } else {
             None
         };

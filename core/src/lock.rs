@@ -262,16 +262,7 @@ impl Lock {
                     }
                     // A subscribed waiter also ends the pause on an unlock message (a release
                     // on the master that took over, while this one was still failing).
-                    tokio::select! {
-                        _ = client.closed.cancelled() => return Err(Error::closed()),
-                        _ = async {
-                            match notified.as_mut().as_pin_mut() {
-                                Some(n) => n.await,
-                                None => std::future::pending().await,
-                            }
-                        } => {}
-                        _ = tokio::time::sleep(pause) => {}
-                    }
+                    sleep_or_unlock(client, notified.as_mut(), pause).await?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -308,11 +299,7 @@ impl Lock {
             if let Some(l) = left {
                 bound = bound.min(l);
             }
-            tokio::select! {
-                _ = client.closed.cancelled() => return Err(Error::closed()),
-                _ = async { if let Some(n) = notified.as_mut().as_pin_mut() { n.await } } => {}
-                _ = tokio::time::sleep(bound) => {}
-            }
+            sleep_or_unlock(client, notified.as_mut(), bound).await?;
         }
     }
 
@@ -412,7 +399,7 @@ impl Lock {
         let key = self.key(owner);
         let lease_ms = millis(client.watchdog.release_lease(&key));
         let latch = request_latch(&inner.latch_prefix, client.id);
-        let publish = client.publish_command;
+        let publish = client.publish_command();
         let result = client
             .retrying(|mut conn| {
                 let latch = &latch;
@@ -474,7 +461,7 @@ impl Lock {
             .run::<i64, _>(
                 &keys,
                 |c| {
-                    c.arg(UNLOCK_MESSAGE).arg(client.publish_command);
+                    c.arg(UNLOCK_MESSAGE).arg(client.publish_command());
                 },
                 &mut conn,
             )
@@ -562,6 +549,26 @@ fn request_latch(prefix: &str, client: uuid::Uuid) -> String {
     latch.push_str(prefix);
     let _ = write!(latch, "{id:032x}");
     latch
+}
+
+/// Waits `d`, or less when an unlock message arrives (`notified`, when subscribed); `Closed`
+/// when the client closes meanwhile.
+async fn sleep_or_unlock<N: Future<Output = ()>>(
+    client: &ClientInner,
+    notified: Pin<&mut Option<N>>,
+    d: Duration,
+) -> Result<()> {
+    let message = async {
+        match notified.as_pin_mut() {
+            Some(n) => n.await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = client.closed.cancelled() => Err(Error::closed()),
+        _ = message => Ok(()),
+        _ = tokio::time::sleep(d) => Ok(()),
+    }
 }
 
 fn remaining(deadline: Option<Instant>) -> Option<Duration> {

@@ -279,11 +279,13 @@ pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<R
     }
 }
 
-/// One repair step after a disconnect; true when the connection is back.
+/// One repair step after a disconnect; true when the connection is back. A `ConnectionManager`
+/// that gave up reconnecting tries again on a request (and then resubscribes by itself): PING
+/// it. A cluster client learns where slots went from a request too: subscribe again.
 async fn repair(conn: &mut Subscriber, registry: &Registry) -> bool {
-    match conn {
-        Subscriber::Cluster { .. } => resubscribe(conn, registry).await == SubState::Active,
-        _ => conn.ping().await.is_ok(),
+    match conn.manager() {
+        Some(mut manager) => redis::cmd("PING").query_async::<()>(&mut manager).await.is_ok(),
+        None => resubscribe(conn, registry).await == SubState::Active,
     }
 }
 

@@ -182,10 +182,7 @@ async fn refresh(
         let counts = read_counts(&mut main).await;
         let Some(r) = replicas.upgrade() else { return };
         match counts {
-            Ok(c) => {
-                log::trace!("rlock: replica counts {c:?}");
-                r.set(c)
-            }
+            Ok(c) => r.set(c),
             Err(e) => log::debug!("rlock: reading the replica counts failed: {e}"),
         }
     }

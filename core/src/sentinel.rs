@@ -17,7 +17,8 @@ use redis::{ConnectionAddr, RedisResult, TlsMode};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Opened, Opener, Use};
+use crate::client::retry_transient;
+use crate::connection::{Observe, Opened, Opener, Use};
 use crate::error::{Error, Result};
 use crate::url::SentinelTarget;
 
@@ -68,10 +69,12 @@ impl Link {
     pub(crate) fn db(&self) -> i64 {
         self.db
     }
+}
 
+impl Observe for Link {
     /// Looks at a command's outcome and asks the monitor to check the master at once when
     /// the failure is one a failover causes.
-    pub(crate) fn observe<T>(&self, result: &RedisResult<T>) {
+    fn observe<T>(self: &Arc<Self>, result: &RedisResult<T>) {
         if let Err(e) = result {
             if e.is_io_error()
                 || e.is_connection_refusal()
@@ -122,27 +125,18 @@ pub(crate) async fn connect(target: SentinelTarget, opener: Opener) -> Result<(A
                 builder.set_client_to_redis_certificates(c.clone()).set_client_to_sentinel_certificates(c);
         }
     }
-    let mut client = builder
+    let client = builder
         .build()
         .map_err(|e| Error::invalid(format!("invalid redis+sentinel configuration ({:?})", e.kind())))?;
     // Mid-failover the sentinels may name no usable master for a moment: retry like a command.
-    let mut attempt = 0;
-    let master = loop {
-        match client.async_get_client().await {
-            Ok(m) => break m,
-            Err(e) => {
-                let e = Error::from_redis(
-                    &format!("could not find master '{}' through the sentinels", target.service),
-                    e,
-                );
-                if !crate::client::is_transient(&e) || attempt >= opener.retry_attempts() {
-                    return Err(e);
-                }
-                attempt += 1;
-                tokio::time::sleep(opener.retry_delay()).await;
-            }
-        }
-    };
+    let lookup = tokio::sync::Mutex::new(client);
+    let master = retry_transient(opener.retry_attempts(), opener.retry_delay(), None, || async {
+        lookup.lock().await.async_get_client().await.map_err(|e| {
+            Error::from_redis(&format!("could not find master '{}' through the sentinels", target.service), e)
+        })
+    })
+    .await?;
+    let client = lookup.into_inner();
     let addr = addr_of(master.get_connection_info().addr());
     let conns = opener.open(&master).await?;
     let (epoch, _) = watch::channel(0);

@@ -107,8 +107,8 @@ pub(crate) enum Forgotten {
 }
 
 impl Watchdog {
-    /// Creates the shared state and the queue receiver for [`run`].
-    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>) -> (Arc<Self>, Schedule) {
+    /// Creates the shared state (for [`run`] and the locks).
+    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>) -> Arc<Self> {
         let wd = Watchdog {
             holds: Mutex::new(HashMap::new()),
             listeners: Mutex::new(Vec::new()),
@@ -117,7 +117,7 @@ impl Watchdog {
             lease,
             max_hold,
         };
-        (Arc::new(wd), Schedule(()))
+        Arc::new(wd)
     }
 
     /// The watchdog lease.
@@ -239,9 +239,6 @@ impl Watchdog {
     }
 }
 
-/// Handed from [`Watchdog::new`] to [`run`]; the fresh holds travel in [`Watchdog`] itself.
-pub(crate) struct Schedule(());
-
 /// One hold due for renewal.
 struct Due {
     key: HoldKey,
@@ -253,7 +250,6 @@ struct Due {
 /// Runs the watchdog until `stop` is cancelled.
 pub(crate) async fn run(
     wd: Arc<Watchdog>,
-    _schedule: Schedule,
     commands: Commands,
     batch_size: usize,
     retry_delay: Duration,
@@ -348,7 +344,6 @@ pub(crate) async fn run(
         for (chunk, result) in results {
             match result {
                 Ok(flags) => {
-                    log::trace!("rlock: renewal of {} locks answered {flags:?}", chunk.len());
                     for (i, d) in chunk.into_iter().enumerate() {
                         if flags.get(i) == Some(&1) {
                             let mut holds = lock(&wd.holds);

@@ -76,7 +76,11 @@ impl Error {
                 || err.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel;
         let kind = if err.is_timeout() {
             ErrorKind::Timeout
-        } else if err.kind() == redis::ErrorKind::AuthenticationFailed {
+        } else if err.kind() == redis::ErrorKind::AuthenticationFailed
+            // The cluster client reports a login every seed node refused as an I/O error
+            // ("Failed to create initial connections") that names the refusal in its detail.
+            || err.detail().is_some_and(|d| d.contains("AuthenticationFailed"))
+        {
             // Redis answered and refused the login (WRONGPASS): not a connection failure, and
             // not worth retrying. The crate counts it as "reconnect", so test it first.
             ErrorKind::Redis

@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll};
 
 use pyo3::prelude::*;
@@ -81,36 +81,48 @@ fn spawn_handle() -> Option<Handle> {
 
 type Completion = Box<dyn FnOnce() + Send>;
 
+/// What stops one completion thread. Each thread has its own: a forked child must not inherit
+/// a lock its parent's thread held (it usually does: the thread holds `running` while it waits
+/// for the GIL, and the forking thread holds the GIL), or its asyncio calls and its exit hang.
+struct Control {
+    /// Set at interpreter exit: completions are dropped from then on, never run.
+    stopped: AtomicBool,
+    /// Held by the completion thread while it runs completions (and so may touch Python).
+    running: Mutex<()>,
+}
+
+/// The completion thread of one process: the pid that made it, its queue, its control.
+struct Completions {
+    pid: u32,
+    queue: mpsc::Sender<Completion>,
+    control: Arc<Control>,
+}
+
 /// The completion thread of this process (made on first use, and again in a forked child).
-static COMPLETIONS: Mutex<Option<(u32, mpsc::Sender<Completion>)>> = Mutex::new(None);
+static COMPLETIONS: Mutex<Option<Completions>> = Mutex::new(None);
 
 /// The queue of this process's completion thread; None when no thread could be started
 /// (the caller then falls back to tokio's blocking pool).
 fn completions() -> Option<mpsc::Sender<Completion>> {
     let pid = std::process::id();
     let mut slot = COMPLETIONS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((p, tx)) = slot.as_ref() {
-        if *p == pid {
-            return Some(tx.clone());
-        }
+    if let Some(c) = slot.as_ref().filter(|c| c.pid == pid) {
+        return Some(c.queue.clone());
     }
-    let (tx, rx) = mpsc::channel::<Completion>();
-    std::thread::Builder::new().name("rlock-asyncio".into()).spawn(move || complete(rx)).ok()?;
-    *slot = Some((pid, tx.clone()));
-    Some(tx)
+    let (queue, rx) = mpsc::channel::<Completion>();
+    let control = Arc::new(Control { stopped: AtomicBool::new(false), running: Mutex::new(()) });
+    let theirs = control.clone();
+    std::thread::Builder::new().name("rlock-asyncio".into()).spawn(move || complete(rx, &theirs)).ok()?;
+    *slot = Some(Completions { pid, queue: queue.clone(), control });
+    Some(queue)
 }
-
-/// Set at interpreter exit: completions are dropped from then on, never run.
-static STOPPED: AtomicBool = AtomicBool::new(false);
-/// Held by the completion thread while it runs completions (and so may touch Python).
-static RUNNING: Mutex<()> = Mutex::new(());
 
 /// Runs completions in order. Each takes the GIL itself; completions that queued up meanwhile
 /// run under one attach, so a burst costs one GIL hand-over instead of one per awaitable.
-fn complete(rx: mpsc::Receiver<Completion>) {
+fn complete(rx: mpsc::Receiver<Completion>, control: &Control) {
     while let Ok(first) = rx.recv() {
-        let _running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
-        if STOPPED.load(Ordering::SeqCst) {
+        let _running = control.running.lock().unwrap_or_else(|p| p.into_inner());
+        if control.stopped.load(Ordering::SeqCst) {
             continue;
         }
         let mut first = Some(first);
@@ -118,7 +130,7 @@ fn complete(rx: mpsc::Receiver<Completion>) {
             if let Some(f) = first.take() {
                 f();
             }
-            while !STOPPED.load(Ordering::SeqCst) {
+            while !control.stopped.load(Ordering::SeqCst) {
                 match rx.try_recv() {
                     Ok(f) => f(),
                     Err(_) => break,
@@ -132,14 +144,21 @@ fn complete(rx: mpsc::Receiver<Completion>) {
     }
 }
 
-/// Registered with `atexit`: stops the completion thread from touching Python before the
-/// interpreter finalizes, and waits for the completions it is running. A completion that took
-/// the GIL while the interpreter was finalizing crashed the process at exit (a fatal
-/// PyGILState_Release error or a segfault, 2 of 30 runs of a short asyncio script, also with
-/// tokio's blocking pool running them before).
+/// Registered with `atexit`: stops this process's completion thread from touching Python
+/// before the interpreter finalizes, and waits for the completions it is running. A
+/// completion that took the GIL while the interpreter was finalizing crashed the process at
+/// exit (a fatal PyGILState_Release error or a segfault, 2 of 30 runs of a short asyncio
+/// script, also with tokio's blocking pool running them before). A forked child that made no
+/// thread of its own has nothing to stop.
 pub(crate) fn stop_completions(py: Python<'_>) {
-    STOPPED.store(true, Ordering::SeqCst);
-    py.detach(|| drop(RUNNING.lock().unwrap_or_else(|p| p.into_inner())));
+    let control = {
+        let slot = COMPLETIONS.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref().filter(|c| c.pid == std::process::id()).map(|c| c.control.clone())
+    };
+    if let Some(control) = control {
+        control.stopped.store(true, Ordering::SeqCst);
+        py.detach(|| drop(control.running.lock().unwrap_or_else(|p| p.into_inner())));
+    }
 }
 
 /// The pyo3-async-runtimes runtime backed by [`current`].

@@ -139,3 +139,64 @@ def test_exit_right_after_asyncio_calls_is_clean(url: str, name: str) -> None:
             [sys.executable, "-c", EXIT_AFTER_ASYNCIO, url, name], capture_output=True, text=True, timeout=60
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+FORK_DURING_ASYNCIO = textwrap.dedent(
+    """
+    import asyncio, os, sys, threading, time, rlock
+    url, name = sys.argv[1], sys.argv[2]
+    client = rlock.Client(url)
+    stop = threading.Event()
+
+    def busy():  # keeps the completion thread busy, so a fork finds it mid-completion
+        async def loop():
+            lock = client.lock(name + ":parent")
+            while not stop.is_set():
+                await lock.acquire_async()
+                await lock.release_async()
+        asyncio.run(loop())
+
+    t = threading.Thread(target=busy)
+    t.start()
+    hung = 0
+    for i in range(20):
+        pid = os.fork()
+        if pid == 0:  # the child: its own client, one asyncio acquire, a normal exit
+            async def child():
+                with rlock.Client(url) as c:
+                    lock = c.lock(f"{name}:child:{i}")
+                    await lock.acquire_async()
+                    await lock.release_async()
+            try:
+                asyncio.run(asyncio.wait_for(child(), 10))
+            except BaseException:
+                os._exit(1)
+            sys.exit(0)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                hung += os.WEXITSTATUS(status) != 0
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                hung += 1
+                break
+            time.sleep(0.01)
+    stop.set()
+    t.join()
+    print("hung", hung)
+    """
+)
+
+
+def test_fork_while_asyncio_completions_run(url: str, name: str) -> None:
+    # The fork copies the state of the parent's completion thread, which waits for the GIL
+    # (held by the forking thread) in the middle of its work: nothing of that may be inherited
+    # locked, or the child's asyncio calls and its exit hang.
+    proc = subprocess.run(
+        [sys.executable, "-c", FORK_DURING_ASYNCIO, url, name], capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("hung 0"), proc.stdout + proc.stderr[-2000:]

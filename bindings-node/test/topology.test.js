@@ -112,9 +112,17 @@ test('bad topology options and URLs reject RLOCK_INVALID_ARGUMENT', async () => 
 })
 
 test('two command connections to one server lock the same way', async () => {
-  const a = new Client(single.url, { commandConnections: 2 })
+  // Connections the server accepted after client id `after` (ids only grow).
+  const newer = async (after) =>
+    [...(await single.data.sendCommand(['CLIENT', 'LIST'])).matchAll(/^id=(\d+)/gm)].map((m) => Number(m[1])).filter((id) => id > after)
+  const start = Math.max(...(await newer(0)))
   const b = new Client(single.url)
+  await b.ready()
+  const one = await newer(start) // commands + pub/sub
+  const a = new Client(single.url, { commandConnections: 2 })
+  await a.ready()
   try {
+    assert.equal((await newer(Math.max(...one))).length, one.length + 1, 'one more connection for commands')
     const lock = a.lock('node-two-conns')
     await lock.acquire()
     await lock.acquire()

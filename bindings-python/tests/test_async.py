@@ -149,15 +149,17 @@ def test_acquire_cancelled_after_it_succeeded_leaves_no_hold(
 
     lock = client.lock(name)
 
-    async def main() -> None:
+    async def main(delay: float) -> None:
         task = asyncio.create_task(lock.acquire_async())
         await asyncio.sleep(0)  # the task starts and awaits the native acquire
-        # Block the loop: the acquire succeeds meanwhile and its result waits in the loop's queue.
-        time.sleep(0.3)
-        assert raw.exists(name), "the acquire should have succeeded in Redis by now"
+        # Block the loop until the acquire has succeeded in Redis, then a little longer (its
+        # result is handed to the loop meanwhile, or not yet: both orders must leave no hold).
+        wait_until(lambda: raw.exists(name), what="the acquire to succeed in Redis")
+        time.sleep(delay)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    asyncio.run(main())
-    wait_until(lambda: not raw.exists(name) and client.tracked_holds() == 0, timeout=5, what="the hold released")
+    for delay in (0.0, 0.01, 0.05, 0.2):
+        asyncio.run(main(delay))
+        wait_until(lambda: not raw.exists(name) and client.tracked_holds() == 0, timeout=5, what="the hold released")

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+import redis
 
 import rlock
 
@@ -120,10 +121,19 @@ def test_a_missing_ca_file_is_an_invalid_argument() -> None:
         rlock.Client("rediss://127.0.0.1:1/", tls_ca_file="/nonexistent/ca.pem")
 
 
-def test_two_command_connections(url: str) -> None:
-    with rlock.Client(url, command_connections=2) as a, rlock.Client(url) as b:
-        lock = a.lock("py-two-conns")
-        with lock, lock:
-            assert lock.hold_count() == 2
-            assert not b.lock("py-two-conns").acquire(blocking=False)
-        assert not lock.locked()
+def test_two_command_connections(url: str, raw: redis.Redis) -> None:
+    # Connections the server accepted after the client with id `after` (ids only grow, so
+    # connections of earlier tests closing meanwhile do not count).
+    def newer(after: int) -> list[int]:
+        return sorted(int(c["id"]) for c in raw.client_list() if int(c["id"]) > after)
+
+    start = max(newer(0))
+    with rlock.Client(url) as b:
+        one = newer(start)  # commands + pub/sub
+        with rlock.Client(url, command_connections=2) as a:
+            assert len(newer(max(one))) == len(one) + 1, "one more connection for commands"
+            lock = a.lock("py-two-conns")
+            with lock, lock:
+                assert lock.hold_count() == 2
+                assert not b.lock("py-two-conns").acquire(blocking=False)
+            assert not lock.locked()

@@ -27,4 +27,5 @@ build-node: node-deps ## Build the Node addon and regenerate bindings-node/index
 test-node: deps build-node ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \
 	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
-	cd $(NODE_DIR) && $(NPM) test
+	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
+	. examples/redis.sh && start_private_cluster && cd $(NODE_DIR) && $(NPM) test

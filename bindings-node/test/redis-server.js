@@ -76,40 +76,19 @@ async function startRedis() {
   throw new Error('could not start redis-server')
 }
 
-/** A private 3-master Redis Cluster (node timeout 1 s); `url` is its redis+cluster:// URL. */
-async function startCluster() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rlock-node-cluster-'))
-  const nodes = []
-  for (let i = 0; i < 3; i++) {
-    const [port, bus] = [await freePort(), await freePort()]
-    const nodeDir = path.join(dir, String(i))
-    fs.mkdirSync(nodeDir)
-    const child = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', nodeDir,
-        '--cluster-enabled', 'yes', '--cluster-port', String(bus), '--cluster-node-timeout', '1000'],
-      { stdio: 'ignore' },
-    )
-    const reap = () => child.kill('SIGKILL')
-    process.once('exit', reap)
-    nodes.push({ port, child, reap })
-  }
-  for (const n of nodes) await eventually(() => pingable(n.port), 10_000, `cluster node ${n.port}`)
-  const hosts = nodes.map((n) => `127.0.0.1:${n.port}`)
-  const { execFileSync } = require('node:child_process')
-  execFileSync('redis-cli', ['--cluster', 'create', ...hosts, '--cluster-yes'], { stdio: 'ignore' })
-  const data = createClient({ url: `redis://${hosts[0]}` })
+/**
+ * The private 3-master cluster `make test-node` starts (examples/redis.sh,
+ * `start_private_cluster`) and names in RLOCK_CLUSTER_URL.
+ */
+async function privateCluster() {
+  const url = process.env.RLOCK_CLUSTER_URL
+  if (!url) throw new Error('RLOCK_CLUSTER_URL is not set: run the tests with `make test-node`, which starts a private cluster (examples/redis.sh)')
+  const seed = url.split('://')[1].split(',')[0].replace(/\/$/, '')
+  const data = createClient({ url: `redis://${seed}` })
   data.on('error', () => {})
   await data.connect()
-  for (const n of nodes) {
-    const c = createClient({ url: `redis://127.0.0.1:${n.port}` })
-    c.on('error', () => {})
-    await c.connect()
-    await eventually(async () => (await c.sendCommand(['CLUSTER', 'INFO'])).includes('cluster_state:ok'), 20_000, 'the cluster to form')
-    await c.quit()
-  }
   return {
-    url: `redis+cluster://${hosts.join(',')}/`,
+    url,
     /** A plain connection to the master of `key`'s slot (caller quits it). */
     async ownerOf(key) {
       const slot = await data.sendCommand(['CLUSTER', 'KEYSLOT', key])
@@ -125,13 +104,6 @@ async function startCluster() {
     },
     async stop() {
       await data.quit().catch(() => {})
-      for (const n of nodes) {
-        const gone = new Promise((r) => n.child.once('exit', r))
-        n.child.kill('SIGTERM')
-        await gone
-        process.removeListener('exit', n.reap)
-      }
-      fs.rmSync(dir, { recursive: true, force: true })
     },
   }
 }
@@ -146,4 +118,4 @@ async function eventually(cond, ms = 10_000, what = 'condition') {
   }
 }
 
-module.exports = { startRedis, startCluster, eventually }
+module.exports = { startRedis, privateCluster, eventually }

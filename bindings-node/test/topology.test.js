@@ -3,14 +3,14 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { startRedis, startCluster, eventually } = require('./redis-server.js')
+const { startRedis, privateCluster, eventually } = require('./redis-server.js')
 const { Client, RLockError } = require('../rlock.js')
 
 let cluster
 let single
 
 before(async () => {
-  ;[cluster, single] = await Promise.all([startCluster(), startRedis()])
+  ;[cluster, single] = await Promise.all([privateCluster(), startRedis()])
 })
 
 after(async () => {

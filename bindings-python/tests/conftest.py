@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -99,64 +100,29 @@ def wait_until(cond, timeout: float = 10.0, what: str = "condition") -> None:  #
         time.sleep(0.01)
 
 
+
 class RedisCluster:
-    """Three masters on free loopback ports, joined with ``redis-cli --cluster create``."""
+    """The private 3-master cluster `make test-python` starts (examples/redis.sh,
+    ``start_private_cluster``) and names in ``RLOCK_CLUSTER_URL``."""
 
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="rlock-py-cluster-")
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.ports: list[int] = []
-        for i in range(3):
-            port, bus = _free_port(), _free_port()
-            node_dir = f"{self.dir}/{i}"
-            subprocess.run(["mkdir", "-p", node_dir], check=True)
-            self.procs.append(subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", node_dir, "--cluster-enabled", "yes",
-                 "--cluster-port", str(bus), "--cluster-node-timeout", "1000"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            ))
-            self.ports.append(port)
-        for port in self.ports:
-            wait_until(lambda: _pings(port), what=f"cluster node {port}")
-        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
-                        "--cluster-yes"], check=True, stdout=subprocess.DEVNULL)
-        for port in self.ports:
-            wait_until(lambda: b"cluster_state:ok" in redis.Redis(port=port).execute_command("CLUSTER", "INFO"),
-                       what="the cluster to form")
-
-    @property
-    def url(self) -> str:
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports) + "/"
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.seed = int(url.split("://", 1)[1].split(",", 1)[0].rsplit(":", 1)[1].rstrip("/"))
 
     def owner_of(self, key: str) -> redis.Redis:
         """A plain connection to the master serving ``key``."""
-        slot = redis.Redis(port=self.ports[0]).execute_command("CLUSTER", "KEYSLOT", key)
-        for first, last, master, *_ in redis.Redis(port=self.ports[0]).execute_command("CLUSTER", "SLOTS"):
+        seed = redis.Redis(port=self.seed)
+        slot = seed.execute_command("CLUSTER", "KEYSLOT", key)
+        for first, last, master, *_ in seed.execute_command("CLUSTER", "SLOTS"):
             if first <= slot <= last:
                 return redis.Redis(port=int(master[1]))
         raise AssertionError(f"no master for slot {slot}")
 
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _pings(port: int) -> bool:
-    try:
-        return bool(redis.Redis(port=port, socket_timeout=1).ping())
-    except redis.exceptions.ConnectionError:
-        return False
-
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[RedisCluster]:
-    c = RedisCluster()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster() -> RedisCluster:
+    url = os.environ.get("RLOCK_CLUSTER_URL")
+    if not url:
+        raise RuntimeError("RLOCK_CLUSTER_URL is not set: run the tests with `make test-python`, "
+                           "which starts a private cluster (examples/redis.sh)")
+    return RedisCluster(url)

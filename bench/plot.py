@@ -1,7 +1,6 @@
 """Plots bench/out/results.jsonl into a PNG: uncontended pairs/s by owner count per surface
 (with the ceilings), and hand-off p50/p99 per surface and peer.
 Usage: plot.py results.jsonl results.png"""
-import json
 import sys
 
 import matplotlib
@@ -9,8 +8,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-SURFACES = ["rust", "rust (2 connections)", "c", "node", "python-threads", "python-asyncio"]
+from results import SURFACES, Results, is_peer, peer_name  # noqa: E402
+
+res = Results(sys.argv[1])
 COLORS = {
     "rust": "#b7410e",
     "rust (2 connections)": "#e08a5c",
@@ -27,26 +27,26 @@ COLORS = {
 fig, (left, right) = plt.subplots(1, 2, figsize=(15, 7.6), gridspec_kw={"width_ratios": [1.1, 1]})
 
 # Left: pairs/s by owners.
-pairs = [r for r in rows if r["bench"] == "pairs"]
+pairs = res.pairs
 names = SURFACES + sorted({r["surface"] for r in pairs} - set(SURFACES))
 for s in names:
     pts = sorted((r["owners"], r["pairs_per_s"]) for r in pairs if r["surface"] == s)
     if not pts:
         continue
-    peer = s.startswith("peer")
-    label = s[5:] + " (peer)" if peer else "rlock " + s
+    peer = is_peer(s)
+    label = peer_name(s) + " (peer)" if peer else "rlock " + s
     left.plot([o for o, _ in pts], [v for _, v in pts], marker="o", linestyle="--" if peer else "-",
               color=COLORS.get(s), label=label, linewidth=1.6)
-ceil = sorted((r["clients"], r["pairs_per_s"]) for r in rows if r["bench"] == "ceiling" and r.get("mode") == "pipelined")
+ceil = sorted((c, r["pairs_per_s"]) for c, r in res.ceiling("pipelined").items())
 if ceil:
     left.plot([c for c, _ in ceil], [v for _, v in ceil], marker="s", color="black", linewidth=2.2,
               label="ceiling: redis-benchmark acquire+release, N pipelined on 1 connection")
-conn = sorted((r["clients"], r["pairs_per_s"]) for r in rows if r["bench"] == "ceiling" and r.get("mode") == "connections")
+conn = sorted((c, r["pairs_per_s"]) for c, r in res.ceiling("connections").items())
 if conn:
     conn = [c for c in ceil if c[0] == 1] + conn
     left.plot([c for c, _ in conn], [v for _, v in conn], marker="s", color="gray", linewidth=1.4,
               linestyle="-.", label="redis-benchmark, N connections with 1 request each")
-server = next((r for r in rows if r["bench"] == "server_cpu"), None)
+server = res.first("server_cpu")
 if server:
     left.axhline(server["ceiling_pairs_per_s"], color="black", linestyle=":", linewidth=1.4,
                  label=f"server-CPU ceiling ({server['ceiling_pairs_per_s']:,.0f} pairs/s)")
@@ -63,9 +63,9 @@ left.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v
 left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
 
 # Right: hand-off p50 / p99 bars.
-hand = [r for r in rows if r["bench"] == "handoff"]
-hand.sort(key=lambda r: (r["surface"].startswith("peer"), names.index(r["surface"]) if r["surface"] in names else 99))
-labels = [(r["surface"][5:].replace(" ", "\n").replace("-lock", "-\nlock") + "\n(peer)") if r["surface"].startswith("peer")
+hand = res.by("handoff")
+hand.sort(key=lambda r: (is_peer(r["surface"]), names.index(r["surface"]) if r["surface"] in names else 99))
+labels = [(peer_name(r["surface"]).replace(" ", "\n").replace("-lock", "-\nlock") + "\n(peer)") if is_peer(r["surface"])
           else "rlock\n" + r["surface"].replace("-", "-\n") for r in hand]
 x = range(len(hand))
 w = 0.38
@@ -88,7 +88,7 @@ right.title.set_fontsize(10)
 right.grid(True, axis="y", which="both", alpha=0.3)
 right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
 
-m = next((r for r in rows if r["bench"] == "machine"), None)
+m = res.first("machine")
 if m:
     fig.suptitle(f"rlock make bench, {m['date']}: {m['cpu']}, {m['cores']} cores, Redis {m['redis']}, loopback", fontsize=10)
 fig.tight_layout()

@@ -6,34 +6,16 @@ requests in flight as there are owners, pipelined on one connection as rlock's o
 connection carries them); the Rust core also against the server-CPU ceiling; each peer
 against rlock on the same surface (Python peers vs rlock's Python threads, Node peers vs rlock's
 Node surface)."""
-import json
 import sys
 
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+from results import SURFACES, Results, peer_name
 
-
-def by(name):
-    return [r for r in rows if r["bench"] == name]
-
-
-def first(name):
-    return next(iter(by(name)), None)
-
-
-ceiling = {r["clients"]: r for r in by("ceiling") if r.get("mode") == "pipelined"}
-conns = {r["clients"]: r for r in by("ceiling") if r.get("mode") == "connections"}
+res = Results(sys.argv[1])
+by, first, rate, handoff, pairs = res.by, res.first, res.rate, res.handoff, res.pairs
+ceiling = res.ceiling("pipelined")
+conns = res.ceiling("connections")
 server = first("server_cpu")
-pairs = by("pairs")
 OWNERS = sorted({r["owners"] for r in pairs} | set(ceiling))
-SURFACES = ["rust", "rust (2 connections)", "c", "node", "python-threads", "python-asyncio"]
-
-
-def rate(surface, owners):
-    return next((r["pairs_per_s"] for r in pairs if r["surface"] == surface and r["owners"] == owners), None)
-
-
-def handoff(surface):
-    return next((r for r in by("handoff") if r["surface"] == surface), None)
 
 
 def fmt(x):
@@ -110,7 +92,7 @@ for s in SURFACES:
     p(f"| rlock {s} | {lc} | {hc} |")
 p("")
 
-peers = sorted({r["surface"] for r in rows if r.get("vs") and r.get("surface")} - set(SURFACES))
+peers = res.peers()
 if peers:
     p("### Peers on the same server (ratio: peer / rlock on the same surface)")
     p("")
@@ -119,7 +101,7 @@ if peers:
       + " | hand-off p50 / p99 |")
     p("|---|---|" + "---|" * (len(peer_owners) + 1))
     for peer in peers:
-        vs = next(r["vs"] for r in rows if r.get("surface") == peer and r.get("vs"))
+        vs = res.compared_with(peer)
         cells = []
         for o in peer_owners:
             v, mine = rate(peer, o), rate(vs, o)
@@ -133,7 +115,7 @@ if peers:
             hc = f"{h['p50_us']:.0f} / {h['p99_us']:.0f} us"
             if mine and mine["p50_us"] and mine["p99_us"]:
                 hc += f" ({h['p50_us'] / mine['p50_us']:.1f} / {h['p99_us'] / mine['p99_us']:.1f})"
-        p(f"| {peer[5:]} | rlock {vs} | " + " | ".join(cells) + f" | {hc} |")
+        p(f"| {peer_name(peer)} | rlock {vs} | " + " | ".join(cells) + f" | {hc} |")
     p("")
 
 wd = by("watchdog")
@@ -145,6 +127,11 @@ if wd:
     for r in wd:
         p(f"| {fmt(r['locks'])} | {r['calls_per_period']} | {r['calls_per_100_locks']} | {r['cpu_pct']}% of one core "
           f"| {r['rss_bytes_per_lock']:.0f} B |")
+    p("")
+
+skipped = by("skipped")
+if skipped:
+    p("Skipped in this run: " + "; ".join(r["what"] for r in skipped) + ".")
     p("")
 
 print("\n".join(out))

@@ -3,13 +3,14 @@
 .PHONY: bench bench-rust bench-deps bench-c
 BENCH_C := build/bench/c-bench
 
-bench: deps bench-rust build-python build-node build-c bench-deps bench-c ## Benchmarks (rlock vs the ceiling and the peers) on a private redis-server; writes bench/out/
+bench: deps bench-rust build-node bench-deps bench-c ## Benchmarks (rlock vs the ceiling and the peers) on a private redis-server; writes bench/out/
 	bash bench/run.sh
 
 bench-rust:
 	$(CARGO) build --release -p rlock-bench
 
-bench-deps: python-prereqs node-deps
+# After build-python, which makes .venv anew (under make -j it would wipe the peers otherwise).
+bench-deps: build-python node-deps
 	$(VENV)/bin/python -m pip install -q -r bench/requirements.txt
 	cd bench/node && $(NPM) ci --no-audit --no-fund
 

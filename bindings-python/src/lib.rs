@@ -225,8 +225,7 @@ impl PendingAcquire {
     /// Takes the hold for the awaiting task; returns whether the lock was acquired (False when
     /// the wait ran out, or when it was claimed already).
     fn claim(&self) -> bool {
-        let held = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-        held.map(rlock::Guard::keep).is_some()
+        Acquired(self.0.lock().unwrap_or_else(|p| p.into_inner()).take()).claim()
     }
 }
 

@@ -43,7 +43,7 @@ for c in sorted(ceiling):
 p("")
 notes = []
 if server:
-    notes.append(f"Redis CPU per rlock pair (INFO commandstats over the Rust runs): {server['usec_per_pair']} us, "
+    notes.append(f"Redis CPU per rlock pair (INFO commandstats over the Rust pairs runs): {server['usec_per_pair']} us, "
                  f"so one Redis core serves at most **{fmt(server['ceiling_pairs_per_s'])} pairs/s** (server-CPU ceiling)")
 ping = first("ping")
 if ping:

@@ -69,16 +69,20 @@ cli FLUSHALL >/dev/null
 redis-benchmark -p "$port" -c 1 -n 20000 --csv PING 2>/dev/null | tail -1 | tr -d '"' |
   awk -F, '{ printf "{\"bench\":\"ping\",\"rps\":%.0f,\"p50_us\":%.0f,\"p99_us\":%.0f}\n", $2, $5 * 1000, $7 * 1000 }' | tee -a "$out"
 
-# 2-3. Rust core: pairs, one-pair latency, hand-off; the server's CPU per pair over these runs.
+# 2-3. Rust core: pairs, then the server's CPU per pair over the pairs runs alone (uncontended
+# acquire+release pairs only: the hand-off's waiters would add cheap failed attempts), then the
+# one-pair latency and the hand-off.
 cli CONFIG RESETSTAT >/dev/null
-step "rust core: pairs (1, 16, 64, 256 owners), latency, hand-off"
-target/release/rlock-bench pairs pairs2 latency handoff | tee -a "$out"
-# Redis CPU per pair, from the server's counters over the runs above (acquire script + release
-# script + the batched latch DELs): one Redis core serves at most 1e6 / that many pairs/s.
+step "rust core: pairs (1, 16, 64, 256 owners; 1 and 2 connections)"
+target/release/rlock-bench pairs pairs2 | tee -a "$out"
+# Redis CPU per pair, from the server's counters (acquire script + release script + the batched
+# latch DELs): one Redis core serves at most 1e6 / that many pairs/s.
 cli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
   /^cmdstat_evalsha/ {ev=$3; evu=$5}
   /^cmdstat_del/ {d=$3; du=$5}
   END { pairs = ev/2; if (pairs > 0) printf "{\"bench\":\"server_cpu\",\"usec_per_pair\":%.2f,\"ceiling_pairs_per_s\":%.0f}\n", (evu+du)/pairs, 1e6*pairs/(evu+du) }' | tee -a "$out"
+step "rust core: one-pair latency, hand-off"
+target/release/rlock-bench latency handoff | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 # 4. Watchdog scale.

@@ -3,10 +3,15 @@
 
 use std::fmt;
 
-/// What went wrong, in the categories callers act on. New kinds may be added.
+/// What went wrong, in the categories callers act on. New kinds may be added. This is the one
+/// list of error kinds: C result codes, Python exception classes and Node error codes are
+/// derived from it (and checked against it by `make test`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// The wait ran out while another owner held the lock (surfaces whose acquire reports this
+    /// as an error: C `RLOCK_NOT_ACQUIRED`, Node `RLOCK_NOT_ACQUIRED`; elsewhere a `false`).
+    NotAcquired,
     /// The caller passed something unusable (empty name, bad duration, bad URL). Nothing was
     /// sent to Redis.
     InvalidArgument,
@@ -26,12 +31,50 @@ pub enum ErrorKind {
     Redis,
     /// The client was closed.
     Closed,
+    /// The client was made in another process: it was inherited over `fork()` and cannot be
+    /// used in the child (make a new client there).
+    Forked,
 }
 
 impl ErrorKind {
+    /// Every kind, in the order of their stable C result codes (1, 2, ...; 0 is success).
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::NotAcquired,
+        ErrorKind::NotHeld,
+        ErrorKind::Lost,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Connection,
+        ErrorKind::Timeout,
+        ErrorKind::Redis,
+        ErrorKind::Closed,
+        ErrorKind::Forked,
+    ];
+
+    /// The stable number of this kind (the C result code; 0 is success, 9 is reserved for
+    /// `RLOCK_PANIC`, so kinds after it count on from 10).
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::NotAcquired => 1,
+            ErrorKind::NotHeld => 2,
+            ErrorKind::Lost => 3,
+            ErrorKind::InvalidArgument => 4,
+            ErrorKind::Connection => 5,
+            ErrorKind::Timeout => 6,
+            ErrorKind::Redis => 7,
+            ErrorKind::Closed => 8,
+            ErrorKind::Forked => 10,
+        }
+    }
+
+    /// The error code as C and Node spell it: `"RLOCK_NOT_HELD"`.
+    pub fn code_name(self) -> String {
+        format!("RLOCK_{}", self.as_str().to_ascii_uppercase())
+    }
+
     /// A short stable name for the kind, e.g. `"not_held"`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ErrorKind::NotAcquired => "not_acquired",
             ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::NotHeld => "not_held",
             ErrorKind::Lost => "lost",
@@ -39,6 +82,7 @@ impl ErrorKind {
             ErrorKind::Connection => "connection",
             ErrorKind::Redis => "redis",
             ErrorKind::Closed => "closed",
+            ErrorKind::Forked => "forked",
         }
     }
 }
@@ -129,5 +173,37 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_distinct_stable_codes_and_names() {
+        let mut codes: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes, [1, 2, 3, 4, 5, 6, 7, 8, 10]);
+        assert_eq!(ErrorKind::NotHeld.code_name(), "RLOCK_NOT_HELD");
+        assert_eq!(ErrorKind::InvalidArgument.code_name(), "RLOCK_INVALID_ARGUMENT");
+    }
+
+    fn kind_of(err: redis::RedisError) -> ErrorKind {
+        Error::from_redis("op", err).kind()
+    }
+
+    #[test]
+    fn redis_errors_are_classified() {
+        use redis::{ErrorKind as R, RedisError};
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert_eq!(kind_of(RedisError::from(io)), ErrorKind::Connection);
+        let timeout = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+        assert_eq!(kind_of(RedisError::from(timeout)), ErrorKind::Timeout);
+        assert_eq!(kind_of(RedisError::from((R::AuthenticationFailed, "WRONGPASS"))), ErrorKind::Redis);
+        assert_eq!(kind_of(RedisError::from((R::InvalidClientConfig, "bad"))), ErrorKind::InvalidArgument);
+        let msg = Error::from_redis("acquire", RedisError::from((R::AuthenticationFailed, "WRONGPASS")));
+        assert!(msg.message().contains("check the user name and password"));
     }
 }

@@ -7,11 +7,13 @@
 //! by their own TTL.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::Commands;
+use crate::conn::Commands;
 
 /// Most keys in one DEL.
 const MAX_BATCH: usize = 512;
@@ -36,6 +38,26 @@ impl Latches {
     pub(crate) fn delete(&self, group: u16, key: String) {
         let _ = self.0.send((group, key));
     }
+}
+
+/// The latch key of one release: `prefix` and a request id of 32 lowercase hex digits (16
+/// bytes) that no other release call of any client uses. The first 8 bytes come from the
+/// client's random UUID, the last 8 are a bijective scramble (splitmix64) of a per-process
+/// sequence number keyed by the rest of that UUID, so ids of one client never repeat and look
+/// random, without a `getrandom` system call per release (`Uuid::new_v4` made one).
+pub(crate) fn request_latch(prefix: &str, client: uuid::Uuid) -> String {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let (hi, lo) = client.as_u64_pair();
+    let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let mut z = lo.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let id = (u128::from(hi) << 64) | u128::from(z);
+    let mut latch = String::with_capacity(prefix.len() + 32);
+    latch.push_str(prefix);
+    let _ = write!(latch, "{id:032x}");
+    latch
 }
 
 async fn run(
@@ -66,5 +88,27 @@ async fn run(
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_32_hex_digits_and_never_repeat() {
+        let client = uuid::Uuid::new_v4();
+        let prefix = crate::keys::unlock_latch_prefix("orders");
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let latch = request_latch(&prefix, client);
+            let id = latch.strip_prefix(&prefix).unwrap_or_default();
+            assert_eq!(id.len(), 32);
+            assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            assert!(seen.insert(latch));
+        }
+        // Another client's ids differ in their first half.
+        let other = request_latch(&prefix, uuid::Uuid::new_v4());
+        assert!(seen.iter().all(|l| l[..prefix.len() + 16] != other[..prefix.len() + 16]));
     }
 }

@@ -16,9 +16,9 @@
 //! ```
 
 mod client;
-mod cluster;
-mod connection;
+mod conn;
 mod error;
+mod finish;
 mod keys;
 mod latches;
 mod lock;
@@ -27,18 +27,19 @@ mod owner;
 mod pubsub;
 mod replicas;
 mod scripts;
-mod sentinel;
+mod shared;
 mod url;
 mod watchdog;
 
 pub use client::{Client, ListenerId};
-pub use connection::Topology;
+pub use conn::Topology;
 pub use error::{Error, ErrorKind, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
-pub use options::ClientOptions;
+pub use options::{ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS};
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
-pub use watchdog::{LostEvent, LostReason};
+pub use url::{default_url, DEFAULT_URL};
+pub use watchdog::{LostEvent, LostFilter, LostReason};
 
 #[cfg(feature = "capi")]
 pub mod ffi;

@@ -1,81 +1,339 @@
-//! Client options and their validation.
+//! Client options: each defined once here (name, type, default, meaning), with their
+//! validation. Every surface sets options through [`ClientOptions::set`] with the names and
+//! units of its language ([`Surface`]); `make test` checks that the typed option lists of the
+//! surfaces (C setters, Python `ClientOptions`, Node `ClientOptions`) match [`OPTIONS`].
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Settings of one [`Client`](crate::Client). Build with [`ClientOptions::default`] and the
-/// `with_*` methods; every duration is checked when the client connects.
-#[derive(Debug, Clone)]
+/// The surfaces, for the spelling of option names and the unit of durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ClientOptions {
-    /// Lease of a watchdog-renewed hold; the watchdog renews every third of it. Default 30 s
-    /// (Redisson's `lockWatchdogTimeout`).
-    pub watchdog_timeout: Duration,
-    /// Most locks renewed by one script call. Default 100.
-    pub renewal_batch_size: usize,
-    /// How long one Redis command may take before it fails with
-    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout). `None` waits forever. Default 3 s.
-    pub command_timeout: Option<Duration>,
-    /// How long connecting (or reconnecting) may take. Default 10 s.
-    pub connect_timeout: Duration,
-    /// How often a failed command (connection error or timeout) is retried before the error is
-    /// returned. Default 3.
-    pub retry_attempts: u32,
-    /// Pause between those retries. Default 1.5 s (Redisson's `retryInterval`).
-    pub retry_delay: Duration,
-    /// How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to
-    /// polling. Default 7.5 s (Redisson's `subscriptionTimeout`).
-    pub subscription_timeout: Duration,
-    /// With pub/sub unavailable, how often a waiter re-tries the lock (it never waits past the
-    /// holder's TTL either). Default 100 ms.
-    pub poll_interval: Duration,
-    /// When set, the watchdog stops renewing a hold this long after it was acquired, so the
-    /// lease runs out at most one watchdog timeout later. Default `None` (renew until release).
-    pub max_hold: Option<Duration>,
-    /// PEM file of the CA that signed the server's certificate, for `rediss://` URLs (and the
-    /// `rediss+cluster://` / `rediss+sentinel://` variants). `None` trusts the system's roots.
-    pub tls_ca_file: Option<std::path::PathBuf>,
-    /// Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. `None` (the default) decides
-    /// as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off.
-    /// Every client sharing locks must make the same choice. Ignored off a cluster: single
-    /// servers and Sentinel setups always use classic pub/sub, as Redisson does.
-    pub sharded_pubsub: Option<bool>,
-    /// After each acquire, `WAIT` until at least one replica has the lock, and undo and retry
-    /// the acquire when none acknowledged within [`replica_sync_timeout`](Self::replica_sync_timeout).
-    /// `None` (the default) decides as Redisson does: on for Cluster and Sentinel URLs, off
-    /// for a single server. Masters without connected replicas are never waited on. This
-    /// narrows, but does not close, the window in which a failover loses a fresh hold.
-    pub replica_sync: Option<bool>,
-    /// How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's).
-    pub replica_sync_timeout: Duration,
-    /// Connections for lock commands to a single server, used in turn. Default 1: one
-    /// multiplexed connection already pipelines concurrent requests. With 2, the client
-    /// prepares one batch while Redis works on the other, which raises pairs/s with tens of
-    /// concurrent owners (see bench/README.md); more than 2 makes batches smaller and costs Redis
-    /// more per command. 1 to 8. Ignored for Cluster and Sentinel URLs.
-    pub command_connections: usize,
+pub enum Surface {
+    /// Rust: `watchdog_timeout`, durations as [`Duration`].
+    Rust,
+    /// C: `watchdog_timeout_ms`, durations in milliseconds.
+    C,
+    /// Python: `watchdog_timeout`, durations in (float) seconds.
+    Python,
+    /// Node: `watchdogTimeoutMs`, durations in milliseconds.
+    Node,
 }
 
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            watchdog_timeout: Duration::from_secs(30),
-            renewal_batch_size: 100,
-            command_timeout: Some(Duration::from_secs(3)),
-            connect_timeout: Duration::from_secs(10),
-            retry_attempts: 3,
-            retry_delay: Duration::from_millis(1500),
-            subscription_timeout: Duration::from_millis(7500),
-            poll_interval: Duration::from_millis(100),
-            max_hold: None,
-            tls_ca_file: None,
-            sharded_pubsub: None,
-            replica_sync: None,
-            replica_sync_timeout: Duration::from_secs(1),
-            command_connections: 1,
+/// The type of an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptionKind {
+    /// A duration.
+    Duration,
+    /// A duration, or none (its meaning is in the option's documentation).
+    OptionalDuration,
+    /// A whole number.
+    Count,
+    /// On, off, or none: decided by rlock as Redisson does.
+    Switch,
+    /// A file path, or none.
+    Path,
+}
+
+/// A value given by a surface for one option.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum OptionValue<'a> {
+    /// No value (`None`, `null`, NULL): the option's "none" meaning, where it has one.
+    Unset,
+    /// A boolean.
+    Bool(bool),
+    /// An integer (a count, or a duration in the surface's unit).
+    Int(i64),
+    /// A number (a duration in the surface's unit).
+    Float(f64),
+    /// A string (a path).
+    Str(&'a str),
+}
+
+/// One client option: what every surface derives its option list from.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    /// The option's name (Rust and Python spelling).
+    pub name: &'static str,
+    /// Its type.
+    pub kind: OptionKind,
+    /// What it does (the documentation of the field).
+    pub doc: &'static str,
+}
+
+impl OptionSpec {
+    /// The option's name as `surface` spells it.
+    pub fn spelling(&self, surface: Surface) -> String {
+        let ms = matches!(self.kind, OptionKind::Duration | OptionKind::OptionalDuration);
+        match surface {
+            Surface::Rust | Surface::Python => self.name.to_owned(),
+            Surface::C if ms => format!("{}_ms", self.name),
+            Surface::C => self.name.to_owned(),
+            Surface::Node => {
+                let mut out = String::new();
+                let mut upper = false;
+                for c in self.name.chars() {
+                    if c == '_' {
+                        upper = true;
+                    } else if upper {
+                        out.push(c.to_ascii_uppercase());
+                        upper = false;
+                    } else {
+                        out.push(c);
+                    }
+                }
+                if ms {
+                    out.push_str("Ms");
+                }
+                out
+            }
         }
     }
+}
+
+/// Converts surface values into one option type.
+trait OptionType: Sized {
+    const KIND: OptionKind;
+    fn from_value(what: &str, v: OptionValue<'_>, surface: Surface) -> Result<Self>;
+    fn to_value(&self, surface: Surface) -> OwnedValue;
+}
+
+/// An option's value as a surface shows it (defaults in generated documentation).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum OwnedValue {
+    /// None.
+    Unset,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A number.
+    Float(f64),
+    /// A string.
+    Str(String),
+}
+
+fn duration_from(what: &str, v: OptionValue<'_>, surface: Surface) -> Result<Duration> {
+    let n = match v {
+        OptionValue::Int(i) => i as f64,
+        OptionValue::Float(f) => f,
+        _ => return Err(Error::invalid(format!("{what} must be a number"))),
+    };
+    if !n.is_finite() || n < 0.0 {
+        return Err(Error::invalid(format!("{what} must be a finite number >= 0 (got {n})")));
+    }
+    let secs = if surface == Surface::Python { n } else { n / 1000.0 };
+    let d = Duration::try_from_secs_f64(secs).map_err(|_| Error::invalid(format!("{what} is too large ({n})")))?;
+    check_duration(what, d)?;
+    Ok(d)
+}
+
+fn duration_to(d: Duration, surface: Surface) -> OwnedValue {
+    match surface {
+        Surface::Python | Surface::Rust => OwnedValue::Float(d.as_secs_f64()),
+        _ => OwnedValue::Int(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+    }
+}
+
+impl OptionType for Duration {
+    const KIND: OptionKind = OptionKind::Duration;
+    fn from_value(what: &str, v: OptionValue<'_>, surface: Surface) -> Result<Self> {
+        duration_from(what, v, surface)
+    }
+    fn to_value(&self, surface: Surface) -> OwnedValue {
+        duration_to(*self, surface)
+    }
+}
+
+impl OptionType for Option<Duration> {
+    const KIND: OptionKind = OptionKind::OptionalDuration;
+    fn from_value(what: &str, v: OptionValue<'_>, surface: Surface) -> Result<Self> {
+        match v {
+            OptionValue::Unset => Ok(None),
+            v => duration_from(what, v, surface).map(Some),
+        }
+    }
+    fn to_value(&self, surface: Surface) -> OwnedValue {
+        self.map_or(OwnedValue::Unset, |d| duration_to(d, surface))
+    }
+}
+
+fn count_from(what: &str, v: OptionValue<'_>) -> Result<u64> {
+    let n = match v {
+        OptionValue::Int(i) => i,
+        OptionValue::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => f as i64,
+        _ => return Err(Error::invalid(format!("{what} must be a whole number"))),
+    };
+    u64::try_from(n).map_err(|_| Error::invalid(format!("{what} must not be negative (got {n})")))
+}
+
+impl OptionType for usize {
+    const KIND: OptionKind = OptionKind::Count;
+    fn from_value(what: &str, v: OptionValue<'_>, _: Surface) -> Result<Self> {
+        usize::try_from(count_from(what, v)?).map_err(|_| Error::invalid(format!("{what} is too large")))
+    }
+    fn to_value(&self, _: Surface) -> OwnedValue {
+        OwnedValue::Int(i64::try_from(*self).unwrap_or(i64::MAX))
+    }
+}
+
+impl OptionType for u32 {
+    const KIND: OptionKind = OptionKind::Count;
+    fn from_value(what: &str, v: OptionValue<'_>, _: Surface) -> Result<Self> {
+        u32::try_from(count_from(what, v)?).map_err(|_| Error::invalid(format!("{what} is too large")))
+    }
+    fn to_value(&self, _: Surface) -> OwnedValue {
+        OwnedValue::Int(i64::from(*self))
+    }
+}
+
+impl OptionType for Option<bool> {
+    const KIND: OptionKind = OptionKind::Switch;
+    fn from_value(what: &str, v: OptionValue<'_>, _: Surface) -> Result<Self> {
+        match v {
+            OptionValue::Unset => Ok(None),
+            OptionValue::Bool(b) => Ok(Some(b)),
+            _ => Err(Error::invalid(format!("{what} must be true, false or none (auto)"))),
+        }
+    }
+    fn to_value(&self, _: Surface) -> OwnedValue {
+        self.map_or(OwnedValue::Unset, OwnedValue::Bool)
+    }
+}
+
+impl OptionType for Option<PathBuf> {
+    const KIND: OptionKind = OptionKind::Path;
+    fn from_value(what: &str, v: OptionValue<'_>, _: Surface) -> Result<Self> {
+        match v {
+            OptionValue::Unset => Ok(None),
+            OptionValue::Str(s) if !s.is_empty() => Ok(Some(PathBuf::from(s))),
+            _ => Err(Error::invalid(format!("{what} must be a file path or none"))),
+        }
+    }
+    fn to_value(&self, _: Surface) -> OwnedValue {
+        self.as_ref().map_or(OwnedValue::Unset, |p| OwnedValue::Str(p.display().to_string()))
+    }
+}
+
+/// Defines the options once: the struct, its defaults, its `with_*` setters, [`OPTIONS`] and
+/// the by-name [`ClientOptions::set`] / [`ClientOptions::get`].
+macro_rules! options {
+    ($(
+        $(#[doc = $doc:literal])+
+        $name:ident, $with:ident: $ty:ty = $default:expr;
+    )+) => {
+        /// Settings of one [`Client`](crate::Client). Build with [`ClientOptions::default`] and
+        /// the `with_*` methods (or [`ClientOptions::set`] by name); every value is checked when
+        /// the client connects ([`ClientOptions::validate`]).
+        #[derive(Debug, Clone)]
+        #[non_exhaustive]
+        pub struct ClientOptions {
+            $( $(#[doc = $doc])+ pub $name: $ty, )+
+        }
+
+        impl Default for ClientOptions {
+            fn default() -> Self {
+                ClientOptions { $( $name: $default, )+ }
+            }
+        }
+
+        /// Every client option, in a stable order.
+        pub const OPTIONS: &[OptionSpec] = &[
+            $( OptionSpec { name: stringify!($name), kind: <$ty as OptionType>::KIND, doc: concat!($($doc, "\n"),+) }, )+
+        ];
+
+        impl ClientOptions {
+            $(
+                #[doc = concat!("Sets [`", stringify!($name), "`](Self::", stringify!($name), ").")]
+                pub fn $with(mut self, value: $ty) -> Self {
+                    self.$name = value;
+                    self
+                }
+            )+
+
+            /// Sets the option that `surface` spells `key` from `value` (durations in that
+            /// surface's unit). `InvalidArgument` for an unknown name or a value of the wrong
+            /// type or range; the error names the option as the surface spells it.
+            pub fn set(&mut self, surface: Surface, key: &str, value: OptionValue<'_>) -> Result<()> {
+                let spec = find(surface, key)?;
+                match spec.name {
+                    $( stringify!($name) => self.$name = <$ty as OptionType>::from_value(key, value, surface)?, )+
+                    _ => return Err(unknown(surface, key)),
+                }
+                Ok(())
+            }
+
+            /// The value of option `name` (Rust spelling) as `surface` shows it; `None` for an
+            /// unknown name.
+            pub fn get(&self, surface: Surface, name: &str) -> Option<OwnedValue> {
+                match name {
+                    $( stringify!($name) => Some(<$ty as OptionType>::to_value(&self.$name, surface)), )+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+fn find(surface: Surface, key: &str) -> Result<&'static OptionSpec> {
+    OPTIONS.iter().find(|o| o.spelling(surface) == key).ok_or_else(|| unknown(surface, key))
+}
+
+fn unknown(surface: Surface, key: &str) -> Error {
+    let known: Vec<String> = OPTIONS.iter().map(|o| o.spelling(surface)).collect();
+    Error::invalid(format!("unknown client option '{key}'; the options are: {}", known.join(", ")))
+}
+
+options! {
+    /// Lease of a watchdog-renewed hold; the watchdog renews every third of it. Default 30 s
+    /// (Redisson's `lockWatchdogTimeout`). At least 30 ms.
+    watchdog_timeout, with_watchdog_timeout: Duration = Duration::from_secs(30);
+    /// Most holds renewed by one script call (1 to 10000). Default 100.
+    renewal_batch_size, with_renewal_batch_size: usize = 100;
+    /// How long one Redis command may take before it fails with a timeout error. None waits
+    /// forever. Default 3 s.
+    command_timeout, with_command_timeout: Option<Duration> = Some(Duration::from_secs(3));
+    /// How long connecting (or reconnecting) may take. Default 10 s.
+    connect_timeout, with_connect_timeout: Duration = Duration::from_secs(10);
+    /// How often a failed command (connection error or timeout) is retried before the error is
+    /// returned (at most 1000). Default 3.
+    retry_attempts, with_retry_attempts: u32 = 3;
+    /// Pause between those retries. Default 1.5 s (Redisson's `retryInterval`).
+    retry_delay, with_retry_delay: Duration = Duration::from_millis(1500);
+    /// How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to
+    /// polling. Default 7.5 s (Redisson's `subscriptionTimeout`).
+    subscription_timeout, with_subscription_timeout: Duration = Duration::from_millis(7500);
+    /// With pub/sub unavailable, how often a waiter re-tries (it never waits past the holder's
+    /// lease either). Default 100 ms.
+    poll_interval, with_poll_interval: Duration = Duration::from_millis(100);
+    /// When set, the watchdog stops renewing a hold this long after it was acquired, so the
+    /// lease runs out at most one watchdog timeout later. None (the default) renews until
+    /// release.
+    max_hold, with_max_hold: Option<Duration> = None;
+    /// PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the
+    /// `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots.
+    tls_ca_file, with_tls_ca_file: Option<PathBuf> = None;
+    /// Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides
+    /// as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off.
+    /// Every client sharing locks must make the same choice. Ignored off a cluster.
+    sharded_pubsub, with_sharded_pubsub: Option<bool> = None;
+    /// After each acquire, `WAIT` until at least one replica has the hold, and undo and retry
+    /// the acquire when none acknowledged within `replica_sync_timeout`. None (the default)
+    /// decides as Redisson does: on for Cluster and Sentinel URLs, off for a single server.
+    /// Masters without connected replicas are never waited on. This narrows, but does not
+    /// close, the window in which a failover loses a fresh hold.
+    replica_sync, with_replica_sync: Option<bool> = None;
+    /// How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's).
+    replica_sync_timeout, with_replica_sync_timeout: Duration = Duration::from_secs(1);
+    /// Connections for commands to a single server, used in turn (1 to 8). Default 1: one
+    /// multiplexed connection already pipelines concurrent requests; 2 raises throughput with
+    /// tens of concurrent owners. Ignored for Cluster and Sentinel URLs.
+    command_connections, with_command_connections: usize = 1;
 }
 
 /// The longest duration rlock accepts anywhere (about 292 million years would overflow Redis'
@@ -83,82 +341,6 @@ impl Default for ClientOptions {
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 impl ClientOptions {
-    /// Sets [`watchdog_timeout`](Self::watchdog_timeout).
-    pub fn with_watchdog_timeout(mut self, d: Duration) -> Self {
-        self.watchdog_timeout = d;
-        self
-    }
-    /// Sets [`renewal_batch_size`](Self::renewal_batch_size).
-    pub fn with_renewal_batch_size(mut self, n: usize) -> Self {
-        self.renewal_batch_size = n;
-        self
-    }
-    /// Sets [`command_timeout`](Self::command_timeout).
-    pub fn with_command_timeout(mut self, d: Option<Duration>) -> Self {
-        self.command_timeout = d;
-        self
-    }
-    /// Sets [`connect_timeout`](Self::connect_timeout).
-    pub fn with_connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
-        self
-    }
-    /// Sets [`retry_attempts`](Self::retry_attempts).
-    pub fn with_retry_attempts(mut self, n: u32) -> Self {
-        self.retry_attempts = n;
-        self
-    }
-    /// Sets [`retry_delay`](Self::retry_delay).
-    pub fn with_retry_delay(mut self, d: Duration) -> Self {
-        self.retry_delay = d;
-        self
-    }
-    /// Sets [`subscription_timeout`](Self::subscription_timeout).
-    pub fn with_subscription_timeout(mut self, d: Duration) -> Self {
-        self.subscription_timeout = d;
-        self
-    }
-    /// Sets [`poll_interval`](Self::poll_interval).
-    pub fn with_poll_interval(mut self, d: Duration) -> Self {
-        self.poll_interval = d;
-        self
-    }
-    /// Sets [`max_hold`](Self::max_hold).
-    pub fn with_max_hold(mut self, d: Option<Duration>) -> Self {
-        self.max_hold = d;
-        self
-    }
-
-    /// Sets [`tls_ca_file`](Self::tls_ca_file).
-    pub fn with_tls_ca_file(mut self, path: Option<std::path::PathBuf>) -> Self {
-        self.tls_ca_file = path;
-        self
-    }
-
-    /// Sets [`sharded_pubsub`](Self::sharded_pubsub).
-    pub fn with_sharded_pubsub(mut self, on: Option<bool>) -> Self {
-        self.sharded_pubsub = on;
-        self
-    }
-
-    /// Sets [`replica_sync`](Self::replica_sync).
-    pub fn with_replica_sync(mut self, on: Option<bool>) -> Self {
-        self.replica_sync = on;
-        self
-    }
-
-    /// Sets [`replica_sync_timeout`](Self::replica_sync_timeout).
-    pub fn with_replica_sync_timeout(mut self, d: Duration) -> Self {
-        self.replica_sync_timeout = d;
-        self
-    }
-
-    /// Sets [`command_connections`](Self::command_connections).
-    pub fn with_command_connections(mut self, n: usize) -> Self {
-        self.command_connections = n;
-        self
-    }
-
     /// Checks every setting; the error names the bad one.
     pub fn validate(&self) -> Result<()> {
         positive_ms("watchdog_timeout", self.watchdog_timeout)?;
@@ -206,4 +388,83 @@ pub(crate) fn positive_ms(what: &str, d: Duration) -> Result<u64> {
         return Err(Error::invalid(format!("{what} must be at least 1 ms (got {d:?})")));
     }
     Ok(ms as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings() {
+        let spec = |n: &str| OPTIONS.iter().find(|o| o.name == n).copied().unwrap_or_else(|| unreachable!());
+        assert_eq!(spec("watchdog_timeout").spelling(Surface::C), "watchdog_timeout_ms");
+        assert_eq!(spec("watchdog_timeout").spelling(Surface::Node), "watchdogTimeoutMs");
+        assert_eq!(spec("watchdog_timeout").spelling(Surface::Python), "watchdog_timeout");
+        assert_eq!(spec("tls_ca_file").spelling(Surface::Node), "tlsCaFile");
+        assert_eq!(spec("command_connections").spelling(Surface::C), "command_connections");
+        assert_eq!(OPTIONS.len(), 14);
+    }
+
+    #[test]
+    fn set_by_name_in_each_unit() -> Result<()> {
+        let mut o = ClientOptions::default();
+        o.set(Surface::Python, "watchdog_timeout", OptionValue::Float(1.5))?;
+        assert_eq!(o.watchdog_timeout, Duration::from_millis(1500));
+        o.set(Surface::C, "watchdog_timeout_ms", OptionValue::Int(2500))?;
+        assert_eq!(o.watchdog_timeout, Duration::from_millis(2500));
+        o.set(Surface::Node, "commandTimeoutMs", OptionValue::Unset)?;
+        assert_eq!(o.command_timeout, None);
+        o.set(Surface::Node, "replicaSync", OptionValue::Bool(false))?;
+        assert_eq!(o.replica_sync, Some(false));
+        o.set(Surface::Python, "tls_ca_file", OptionValue::Str("/ca.pem"))?;
+        assert_eq!(o.tls_ca_file, Some(PathBuf::from("/ca.pem")));
+        o.set(Surface::Python, "command_connections", OptionValue::Int(2))?;
+        assert_eq!(o.command_connections, 2);
+        assert_eq!(o.get(Surface::C, "watchdog_timeout"), Some(OwnedValue::Int(2500)));
+        assert_eq!(o.get(Surface::Python, "max_hold"), Some(OwnedValue::Unset));
+        Ok(())
+    }
+
+    #[test]
+    fn bad_values_are_typed_errors_naming_the_option() {
+        let mut o = ClientOptions::default();
+        let bad = [
+            (Surface::Python, "watchdog_timeout", OptionValue::Float(-1.0)),
+            (Surface::Python, "watchdog_timeout", OptionValue::Float(f64::NAN)),
+            (Surface::Python, "watchdog_timeout", OptionValue::Float(f64::INFINITY)),
+            (Surface::Python, "watchdog_timeout", OptionValue::Unset),
+            (Surface::Python, "watchdog_timeout", OptionValue::Str("3s")),
+            (Surface::C, "retry_attempts", OptionValue::Int(-3)),
+            (Surface::Node, "retryAttempts", OptionValue::Float(1.5)),
+            (Surface::Node, "replicaSync", OptionValue::Int(1)),
+            (Surface::Python, "tls_ca_file", OptionValue::Str("")),
+            (Surface::Python, "watchdog_timeout_ms", OptionValue::Int(1)),
+            (Surface::Node, "watchdog_timeout", OptionValue::Int(1)),
+            (Surface::Python, "nope", OptionValue::Int(1)),
+        ];
+        for (surface, key, value) in bad {
+            let e = o.set(surface, key, value).err().unwrap_or_else(|| unreachable!("{key} {value:?} accepted"));
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(e.message().contains(key), "{}", e.message());
+        }
+        // Nothing changed.
+        assert_eq!(o.watchdog_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn validation() {
+        assert!(ClientOptions::default().validate().is_ok());
+        let bad = [
+            ClientOptions::default().with_watchdog_timeout(Duration::from_millis(10)),
+            ClientOptions::default().with_renewal_batch_size(0),
+            ClientOptions::default().with_command_timeout(Some(Duration::ZERO)),
+            ClientOptions::default().with_command_connections(9),
+            ClientOptions::default().with_retry_attempts(1001),
+            ClientOptions::default().with_replica_sync_timeout(Duration::from_micros(10)),
+            ClientOptions::default().with_max_hold(Some(MAX_DURATION * 2)),
+        ];
+        for o in bad {
+            assert_eq!(o.validate().map_err(|e| e.kind()), Err(crate::ErrorKind::InvalidArgument), "{o:?}");
+        }
+    }
 }

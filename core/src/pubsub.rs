@@ -3,9 +3,10 @@
 //! ordered queue so an UNSUBSCRIBE of a channel nobody wanted any more can never overtake the
 //! SUBSCRIBE of a waiter that arrived just after.
 //!
-//! Messages: `0` wakes one local waiter, `1` wakes every local waiter. A disconnect wakes every
-//! waiter (the crate resubscribes; messages sent during the gap are lost, so waiters re-try), and
-//! the confirmation of that resubscription wakes them once more.
+//! Any primitive waits here: it joins a channel with the [`Meaning`] of its messages (wake one
+//! local waiter, all of them, up to N, or nobody). A disconnect wakes every waiter (the crate
+//! resubscribes; messages sent during the gap are lost, so waiters re-try), and the
+//! confirmation of that resubscription wakes them once more.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +16,7 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 
-use crate::connection::Subscriber;
-use crate::scripts::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
+use crate::conn::Subscriber;
 
 /// State of one channel's subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,16 +29,49 @@ pub(crate) enum SubState {
     Failed,
 }
 
+/// Whom a message wakes among the local waiters of its channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Nobody (a message that announces nothing to wait for).
+    Nobody,
+    /// One waiter (Redisson's unlock message `0`).
+    One,
+    /// Every waiter (a read unlock, a latch reaching zero).
+    All,
+    /// Up to this many waiters (a semaphore's released permits).
+    #[allow(dead_code)] // first used by the semaphores; tested below
+    UpTo(usize),
+}
+
+/// Reads a message payload of a channel: what it means to the channel's waiters. Given by the
+/// primitive that joins the channel; every joiner of one channel passes the same.
+pub(crate) type Meaning = fn(&[u8]) -> Wake;
+
 /// One subscribed channel and the local waiters on it.
 pub(crate) struct Channel {
-    /// Woken by unlock messages.
+    /// Woken by messages, as [`Meaning`] says.
     pub(crate) notify: Notify,
+    meaning: Meaning,
     state: watch::Sender<SubState>,
     /// Set on disconnect; the resubscribe confirmation clears it and wakes the waiters.
     resubscribing: AtomicBool,
 }
 
 impl Channel {
+    /// Wakes local waiters as `wake` says.
+    fn wake(&self, wake: Wake) {
+        match wake {
+            Wake::Nobody => {}
+            Wake::One => self.notify.notify_one(),
+            Wake::All => self.notify.notify_waiters(),
+            Wake::UpTo(n) => {
+                for _ in 0..n {
+                    self.notify.notify_one();
+                }
+            }
+        }
+    }
+
     /// A receiver of the subscription state.
     pub(crate) fn state(&self) -> watch::Receiver<SubState> {
         self.state.subscribe()
@@ -87,9 +120,9 @@ impl Registry {
         self.channels.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Joins `channel`, subscribing if this is its first local waiter, or re-subscribing if an
-    /// earlier SUBSCRIBE failed.
-    pub(crate) fn join(self: &Arc<Self>, name: &str) -> Membership {
+    /// Joins `channel`, whose messages mean what `meaning` says, subscribing if this is its
+    /// first local waiter.
+    pub(crate) fn join(self: &Arc<Self>, name: &str, meaning: Meaning) -> Membership {
         let mut map = self.lock();
         let channel = match map.get_mut(name) {
             Some(entry) => {
@@ -98,8 +131,12 @@ impl Registry {
             }
             None => {
                 let (state, _) = watch::channel(SubState::Pending);
-                let channel =
-                    Arc::new(Channel { notify: Notify::new(), state, resubscribing: AtomicBool::new(false) });
+                let channel = Arc::new(Channel {
+                    notify: Notify::new(),
+                    meaning,
+                    state,
+                    resubscribing: AtomicBool::new(false),
+                });
                 map.insert(name.to_owned(), Entry { channel: channel.clone(), waiters: 1 });
                 let _ = self.queue.send(Command::Subscribe(name.to_owned(), channel.clone()));
                 channel
@@ -152,11 +189,7 @@ impl Registry {
                 let Some(entry) = std::str::from_utf8(chan).ok().and_then(|c| map.get(c)) else {
                     return;
                 };
-                if payload == UNLOCK_MESSAGE.as_bytes() {
-                    entry.channel.notify.notify_one();
-                } else if payload == READ_UNLOCK_MESSAGE.as_bytes() {
-                    entry.channel.notify.notify_waiters();
-                }
+                entry.channel.wake((entry.channel.meaning)(payload));
             }
             PushKind::Subscribe | PushKind::SSubscribe => {
                 let Some(chan) = push.data.first().and_then(bytes) else { return };
@@ -310,5 +343,97 @@ fn subscribed(result: redis::RedisResult<()>) -> SubState {
             log::warn!("rlock: SUBSCRIBE failed, waiters fall back to polling: {e}");
             SubState::Failed
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+
+    fn lock_meaning(p: &[u8]) -> Wake {
+        match p {
+            b"0" => Wake::One,
+            b"1" => Wake::All,
+            _ => Wake::Nobody,
+        }
+    }
+
+    fn message(channel: &str, payload: &str) -> PushInfo {
+        PushInfo {
+            kind: PushKind::Message,
+            data: vec![Value::BulkString(channel.into()), Value::BulkString(payload.into())],
+        }
+    }
+
+    fn commands(queue: &mut Queue) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(c) = queue.0.try_recv() {
+            out.push(match c {
+                Command::Subscribe(n, _) => format!("+{n}"),
+                Command::Unsubscribe(n) => format!("-{n}"),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn one_subscription_per_channel_counted_by_waiters() {
+        let (registry, mut queue) = Registry::new();
+        let a = registry.join("c1", lock_meaning);
+        let b = registry.join("c1", lock_meaning);
+        let c = registry.join("c2", lock_meaning);
+        assert_eq!(registry.channel_count(), 2);
+        assert_eq!(commands(&mut queue), ["+c1", "+c2"]);
+        drop(a);
+        assert_eq!(commands(&mut queue), Vec::<String>::new(), "a waiter is left on c1");
+        drop(b);
+        drop(c);
+        assert_eq!(commands(&mut queue), ["-c1", "-c2"]);
+        assert_eq!(registry.channel_count(), 0);
+        // Joining again subscribes again, after the unsubscribe in queue order.
+        let _d = registry.join("c1", lock_meaning);
+        assert_eq!(commands(&mut queue), ["+c1"]);
+    }
+
+    #[tokio::test]
+    async fn messages_wake_as_their_meaning_says() {
+        let (registry, _queue) = Registry::new();
+        let m = registry.join("c", lock_meaning);
+        let waiters: Vec<_> = (0..3).map(|_| Box::pin(m.channel.notify.notified())).collect();
+        let mut waiters = waiters;
+        for w in &mut waiters {
+            w.as_mut().enable();
+        }
+        registry.on_push(message("c", "0"));
+        let woken = |ws: &mut Vec<std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>>| {
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            ws.iter_mut().map(|w| w.as_mut().poll(&mut cx).is_ready()).filter(|r| *r).count()
+        };
+        assert_eq!(woken(&mut waiters), 1, "0 wakes one waiter");
+        let mut waiters: Vec<_> = (0..3).map(|_| Box::pin(m.channel.notify.notified())).collect();
+        for w in &mut waiters {
+            w.as_mut().enable();
+        }
+        registry.on_push(message("c", "x"));
+        assert_eq!(woken(&mut waiters), 0, "an unknown payload wakes nobody");
+        registry.on_push(message("other", "1"));
+        assert_eq!(woken(&mut waiters), 0, "a message on another channel wakes nobody here");
+        registry.on_push(message("c", "1"));
+        assert_eq!(woken(&mut waiters), 3, "1 wakes every waiter");
+    }
+
+    #[test]
+    fn up_to_n_wakes_at_most_n() {
+        let (registry, _queue) = Registry::new();
+        let m = registry.join("s", |p| std::str::from_utf8(p).ok().and_then(|s| s.parse().ok()).map_or(Wake::Nobody, Wake::UpTo));
+        let mut waiters: Vec<_> = (0..5).map(|_| Box::pin(m.channel.notify.notified())).collect();
+        for w in &mut waiters {
+            w.as_mut().enable();
+        }
+        registry.on_push(message("s", "2"));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let n = waiters.iter_mut().map(|w| w.as_mut().poll(&mut cx).is_ready()).filter(|r| *r).count();
+        assert_eq!(n, 2);
     }
 }

@@ -21,8 +21,7 @@ use redis::{RedisResult, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{slot_master, Commands};
-use crate::scripts::ACQUIRE;
+use crate::conn::{slot_master, Commands};
 
 /// How often the replica counts are refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -45,14 +44,13 @@ pub(crate) struct Replicas {
     timeout_ms: u64,
 }
 
-/// The outcome of a synced acquire script.
-pub(crate) enum Synced {
-    /// Acquired, and a replica has it (or the master turned out to have no replica at all).
-    Acquired,
-    /// Acquired, but no replica acknowledged in time: the caller undoes it.
-    Unacknowledged,
-    /// Held by another owner: its PTTL.
-    Busy(i64),
+/// The outcome of a replica-synced write.
+pub(crate) enum Synced<T> {
+    /// Nothing was written, or a replica has the write (or the master turned out to have no
+    /// replica at all).
+    Acknowledged(T),
+    /// Written, but no replica acknowledged in time: the caller undoes it.
+    Unacknowledged(T),
 }
 
 impl Replicas {
@@ -94,50 +92,46 @@ impl Replicas {
         }
     }
 
-    /// Runs the acquire script on the sync connection and, when it acquired, `WAIT 1
-    /// <timeout>` on the same connection to the same master. When no replica acknowledged,
-    /// asks that master whether it has any online replica: a master without one (a replica
-    /// just promoted, while the cached counts are stale) is not waited on, as in Redisson.
-    pub(crate) async fn acquire(
+    /// Runs `write` (one command or script on `key`, given the sync connection) and, when
+    /// `wrote` says it changed something, `WAIT 1 <timeout>` on the same connection to the same
+    /// master. When no replica acknowledged, asks that master whether it has any online
+    /// replica: a master without one (a replica just promoted, while the cached counts are
+    /// stale) is not waited on, as in Redisson.
+    pub(crate) async fn run<T, Fut>(
         &self,
-        name: &str,
+        key: &str,
         group: u16,
-        lease_ms: u64,
-        owner: &str,
-    ) -> RedisResult<Synced> {
+        write: impl FnOnce(Commands) -> Fut,
+        wrote: impl FnOnce(&T) -> bool,
+    ) -> RedisResult<Synced<T>>
+    where
+        Fut: std::future::Future<Output = RedisResult<T>>,
+    {
         let mut conn = self.sync.clone();
-        // The script first, then WAIT only when it acquired: a busy attempt wrote nothing, and
-        // a WAIT behind it would block this connection for nothing (for the whole timeout on a
-        // master without replicas). The script alone gets the cluster client's MOVED/ASK
+        // The write first, then WAIT only when it wrote: a busy attempt wrote nothing, and a
+        // WAIT behind it would block this connection for nothing (for the whole timeout on a
+        // master without replicas). The write alone gets the cluster client's MOVED/ASK
         // handling; WAIT goes to the same master over the same connection, and waits for this
         // connection's last write.
-        let ttl: Option<i64> = ACQUIRE
-            .run(
-                &[name],
-                |c| {
-                    c.arg(lease_ms).arg(owner);
-                },
-                &mut conn,
-            )
-            .await?;
-        if let Some(ttl) = ttl {
-            return Ok(Synced::Busy(ttl));
+        let out = write(conn.clone()).await?;
+        if !wrote(&out) {
+            return Ok(Synced::Acknowledged(out));
         }
         let mut wait = redis::cmd("WAIT");
         wait.arg(1).arg(self.timeout_ms);
-        let acked: i64 = redis::from_redis_value(conn.route(wait, slot_master(name)).await?)?;
+        let acked: i64 = redis::from_redis_value(conn.route(wait, slot_master(key)).await?)?;
         if acked > 0 {
-            return Ok(Synced::Acquired);
+            return Ok(Synced::Acknowledged(out));
         }
         let mut info = redis::cmd("INFO");
         info.arg("replication");
-        let info: String = redis::from_redis_value(conn.route(info, slot_master(name)).await?)?;
+        let info: String = redis::from_redis_value(conn.route(info, slot_master(key)).await?)?;
         if online_replicas(&info) == 0 {
-            log::debug!("rlock: no replica acknowledged '{name}', and its master has none: not waiting");
+            log::debug!("rlock: no replica acknowledged '{key}', and its master has none: not waiting");
             self.no_replicas(group);
-            return Ok(Synced::Acquired);
+            return Ok(Synced::Acknowledged(out));
         }
-        Ok(Synced::Unacknowledged)
+        Ok(Synced::Unacknowledged(out))
     }
 
     /// Records that the master of `group` has no replica (until the next refresh).

@@ -13,6 +13,19 @@ use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, TlsCertificates}
 use crate::error::{Error, Result};
 use crate::options::ClientOptions;
 
+/// Where a client connects when its user names no URL and `REDIS_URL` is not set.
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// The URL a client connects to when its user names none: the `REDIS_URL` environment
+/// variable when set and not empty, else [`DEFAULT_URL`]. Every surface uses this.
+pub fn default_url() -> String {
+    url_or_default(std::env::var("REDIS_URL").ok())
+}
+
+fn url_or_default(env: Option<String>) -> String {
+    env.filter(|u| !u.is_empty()).unwrap_or_else(|| DEFAULT_URL.to_owned())
+}
+
 /// Default port of a Redis node (cluster seed nodes without a port).
 const REDIS_PORT: u16 = 6379;
 /// Default port of a Sentinel.
@@ -206,6 +219,13 @@ fn sentinel(rest: &str, tls: bool, certs: Option<TlsCertificates>) -> Result<Tar
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
+
+    #[test]
+    fn default_url_policy() {
+        assert_eq!(url_or_default(None), DEFAULT_URL);
+        assert_eq!(url_or_default(Some(String::new())), DEFAULT_URL);
+        assert_eq!(url_or_default(Some("redis://h:1/".into())), "redis://h:1/");
+    }
 
     fn parse_ok(url: &str) -> Target {
         parse(url, &ClientOptions::default()).unwrap_or_else(|e| panic!("{url}: {e}"))

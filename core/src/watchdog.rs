@@ -1,5 +1,9 @@
 //! The watchdog: one task per client renews every watchdog-leased hold in batches.
 //!
+//! It renews any kind of hold: each hold names its [`HoldKind`], whose renewal step takes a
+//! batch of holds of that kind in one hash slot. Lost holds are reported to the listeners whose
+//! [`LostFilter`] matches (a lock name, an owner), so surfaces get their events routed here.
+//!
 //! Every hold this client knows of lives in one map (also used by release to tell a lost hold
 //! from one never held). A hold that uses the watchdog is put on tokio-util's `DelayQueue` (a
 //! hierarchical timer wheel). Due times are rounded up to a tick of one eighth of the renewal
@@ -24,46 +28,104 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::future::join_all;
+use futures_util::future::{join_all, BoxFuture};
+use redis::RedisResult;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::time::DelayQueue;
 
-use crate::connection::Commands;
+use crate::conn::Commands;
 use crate::owner::Owner;
-use crate::scripts::RENEW;
 
 /// Why a hold was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LostReason {
-    /// A renewal found the lock no longer held by this owner (expired, force-released, deleted).
+    /// A renewal found the lock no longer held by this owner (expired, force-unlocked, deleted).
     Gone,
     /// Renewals failed (Redis unreachable or erroring) for longer than the lease, so the lease
     /// may have run out.
     RenewalFailed,
 }
 
+impl LostReason {
+    /// A short stable name: `"gone"` or `"renewal_failed"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostReason::Gone => "gone",
+            LostReason::RenewalFailed => "renewal_failed",
+        }
+    }
+}
+
 /// A hold the watchdog lost. Delivered to every listener registered with
-/// [`Client::on_lost`](crate::Client::on_lost).
+/// [`Client::on_lost`](crate::Client::on_lost) whose filter matches.
 #[derive(Debug, Clone)]
 pub struct LostEvent {
     /// The lock name.
     pub name: Arc<str>,
+    /// The kind of hold (`"lock"` for the reentrant lock).
+    pub kind: &'static str,
     /// The owner whose hold was lost.
     pub owner: Owner,
     /// What happened.
     pub reason: LostReason,
 }
 
-/// Identifies one hold: a lock name and an owner id of this client.
+/// Which lost holds a listener hears of.
+#[derive(Debug, Clone, Default)]
+pub struct LostFilter {
+    /// Only holds of this lock name (`None`: every name).
+    pub name: Option<Arc<str>>,
+    /// Only holds of the owner with this id (`None`: every owner).
+    pub owner: Option<u64>,
+}
+
+impl LostFilter {
+    /// Every lost hold of the client.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// Lost holds of lock `name`, by any owner.
+    pub fn name(name: &str) -> Self {
+        LostFilter { name: Some(name.into()), owner: None }
+    }
+
+    /// Lost holds of lock `name` by `owner`.
+    pub fn hold(name: &str, owner: &Owner) -> Self {
+        LostFilter { name: Some(name.into()), owner: Some(owner.id()) }
+    }
+
+    fn matches(&self, e: &LostEvent) -> bool {
+        self.name.as_ref().is_none_or(|n| **n == *e.name) && self.owner.is_none_or(|o| o == e.owner.id())
+    }
+}
+
+/// A batch renewal step: renews holds `(name, owner)` of one kind, all in one hash slot, to a
+/// lease of the given milliseconds; one flag per hold, true when it was still held.
+pub(crate) type RenewStep = fn(Commands, u64, Vec<(Arc<str>, Owner)>) -> BoxFuture<'static, RedisResult<Vec<bool>>>;
+
+/// One kind of hold the watchdog renews: each primitive that holds defines one.
+pub(crate) struct HoldKind {
+    /// Tells kinds apart (a write hold and a read hold of one owner on one name are distinct).
+    pub(crate) id: u8,
+    /// Shown in lost events and logs.
+    pub(crate) name: &'static str,
+    /// The renewal step.
+    pub(crate) renew: RenewStep,
+}
+
+/// Identifies one hold: its kind, a lock name and an owner id of this client.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct HoldKey {
+    pub(crate) kind: u8,
     pub(crate) name: Arc<str>,
     pub(crate) owner: u64,
 }
 
 struct Hold {
+    kind: &'static HoldKind,
     owner: Owner,
     /// Lease used by the last acquire (sent again on reentrant release).
     lease: Duration,
@@ -85,7 +147,7 @@ const SWEEP: Duration = Duration::from_millis(100);
 /// The shared part of the watchdog: the holds and the lost-lock listeners.
 pub(crate) struct Watchdog {
     holds: Mutex<HashMap<HoldKey, Hold>>,
-    listeners: Mutex<Vec<(u64, Listener)>>,
+    listeners: Mutex<HashMap<u64, (LostFilter, Listener)>>,
     /// Holds (key, generation) that started renewing since the watchdog task last swept.
     fresh: Mutex<Vec<(HoldKey, u64)>>,
     next_id: AtomicU64,
@@ -111,7 +173,7 @@ impl Watchdog {
     pub(crate) fn new(lease: Duration, max_hold: Option<Duration>) -> Arc<Self> {
         let wd = Watchdog {
             holds: Mutex::new(HashMap::new()),
-            listeners: Mutex::new(Vec::new()),
+            listeners: Mutex::new(HashMap::new()),
             fresh: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             lease,
@@ -126,7 +188,15 @@ impl Watchdog {
     }
 
     /// Records a successful acquire (first or reentrant). Called before the acquire returns.
-    pub(crate) fn acquired(&self, key: HoldKey, owner: &Owner, lease: Duration, renew: bool, group: u16) {
+    pub(crate) fn acquired(
+        &self,
+        kind: &'static HoldKind,
+        key: HoldKey,
+        owner: &Owner,
+        lease: Duration,
+        renew: bool,
+        group: u16,
+    ) {
         let now = Instant::now();
         let mut holds = lock(&self.holds);
         let generation = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -143,6 +213,7 @@ impl Watchdog {
             }
             _ => {
                 let hold = Hold {
+                    kind,
                     owner: owner.clone(),
                     lease,
                     renew,
@@ -179,7 +250,7 @@ impl Watchdog {
         }
     }
 
-    /// Forgets every hold of lock `name` (after a force release by this client).
+    /// Forgets every hold of lock `name` (after a force unlock by this client).
     pub(crate) fn forget_name(&self, name: &str) {
         lock(&self.holds).retain(|k, _| &*k.name != name);
     }
@@ -200,36 +271,35 @@ impl Watchdog {
         lock(&self.fresh).clear();
     }
 
-    /// Adds a lost-lock listener; returns its id for [`Self::remove_listener`].
-    pub(crate) fn add_listener(&self, f: Listener) -> u64 {
+    /// Adds a lost-hold listener for the holds `filter` matches; returns its id for
+    /// [`Self::remove_listener`].
+    pub(crate) fn add_listener(&self, filter: LostFilter, f: Listener) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.listeners).push((id, f));
+        lock(&self.listeners).insert(id, (filter, f));
         id
     }
 
     /// Removes a listener; false when the id is unknown.
     pub(crate) fn remove_listener(&self, id: u64) -> bool {
-        let mut l = lock(&self.listeners);
-        let before = l.len();
-        l.retain(|(i, _)| *i != id);
-        l.len() != before
+        lock(&self.listeners).remove(&id).is_some()
     }
 
     fn mark_lost(&self, key: &HoldKey, generation: u64, reason: LostReason) {
-        let owner = {
+        let (owner, kind) = {
             let mut holds = lock(&self.holds);
             match holds.get_mut(key) {
                 Some(h) if h.generation == generation && h.lost.is_none() => {
                     h.lost = Some(reason);
                     h.renew = false;
-                    h.owner.clone()
+                    (h.owner.clone(), h.kind.name)
                 }
                 _ => return,
             }
         };
-        let event = LostEvent { name: key.name.clone(), owner, reason };
-        log::warn!("rlock: lost the hold of '{}' by {} ({reason:?})", event.name, event.owner);
-        let listeners: Vec<Listener> = lock(&self.listeners).iter().map(|(_, f)| f.clone()).collect();
+        let event = LostEvent { name: key.name.clone(), kind, owner, reason };
+        log::warn!("rlock: lost the {kind} hold of '{}' by {} ({})", event.name, event.owner, reason.as_str());
+        let listeners: Vec<Listener> =
+            lock(&self.listeners).values().filter(|(w, _)| w.matches(&event)).map(|(_, f)| f.clone()).collect();
         for f in listeners {
             // A listener that panics must not take the watchdog down with it.
             if catch_unwind(AssertUnwindSafe(|| f(&event))).is_err() {
@@ -241,10 +311,26 @@ impl Watchdog {
 
 /// One hold due for renewal.
 struct Due {
+    kind: &'static HoldKind,
     key: HoldKey,
     generation: u64,
     owner: Owner,
     last_renewed: Instant,
+}
+
+/// The renewal period of a lease (a third of it, at least 10 ms) and its tick (an eighth of
+/// the period, at least 1 ms), to which due times are rounded.
+fn renewal_period(lease: Duration) -> (Duration, Duration) {
+    let period = (lease / 3).max(Duration::from_millis(10));
+    (period, (period / 8).max(Duration::from_millis(1)))
+}
+
+/// Rounds `at` up to the next tick boundary after `epoch`, so nearby due times coincide.
+fn quantize(epoch: Instant, tick: Duration, at: Instant) -> Instant {
+    let since = at.saturating_duration_since(epoch).as_nanos();
+    let t = tick.as_nanos().max(1);
+    let ticks = since.div_ceil(t);
+    epoch + Duration::from_nanos(u64::try_from(ticks * t).unwrap_or(u64::MAX))
 }
 
 /// Runs the watchdog until `stop` is cancelled.
@@ -255,16 +341,9 @@ pub(crate) async fn run(
     retry_delay: Duration,
     stop: CancellationToken,
 ) {
-    let period = (wd.lease / 3).max(Duration::from_millis(10));
-    let tick = (period / 8).max(Duration::from_millis(1));
+    let (period, tick) = renewal_period(wd.lease);
     let epoch = Instant::now();
-    // Rounds `at` up to the next tick boundary, so nearby due times coincide.
-    let quantize = |at: Instant| {
-        let since = at.saturating_duration_since(epoch).as_nanos();
-        let t = tick.as_nanos().max(1);
-        let ticks = since.div_ceil(t);
-        epoch + Duration::from_nanos(u64::try_from(ticks * t).unwrap_or(u64::MAX))
-    };
+    let quantize = |at: Instant| quantize(epoch, tick, at);
     let mut queue: DelayQueue<(HoldKey, u64)> = DelayQueue::new();
     let mut sweep = tokio::time::interval(tick.min(SWEEP));
     sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -299,7 +378,8 @@ pub(crate) async fn run(
 
         // Pick the holds still due, grouped by batch group.
         let now = Instant::now();
-        let mut groups: HashMap<u16, Vec<Due>> = HashMap::new();
+        // Batched by (slot group, kind): one renewal step call takes holds of one kind.
+        let mut groups: HashMap<(u16, u8), Vec<Due>> = HashMap::new();
         {
             let mut holds = lock(&wd.holds);
             for (key, generation) in expired {
@@ -311,8 +391,9 @@ pub(crate) async fn run(
                     h.renew = false;
                     continue;
                 }
-                let due = Due { key, generation, owner: h.owner.clone(), last_renewed: h.last_renewed };
-                groups.entry(h.group).or_default().push(due);
+                let due =
+                    Due { kind: h.kind, key, generation, owner: h.owner.clone(), last_renewed: h.last_renewed };
+                groups.entry((h.group, h.kind.id)).or_default().push(due);
             }
         }
         let lease_ms = u64::try_from(wd.lease.as_millis()).unwrap_or(u64::MAX);
@@ -325,16 +406,11 @@ pub(crate) async fn run(
             chunks
         });
         let results = join_all(calls.map(|chunk| {
-            let mut conn = commands.clone();
+            let conn = commands.clone();
             async move {
-                let names: Vec<&str> = chunk.iter().map(|d| &*d.key.name).collect();
-                let args = |c: &mut redis::Cmd| {
-                    c.arg(lease_ms);
-                    for d in &chunk {
-                        c.arg(d.owner.as_str());
-                    }
-                };
-                let result = RENEW.run::<Vec<i64>, _>(&names, args, &mut conn).await;
+                let Some(kind) = chunk.first().map(|d| d.kind) else { return (chunk, Ok(Vec::new())) };
+                let holds = chunk.iter().map(|d| (d.key.name.clone(), d.owner.clone())).collect();
+                let result = (kind.renew)(conn, lease_ms, holds).await;
                 (chunk, result)
             }
         }))
@@ -345,7 +421,7 @@ pub(crate) async fn run(
             match result {
                 Ok(flags) => {
                     for (i, d) in chunk.into_iter().enumerate() {
-                        if flags.get(i) == Some(&1) {
+                        if flags.get(i) == Some(&true) {
                             let mut holds = lock(&wd.holds);
                             if let Some(h) = holds.get_mut(&d.key) {
                                 if h.generation == d.generation {
@@ -372,5 +448,84 @@ pub(crate) async fn run(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn period_and_tick() {
+        assert_eq!(renewal_period(Duration::from_secs(30)), (Duration::from_secs(10), Duration::from_millis(1250)));
+        // Tiny leases keep a floor, so the watchdog never spins.
+        assert_eq!(renewal_period(Duration::from_millis(3)), (Duration::from_millis(10), Duration::from_micros(1250)));
+        assert_eq!(renewal_period(Duration::from_millis(60)).1, Duration::from_millis(2));
+    }
+
+    #[test]
+    fn due_times_round_up_to_shared_ticks() {
+        let epoch = Instant::now();
+        let tick = Duration::from_millis(100);
+        let at = |ms| epoch + Duration::from_millis(ms);
+        assert_eq!(quantize(epoch, tick, at(0)), at(0));
+        assert_eq!(quantize(epoch, tick, at(1)), at(100));
+        assert_eq!(quantize(epoch, tick, at(99)), at(100));
+        assert_eq!(quantize(epoch, tick, at(100)), at(100));
+        assert_eq!(quantize(epoch, tick, at(101)), at(200));
+        // Never earlier than asked, never more than a tick later.
+        for ms in [3u64, 250, 999, 12_345] {
+            let q = quantize(epoch, tick, at(ms));
+            assert!(q >= at(ms) && q < at(ms) + tick);
+        }
+    }
+
+    fn kind(id: u8) -> &'static HoldKind {
+        static A: HoldKind = HoldKind { id: 1, name: "a", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
+        static B: HoldKind = HoldKind { id: 2, name: "b", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
+        if id == 1 { &A } else { &B }
+    }
+
+    #[test]
+    fn lost_events_reach_the_listeners_whose_filter_matches() {
+        let wd = Watchdog::new(Duration::from_secs(30), None);
+        let client = uuid::Uuid::new_v4();
+        let (o1, o2) = (Owner::new(client, 1), Owner::new(client, 2));
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let listen = |filter: LostFilter, tag: &'static str| {
+            let heard = heard.clone();
+            wd.add_listener(filter, Arc::new(move |e: &LostEvent| lock(&heard).push((tag, e.name.to_string(), e.owner.id(), e.kind))))
+        };
+        listen(LostFilter::all(), "all");
+        listen(LostFilter::name("x"), "x");
+        let only_o2 = listen(LostFilter::hold("x", &o2), "x/2");
+        let key = |name: &str, owner: u64, k: u8| HoldKey { kind: k, name: name.into(), owner };
+        for (name, owner, k) in [("x", &o1, 1), ("x", &o2, 2), ("y", &o1, 1)] {
+            wd.acquired(kind(k), key(name, owner.id(), k), owner, Duration::from_secs(30), true, 0);
+        }
+        let generation = |k: &HoldKey| lock(&wd.holds).get(k).map(|h| h.generation).unwrap_or_default();
+        for (name, owner, k) in [("x", 1, 1), ("x", 2, 2), ("y", 1, 1)] {
+            let hk = key(name, owner, k);
+            wd.mark_lost(&hk, generation(&hk), LostReason::Gone);
+        }
+        let mut got = lock(&heard).clone();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("all", "x".into(), 1, "a"),
+                ("all", "x".into(), 2, "b"),
+                ("all", "y".into(), 1, "a"),
+                ("x", "x".into(), 1, "a"),
+                ("x", "x".into(), 2, "b"),
+                ("x/2", "x".into(), 2, "b"),
+            ]
+        );
+        // A hold is lost once; removed listeners hear nothing more.
+        assert!(wd.remove_listener(only_o2));
+        assert!(!wd.remove_listener(only_o2));
+        assert!(wd.is_lost(&key("x", 2, 2)));
+        assert!(matches!(wd.forget(&key("x", 2, 2)), Forgotten::Lost));
+        assert!(matches!(wd.forget(&key("x", 2, 2)), Forgotten::NotHeld));
     }
 }

@@ -20,7 +20,7 @@ use redis::RedisResult;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::connection::Observe;
+use super::open::Observe;
 use crate::error::{Error, Result};
 
 /// One cluster connection and how to make another.

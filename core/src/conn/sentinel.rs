@@ -17,8 +17,8 @@ use redis::{ConnectionAddr, RedisResult, TlsMode};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::retry_transient;
-use crate::connection::{Observe, Opened, Opener, Use};
+use super::open::{Observe, Opened, Opener, Use};
+use super::retry::retry_transient;
 use crate::error::{Error, Result};
 use crate::url::SentinelTarget;
 

@@ -1,0 +1,343 @@
+//! The one interface primitives use to reach a client's state: its connections, the watchdog,
+//! pub/sub waiting, replica sync, latches and the retry policy. Primitives get an
+//! `Arc<Shared>` and call its methods; its fields stay private.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::conn::{self, is_transient, retry_transient, Commands, PushHandler, Topology};
+use crate::error::{Error, Result};
+use crate::latches::Latches;
+use crate::options::ClientOptions;
+use crate::owner::Owner;
+use crate::pubsub::{self, Meaning, Membership, SubState};
+use crate::replicas::Replicas;
+use crate::watchdog::{self, Watchdog};
+
+/// A client's shared state. Dropping the last reference stops its background tasks.
+pub(crate) struct Shared {
+    id: Uuid,
+    options: ClientOptions,
+    commands: Commands,
+    pubsub: Arc<pubsub::Registry>,
+    watchdog: Arc<Watchdog>,
+    handle: Handle,
+    closed: CancellationToken,
+    latch_ttl_ms: u64,
+    latches: Latches,
+    replicas: Option<Arc<Replicas>>,
+    topology: Topology,
+    sharded: bool,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
+}
+
+/// One try of a waiting step (an acquire, a permit take).
+pub(crate) enum Attempt<T> {
+    /// It succeeded with this result.
+    Done(T),
+    /// Somebody else has it: try again after a message on the channel, or after this long at
+    /// most (the holder's remaining lease; `None` when nothing bounds the wait).
+    Busy(Option<Duration>),
+}
+
+impl Shared {
+    /// Connects to `url` and starts the background tasks (watchdog, pub/sub, latches, replica
+    /// sync, Sentinel monitor) on the current tokio runtime.
+    pub(crate) async fn connect(url: &str, options: ClientOptions) -> Result<Arc<Shared>> {
+        options.validate()?;
+        let handle = Handle::try_current()
+            .map_err(|_| Error::invalid("Client::connect must run inside a tokio runtime"))?;
+        let target = crate::url::parse(url, &options)?;
+        let (registry, queue) = pubsub::Registry::new();
+        let weak = Arc::downgrade(&registry);
+        let on_push: PushHandler = Arc::new(move |push| {
+            if let Some(r) = weak.upgrade() {
+                r.on_push(push);
+            }
+        });
+        let conns = conn::connect(target, &options, on_push).await?;
+        let commands = conns.commands;
+        let wd = Watchdog::new(options.watchdog_timeout, options.max_hold);
+        let closed = CancellationToken::new();
+
+        let stop = closed.clone();
+        let reg = Arc::downgrade(&registry);
+        let subscriber = conns.subscriber;
+        handle.spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = pubsub::run(queue, subscriber, reg) => {}
+            }
+        });
+        if let Some(monitor) = conns.monitor {
+            handle.spawn(monitor.run(closed.clone()));
+        }
+        handle.spawn(watchdog::run(
+            wd.clone(),
+            commands.clone(),
+            options.renewal_batch_size,
+            options.retry_delay,
+            closed.clone(),
+        ));
+        let replicas = match conns.sync {
+            Some(sync) => Some(
+                Replicas::start(
+                    &handle,
+                    commands.clone(),
+                    sync,
+                    options.replica_sync_timeout,
+                    conns.master_changes,
+                    closed.clone(),
+                )
+                .await,
+            ),
+            None => None,
+        };
+        let latches = Latches::start(&handle, commands.clone(), closed.clone());
+        let per_try = options.command_timeout.unwrap_or(Duration::from_secs(10)) + options.retry_delay;
+        let latch_ttl = per_try.saturating_mul(options.retry_attempts + 1).max(Duration::from_secs(1));
+        Ok(Arc::new(Shared {
+            id: Uuid::new_v4(),
+            options,
+            commands,
+            pubsub: registry,
+            watchdog: wd,
+            handle,
+            closed,
+            latch_ttl_ms: u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX),
+            latches,
+            replicas,
+            topology: conns.topology,
+            sharded: conns.sharded,
+        }))
+    }
+
+    /// The client's random UUID.
+    pub(crate) fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// The client's options.
+    pub(crate) fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// What the URL named.
+    pub(crate) fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    /// Whether waiters use sharded pub/sub.
+    pub(crate) fn sharded(&self) -> bool {
+        self.sharded
+    }
+
+    /// Whether acquires wait for a replica.
+    pub(crate) fn replica_sync(&self) -> bool {
+        self.replicas.is_some()
+    }
+
+    /// The runtime the client's tasks run on.
+    pub(crate) fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// A connection for commands (cheap: a shared multiplexed connection).
+    pub(crate) fn conn(&self) -> Commands {
+        self.commands.clone()
+    }
+
+    /// The batch group of `key` (its hash slot on a cluster, else 0).
+    pub(crate) fn group(&self, key: &str) -> u16 {
+        self.commands.batch_group(key)
+    }
+
+    /// `PUBLISH`, or `SPUBLISH` where waiters use sharded pub/sub.
+    pub(crate) fn publish_command(&self) -> &'static str {
+        if self.sharded {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        }
+    }
+
+    /// The watchdog.
+    pub(crate) fn watchdog(&self) -> &Arc<Watchdog> {
+        &self.watchdog
+    }
+
+    /// Pub/sub waiting.
+    pub(crate) fn pubsub(&self) -> &Arc<pubsub::Registry> {
+        &self.pubsub
+    }
+
+    /// Background deletion of release latches.
+    pub(crate) fn latches(&self) -> &Latches {
+        &self.latches
+    }
+
+    /// How long a release latch outlives its call, in ms.
+    pub(crate) fn latch_ttl_ms(&self) -> u64 {
+        self.latch_ttl_ms
+    }
+
+    /// Replica sync for a write in batch group `group`, when it is on and that master has
+    /// replicas.
+    pub(crate) fn replicas_for(&self, group: u16) -> Option<&Replicas> {
+        self.replicas.as_deref().filter(|r| r.wanted(group))
+    }
+
+    /// Fails with `Closed` once the client is closed.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.is_cancelled() {
+            Err(Error::closed())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether the client is closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Resolves when the client closes.
+    pub(crate) async fn closed(&self) {
+        self.closed.cancelled().await
+    }
+
+    /// Closes: stops renewals and pub/sub and fails pending and later calls with `Closed`.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+        self.watchdog.clear();
+        self.pubsub.wake_all(false);
+    }
+
+    /// Checks that `owner` was made by this client.
+    pub(crate) fn check_owner(&self, owner: &Owner) -> Result<()> {
+        if owner.client_id() != self.id {
+            return Err(Error::invalid("this owner belongs to another client"));
+        }
+        Ok(())
+    }
+
+    /// Runs `op` again after connection errors and timeouts, up to `retry_attempts` times.
+    pub(crate) async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T>
+    where
+        F: FnMut(Commands) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let o = &self.options;
+        retry_transient(o.retry_attempts, o.retry_delay, Some(&self.closed), || op(self.commands.clone())).await
+    }
+
+    /// The wait loop of every waiting primitive: runs `attempt` until it is done, sleeping
+    /// between tries on `channel` (whose messages mean what `meaning` says). It subscribes
+    /// before the second try, so a message sent after a try's answer is never missed; every
+    /// sleep is bounded by what the try reported (the holder's lease), so a lost message costs
+    /// at most that. Transient errors are retried `retry_attempts` times. `None` when
+    /// `deadline` passed first; `Closed` when the client closes.
+    pub(crate) async fn wait_until<T, F, Fut>(
+        &self,
+        channel: &str,
+        meaning: Meaning,
+        deadline: Option<Instant>,
+        mut attempt: F,
+    ) -> Result<Option<T>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Attempt<T>>>,
+    {
+        let options = &self.options;
+        let mut membership: Option<Membership> = None;
+        let mut failures = 0u32;
+        loop {
+            let joined = membership.as_ref().map(|m| m.channel.clone());
+            // Registered before the attempt, so a message sent after the attempt's answer is
+            // never missed.
+            let notified = joined.as_ref().map(|c| c.notify.notified());
+            tokio::pin!(notified);
+            if let Some(n) = notified.as_mut().as_pin_mut() {
+                n.enable();
+            }
+            let bound = match attempt().await {
+                Ok(Attempt::Done(v)) => return Ok(Some(v)),
+                Ok(Attempt::Busy(bound)) => {
+                    failures = 0;
+                    bound
+                }
+                Err(e) if is_transient(&e) && failures < options.retry_attempts => {
+                    failures += 1;
+                    let pause = remaining(deadline).map_or(options.retry_delay, |r| r.min(options.retry_delay));
+                    if pause.is_zero() {
+                        return Ok(None);
+                    }
+                    // A subscribed waiter also ends the pause on a message (a release on the
+                    // master that took over, while this one was still failing).
+                    self.sleep_or_wake(notified.as_mut(), pause).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let left = remaining(deadline);
+            if left == Some(Duration::ZERO) {
+                return Ok(None);
+            }
+            let Some(m) = membership.as_ref() else {
+                // Subscribe, then try again before waiting: a message that raced the
+                // subscription is caught by that retry.
+                let m = self.pubsub.join(channel, meaning);
+                let mut state = m.channel.state();
+                let limit = left.map_or(options.subscription_timeout, |l| l.min(options.subscription_timeout));
+                tokio::select! {
+                    _ = self.closed.cancelled() => return Err(Error::closed()),
+                    _ = tokio::time::timeout(limit, state.wait_for(|s| *s != SubState::Pending)) => {}
+                }
+                membership = Some(m);
+                continue;
+            };
+            let mut sleep = bound.unwrap_or(Duration::from_secs(1));
+            if *m.channel.state().borrow() != SubState::Active {
+                self.pubsub.retry_subscribe(m);
+                sleep = sleep.min(options.poll_interval);
+            }
+            if let Some(l) = left {
+                sleep = sleep.min(l);
+            }
+            self.sleep_or_wake(notified.as_mut(), sleep).await?;
+        }
+    }
+
+    /// Waits `d`, or less when a message arrives (`notified`, when subscribed); `Closed` when
+    /// the client closes meanwhile.
+    async fn sleep_or_wake<N: Future<Output = ()>>(&self, notified: Pin<&mut Option<N>>, d: Duration) -> Result<()> {
+        let message = async {
+            match notified.as_pin_mut() {
+                Some(n) => n.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = self.closed.cancelled() => Err(Error::closed()),
+            _ = message => Ok(()),
+            _ = tokio::time::sleep(d) => Ok(()),
+        }
+    }
+}
+
+/// Time left until `deadline` (zero when passed); `None` without a deadline.
+pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
+}

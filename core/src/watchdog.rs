@@ -460,7 +460,7 @@ mod tests {
         assert_eq!(renewal_period(Duration::from_secs(30)), (Duration::from_secs(10), Duration::from_millis(1250)));
         // Tiny leases keep a floor, so the watchdog never spins.
         assert_eq!(renewal_period(Duration::from_millis(3)), (Duration::from_millis(10), Duration::from_micros(1250)));
-        assert_eq!(renewal_period(Duration::from_millis(60)).1, Duration::from_millis(2));
+        assert_eq!(renewal_period(Duration::from_millis(60)).1, Duration::from_micros(2500));
     }
 
     #[test]

@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 
-.PHONY: help deps build build-rust demo test test-rust lint fmt clean
+.PHONY: help deps build build-rust demo test test-rust lint fmt clean check generated generated-check
 
 # Each surface adds its targets in mk/<surface>.mk and appends them to these lists.
 BUILD_TARGETS :=
@@ -33,8 +33,18 @@ build-rust:
 demo: build ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps test-rust $(TEST_TARGETS) lint ## Everything CI runs
+test: deps generated-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
+
+check: generated-check lint ## The inner loop: generated files, fmt, clippy, unit tests that need no server
+	$(CARGO) test --workspace --lib --quiet
+
+# The surface files derived from core's options and error kinds (core/examples/generate.rs).
+generated: ## Regenerate the C option setters, Python ClientOptions and Node option/error types
+	$(CARGO) run --quiet -p rlock --example generate
+
+generated-check:
+	$(CARGO) run --quiet -p rlock --example generate -- --check
 
 test-rust: ## Rust core tests against private redis-servers
 	$(CARGO) test --workspace

@@ -14,15 +14,8 @@ class RLockError extends Error {
   }
 }
 
-const codes = Object.freeze({
-  TIMEOUT: 'RLOCK_TIMEOUT',
-  NOT_HELD: 'RLOCK_NOT_HELD',
-  LOST: 'RLOCK_LOST',
-  CONNECTION: 'RLOCK_CONNECTION',
-  INVALID_ARGUMENT: 'RLOCK_INVALID_ARGUMENT',
-  REDIS: 'RLOCK_REDIS',
-  CLOSED: 'RLOCK_CLOSED',
-})
+// The codes by short name (`codes.NOT_HELD === 'RLOCK_NOT_HELD'`), from core's one list.
+const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c.slice('RLOCK_'.length), c])))
 
 // The native layer cannot attach a custom `.code` through napi's async bridge, so it prefixes
 // the message with the code; this is the one place that reads it back.
@@ -69,7 +62,8 @@ const NEVER_CANCELLED = new native.CancelToken()
 /** A handle on one lock; each handle is its own owner. Made by `client.lock(name)`. */
 class Lock {
   #native
-  #lost = new AbortController()
+  #lost = null
+  #listening = false
 
   constructor(nativePromise, name) {
     this.#native = nativePromise
@@ -77,19 +71,34 @@ class Lock {
     this.name = name
   }
 
-  /** Aborts when the watchdog loses this handle's hold; renewed by the next acquire. */
+  /**
+   * Aborts when the watchdog loses this handle's hold; a new hold after a loss gets a fresh
+   * signal. Core routes the loss to this handle; it listens from the first time this is read.
+   */
   get lostSignal() {
+    if (this.#lost === null || (this.#lost.signal.aborted && !this.#isLost())) this.#lost = new AbortController()
+    if (!this.#listening) this.#listen()
     return this.#lost.signal
   }
 
-  /** Called by the client when core reports this handle's hold lost. */
-  _lost() {
-    this.#lost.abort(new RLockError(codes.LOST, `the hold of lock '${this.name}' was lost (lease expired or the lock was deleted)`))
+  #isLost() {
+    return this._nativeNow?.isLost() ?? false
   }
 
-  // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
-  #held() {
-    if (this.#lost.signal.aborted) this.#lost = new AbortController()
+  #listen() {
+    this.#listening = true
+    this.#native.then((n) => {
+      this._nativeNow = n
+      const id = n.onLost(() => this.#abort())
+      Lock._finalizer.register(this, { n, id, client: this._client })
+      if (n.isLost()) this.#abort()
+    }, () => {})
+  }
+
+  #abort() {
+    if (this.#lost && !this.#lost.signal.aborted) {
+      this.#lost.abort(new RLockError(codes.LOST, `the hold of lock '${this.name}' was lost (lease expired or the lock was deleted)`))
+    }
   }
 
   async #acquireWith(method, options) {
@@ -108,7 +117,8 @@ class Lock {
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
     try {
       const r = await n[method](wait, lease, token)
-      if (r !== false) this.#held()
+      // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
+      if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
       return r
     } catch (e) {
       if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
@@ -120,7 +130,7 @@ class Lock {
 
   /**
    * Resolves once this handle holds the lock (re-entering when it already does). Options:
-   * `waitMs` (reject with RLOCK_TIMEOUT after it), `leaseMs` (fixed lease; default: the
+   * `waitMs` (reject with RLOCK_NOT_ACQUIRED after it), `leaseMs` (fixed lease; default: the
    * watchdog renews until release), `signal` (reject with its AbortError when it aborts).
    */
   async acquire(options) {
@@ -201,12 +211,6 @@ class HeldLock {
 class Client {
   #ready
   #closed = false
-  // `${name}\n${owner}` -> WeakRef<Lock>, to route core's lost-hold events to their handle.
-  #byOwner = new Map()
-  #finalizer = new FinalizationRegistry((key) => {
-    const ref = this.#byOwner.get(key)
-    if (ref && ref.deref() === undefined) this.#byOwner.delete(key)
-  })
 
   /**
    * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`; also
@@ -215,8 +219,7 @@ class Client {
    * call.
    */
   constructor(url, options) {
-    if (url === undefined || url === null) url = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
-    if (typeof url !== 'string') {
+    if (url !== undefined && url !== null && typeof url !== 'string') {
       this.#ready = quietReject(invalid(`url must be a string (got ${typeof url})`))
       return
     }
@@ -229,7 +232,7 @@ class Client {
     }
     let connecting
     try {
-      connecting = native.connect(url, opts)
+      connecting = native.connect(url ?? undefined, opts)
     } catch (e) {
       // napi rejects a wrongly typed option (e.g. a string for a number) synchronously.
       const m = mapError(e)
@@ -237,7 +240,6 @@ class Client {
     }
     this.#ready = connecting.then(
       (c) => {
-        c.onLost((name, owner) => this.#dispatchLost(name, owner))
         if (this.#closed) c.close()
         return c
       },
@@ -246,11 +248,6 @@ class Client {
       },
     )
     this.#ready.catch(() => {})
-  }
-
-  #dispatchLost(name, owner) {
-    const lock = this.#byOwner.get(`${name}\n${owner}`)?.deref()
-    if (lock) lock._lost()
   }
 
   /** Resolves once connected; rejects with the connect error (e.g. RLOCK_CONNECTION). */
@@ -274,11 +271,7 @@ class Client {
       p.catch(() => {})
     }
     const lock = new Lock(p, name)
-    p.then((n) => {
-      const key = `${name}\n${n.owner}`
-      this.#byOwner.set(key, new WeakRef(lock))
-      this.#finalizer.register(lock, key)
-    }, () => {})
+    lock._client = this.#ready
     return lock
   }
 
@@ -336,5 +329,10 @@ class Client {
     return { topology: c.topology, shardedPubsub: c.shardedPubsub, replicaSync: c.replicaSync }
   }
 }
+
+// A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
+Lock._finalizer = new FinalizationRegistry(({ n, id, client }) => {
+  client.then((c) => c.removeLostListener(id), () => {})
+})
 
 module.exports = { Client, Lock, HeldLock, RLockError, codes }

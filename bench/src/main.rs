@@ -116,7 +116,7 @@ async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
     for t in &tasks {
         t.abort();
     }
-    let _ = lock.force_release().await;
+    let _ = lock.force_unlock().await;
     let mut s = samples.lock().map(|g| g.clone()).unwrap_or_default();
     s.sort();
     client.close();

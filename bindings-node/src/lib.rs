@@ -12,7 +12,7 @@ use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
-use rlock::{ErrorKind, ListenerId, Released, Ttl};
+use rlock::{ErrorKind, ListenerId, Ttl};
 use tokio_util::sync::CancellationToken;
 
 /// The one mapping of core errors for Node: `[RLOCK_<KIND>] message`, kind in upper snake case
@@ -22,10 +22,7 @@ fn js_error(e: rlock::Error) -> napi::Error {
 }
 
 fn coded(kind: ErrorKind, message: &str) -> napi::Error {
-    napi::Error::new(
-        Status::GenericFailure,
-        format!("[RLOCK_{}] {message}", kind.as_str().to_ascii_uppercase()),
-    )
+    napi::Error::new(Status::GenericFailure, format!("[{}] {message}", kind.code_name()))
 }
 
 fn invalid(message: &str) -> napi::Error {
@@ -46,100 +43,57 @@ fn opt_millis(what: &str, ms: Option<f64>) -> napi::Result<Option<Duration>> {
     ms.map(|m| millis(what, m)).transpose()
 }
 
-/// Client settings, all optional; durations in milliseconds (see core's `ClientOptions`).
-#[napi(object)]
-#[derive(Default)]
-pub struct ClientOptions {
-    /// Lease of a watchdog-renewed hold; renewed every third of it. Default 30000.
-    pub watchdog_timeout_ms: Option<f64>,
-    /// Most locks renewed by one script call. Default 100.
-    pub renewal_batch_size: Option<u32>,
-    /// How long one Redis command may take. Default 3000.
-    pub command_timeout_ms: Option<f64>,
-    /// How long connecting may take. Default 10000.
-    pub connect_timeout_ms: Option<f64>,
-    /// Retries of a command after a connection error or timeout. Default 3.
-    pub retry_attempts: Option<u32>,
-    /// Pause between those retries. Default 1500.
-    pub retry_delay_ms: Option<f64>,
-    /// How long a waiter waits for its SUBSCRIBE before it falls back to polling. Default 7500.
-    pub subscription_timeout_ms: Option<f64>,
-    /// Polling interval when pub/sub is unavailable. Default 100.
-    pub poll_interval_ms: Option<f64>,
-    /// Stop renewing a hold this long after it was acquired. Default: renew until release.
-    pub max_hold_ms: Option<f64>,
-    /// PEM file of the CA that signed the servers' certificates (`rediss://` URLs and their
-    /// cluster/sentinel variants). Default: the system's roots.
-    pub tls_ca_file: Option<String>,
-    /// Sharded pub/sub on a Redis Cluster. Default: decided as Redisson does (on when the
-    /// cluster answers `PUBSUB SHARDNUMSUB`). Ignored off a cluster.
-    pub sharded_pubsub: Option<bool>,
-    /// Wait after each acquire until a replica has the lock. Default: on for Cluster and
-    /// Sentinel URLs, off for a single server (as Redisson).
-    pub replica_sync: Option<bool>,
-    /// How long one acquire waits for a replica's acknowledgement. Default 1000.
-    pub replica_sync_timeout_ms: Option<f64>,
-    /// Connections for lock commands to a single server, used in turn (1 to 8). Default 1.
-    pub command_connections: Option<u32>,
-}
-
-impl ClientOptions {
-    fn to_core(&self) -> napi::Result<rlock::ClientOptions> {
-        let mut o = rlock::ClientOptions::default();
-        if let Some(d) = opt_millis("watchdogTimeoutMs", self.watchdog_timeout_ms)? {
-            o = o.with_watchdog_timeout(d);
-        }
-        if let Some(n) = self.renewal_batch_size {
-            o = o.with_renewal_batch_size(n as usize);
-        }
-        if let Some(d) = opt_millis("commandTimeoutMs", self.command_timeout_ms)? {
-            o = o.with_command_timeout(Some(d));
-        }
-        if let Some(d) = opt_millis("connectTimeoutMs", self.connect_timeout_ms)? {
-            o = o.with_connect_timeout(d);
-        }
-        if let Some(n) = self.retry_attempts {
-            o = o.with_retry_attempts(n);
-        }
-        if let Some(d) = opt_millis("retryDelayMs", self.retry_delay_ms)? {
-            o = o.with_retry_delay(d);
-        }
-        if let Some(d) = opt_millis("subscriptionTimeoutMs", self.subscription_timeout_ms)? {
-            o = o.with_subscription_timeout(d);
-        }
-        if let Some(d) = opt_millis("pollIntervalMs", self.poll_interval_ms)? {
-            o = o.with_poll_interval(d);
-        }
-        if let Some(d) = opt_millis("maxHoldMs", self.max_hold_ms)? {
-            o = o.with_max_hold(Some(d));
-        }
-        if let Some(d) = opt_millis("replicaSyncTimeoutMs", self.replica_sync_timeout_ms)? {
-            o = o.with_replica_sync_timeout(d);
-        }
-        if let Some(n) = self.command_connections {
-            o = o.with_command_connections(n as usize);
-        }
-        Ok(o.with_tls_ca_file(self.tls_ca_file.as_ref().map(std::path::PathBuf::from))
-            .with_sharded_pubsub(self.sharded_pubsub)
-            .with_replica_sync(self.replica_sync))
+/// Client options from a JS object, set by name through core (which knows every option, its
+/// type and its range; durations in milliseconds).
+fn client_options(options: Option<serde_json::Map<String, serde_json::Value>>) -> napi::Result<rlock::ClientOptions> {
+    use serde_json::Value;
+    let mut o = rlock::ClientOptions::default();
+    for (key, value) in options.into_iter().flatten() {
+        let value = match &value {
+            Value::Null => rlock::OptionValue::Unset,
+            Value::Bool(b) => rlock::OptionValue::Bool(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => rlock::OptionValue::Int(i),
+                None => rlock::OptionValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(s) => rlock::OptionValue::Str(s),
+            _ => return Err(invalid(&format!("option {key} must be a number, boolean, string or null"))),
+        };
+        o.set(rlock::Surface::Node, &key, value).map_err(js_error)?;
     }
+    Ok(o)
 }
 
-/// Connects to Redis at `url` and starts the client's watchdog and pub/sub tasks on napi's
-/// tokio runtime (core needs a runtime and creates none).
-#[napi]
-pub async fn connect(url: String, options: Option<ClientOptions>) -> napi::Result<NativeClient> {
-    let options = options.unwrap_or_default().to_core()?;
+/// Connects to Redis at `url` (`undefined`: `REDIS_URL`, else `redis://127.0.0.1:6379`) and
+/// starts the client's watchdog and pub/sub tasks on napi's tokio runtime (core needs a runtime
+/// and creates none).
+#[napi(ts_args_type = "url?: string | undefined | null, options?: Record<string, unknown> | undefined | null")]
+pub async fn connect(
+    url: Option<String>,
+    options: Option<serde_json::Map<String, serde_json::Value>>,
+) -> napi::Result<NativeClient> {
+    let options = client_options(options)?;
+    let url = url.unwrap_or_else(rlock::default_url);
     let client = rlock::Client::connect(&url, options).await.map_err(js_error)?;
-    Ok(NativeClient { client, listener: std::sync::Mutex::new(None) })
+    Ok(NativeClient { client })
+}
+
+/// Every error code (`RLOCK_NOT_HELD`, ...), from core's one list of error kinds.
+#[napi]
+pub fn error_codes() -> Vec<String> {
+    rlock::ErrorKind::ALL.iter().map(|k| k.code_name()).collect()
+}
+
+/// The option names core knows, in Node spelling (checked against the `.d.ts` by the tests).
+#[napi]
+pub fn option_names() -> Vec<String> {
+    rlock::OPTIONS.iter().map(|o| o.spelling(rlock::Surface::Node)).collect()
 }
 
 /// A connected core client.
 #[napi]
 pub struct NativeClient {
     client: rlock::Client,
-    /// The lost-hold listener; removing it drops (releases) its threadsafe function.
-    listener: std::sync::Mutex<Option<ListenerId>>,
 }
 
 #[napi]
@@ -151,36 +105,17 @@ impl NativeClient {
         Ok(NativeLock { lock, owner: self.client.new_owner() })
     }
 
-    /// Calls `callback(name, owner)` on the JS thread whenever the watchdog loses a hold of this
-    /// client. Replaces an earlier callback. The threadsafe function is weak, so it never keeps
-    /// the process alive by itself.
-    #[napi(ts_args_type = "callback: (name: string, owner: string) => void")]
-    pub fn on_lost(&self, callback: Function<FnArgs<(String, String)>, ()>) -> napi::Result<()> {
-        // FnArgs spreads the pair into two JS arguments (a bare tuple arrives as one array).
-        type Args = FnArgs<(String, String)>;
-        let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
-            callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
-        let id = self.client.on_lost(move |ev| {
-            let args = FnArgs::from((ev.name.to_string(), ev.owner.as_str().to_owned()));
-            tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
-        });
-        let old =
-            self.listener.lock().map_err(|_| napi::Error::from_reason("listener lock poisoned"))?.replace(id);
-        if let Some(old) = old {
-            self.client.remove_lost_listener(old);
-        }
-        Ok(())
+    /// Removes a listener added with `NativeLock.onLost` (dropping its threadsafe function);
+    /// false when it was already removed.
+    #[napi]
+    pub fn remove_lost_listener(&self, id: f64) -> bool {
+        self.client.remove_lost_listener(ListenerId::from_raw(id as u64))
     }
 
-    /// Closes the client: stops renewals and pub/sub, fails pending and later calls with
-    /// `RLOCK_CLOSED`, and drops the lost-hold callback so nothing keeps the process alive.
+    /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
+    /// `RLOCK_CLOSED`.
     #[napi]
     pub fn close(&self) {
-        if let Ok(mut l) = self.listener.lock() {
-            if let Some(id) = l.take() {
-                self.client.remove_lost_listener(id);
-            }
-        }
         self.client.close();
     }
 
@@ -218,16 +153,6 @@ impl NativeClient {
     #[napi(getter)]
     pub fn replica_sync(&self) -> bool {
         self.client.replica_sync()
-    }
-}
-
-impl Drop for NativeClient {
-    fn drop(&mut self) {
-        if let Ok(mut l) = self.listener.lock() {
-            if let Some(id) = l.take() {
-                self.client.remove_lost_listener(id);
-            }
-        }
     }
 }
 
@@ -281,7 +206,7 @@ impl NativeLock {
         self.owner.as_str().to_owned()
     }
 
-    /// Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_TIMEOUT`), `leaseMs`
+    /// Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED`), `leaseMs`
     /// fixes the lease (else the watchdog renews). Cancelling `cancel` drops the core future.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn acquire<'env>(
@@ -302,7 +227,7 @@ impl NativeLock {
                         Ok(())
                     }
                     None => Err(rlock::Error::new(
-                        ErrorKind::Timeout,
+                        ErrorKind::NotAcquired,
                         format!(
                             "lock '{}' was not acquired within {} ms",
                             lock.name(),
@@ -343,13 +268,13 @@ impl NativeLock {
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
         let r = self.lock.release(&self.owner).await.map_err(js_error)?;
-        Ok(matches!(r, Released::Unlocked))
+        Ok(r.is_unlocked())
     }
 
     /// Deletes the lock whoever holds it; resolves whether there was one.
     #[napi]
     pub async fn force_unlock(&self) -> napi::Result<bool> {
-        self.lock.force_release().await.map_err(js_error)
+        self.lock.force_unlock().await.map_err(js_error)
     }
 
     /// Whether anyone holds the lock.
@@ -361,7 +286,7 @@ impl NativeLock {
     /// Whether this handle holds the lock.
     #[napi]
     pub async fn is_held(&self) -> napi::Result<bool> {
-        self.lock.is_held_by(&self.owner).await.map_err(js_error)
+        self.lock.is_held(&self.owner).await.map_err(js_error)
     }
 
     /// How many times this handle holds the lock (0 when it does not).
@@ -385,5 +310,22 @@ impl NativeLock {
     #[napi]
     pub fn is_lost(&self) -> bool {
         self.lock.is_lost(&self.owner)
+    }
+
+    /// Calls `callback(name, owner, reason)` on the JS thread when the watchdog loses this
+    /// handle's hold (core routes the event to this handle's owner). Returns the listener id
+    /// for `NativeClient.removeLostListener`. The threadsafe function is weak, so it never keeps
+    /// the process alive by itself.
+    #[napi(ts_args_type = "callback: (name: string, owner: string, reason: string) => void")]
+    pub fn on_lost(&self, callback: Function<FnArgs<(String, String, String)>, ()>) -> napi::Result<f64> {
+        // FnArgs spreads the tuple into JS arguments (a bare tuple arrives as one array).
+        type Args = FnArgs<(String, String, String)>;
+        let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
+            callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
+        let id = self.lock.on_lost(Some(&self.owner), move |ev| {
+            let args = FnArgs::from((ev.name.to_string(), ev.owner.as_str().to_owned(), ev.reason.as_str().to_owned()));
+            tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        Ok(id.into_raw() as f64)
     }
 }

@@ -22,8 +22,10 @@ fn raise(class: &str, message: String) -> PyErr {
 }
 
 /// The exception class name for each core error kind.
-fn class_of(kind: rlock::ErrorKind) -> &'static str {
+pub(crate) fn class_of(kind: rlock::ErrorKind) -> &'static str {
     match kind {
+        rlock::ErrorKind::NotAcquired => "NotAcquiredError",
+        rlock::ErrorKind::Forked => "ForkedError",
         rlock::ErrorKind::InvalidArgument => "InvalidArgumentError",
         rlock::ErrorKind::NotHeld => "NotHeldError",
         rlock::ErrorKind::Lost => "LockLostError",

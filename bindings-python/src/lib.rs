@@ -9,10 +9,10 @@ mod runtime;
 mod wait;
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 use pyo3::{IntoPyObject, IntoPyObjectExt};
 
 use errors::{invalid, map_err};
@@ -32,6 +32,32 @@ fn opt_seconds(what: &str, s: Option<f64>) -> PyResult<Option<Duration>> {
     s.map(|s| seconds(what, s)).transpose()
 }
 
+/// Client options from Python keyword arguments, set by name through core (which knows every
+/// option, its type and its range).
+fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::ClientOptions> {
+    let mut o = rlock::ClientOptions::default();
+    for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
+        let key: String = key.extract()?;
+        let text;
+        let value = if value.is_none() {
+            rlock::OptionValue::Unset
+        } else if let Ok(b) = value.cast::<PyBool>() {
+            rlock::OptionValue::Bool(b.is_true())
+        } else if let Ok(i) = value.cast::<PyInt>() {
+            rlock::OptionValue::Int(i.extract().map_err(|_| invalid(format!("{key} is out of range")))?)
+        } else if let Ok(f) = value.cast::<PyFloat>() {
+            rlock::OptionValue::Float(f.value())
+        } else if let Ok(p) = value.extract::<std::path::PathBuf>() {
+            text = p.to_string_lossy().into_owned();
+            rlock::OptionValue::Str(&text)
+        } else {
+            return Err(invalid(format!("{key} has an unusable type ({})", value.get_type().name()?)));
+        };
+        o.set(rlock::Surface::Python, &key, value).map_err(map_err)?;
+    }
+    Ok(o)
+}
+
 /// A connection to Redis that makes locks (core `rlock::Client`).
 #[pyclass(frozen, module = "rlock._native")]
 struct Client {
@@ -49,94 +75,22 @@ impl Client {
 
 #[pymethods]
 impl Client {
-    /// Connects to Redis; see `rlock.Client` for the meaning of the options.
+    /// Connects to Redis (`url` None: `REDIS_URL`, else `redis://127.0.0.1:6379`), with the
+    /// options of `rlock.ClientOptions` as keyword arguments.
     #[new]
-    #[pyo3(text_signature = "(url, *, watchdog_timeout=30.0, command_timeout=3.0, connect_timeout=10.0, \
-        retry_attempts=3, retry_delay=1.5, subscription_timeout=7.5, poll_interval=0.1, max_hold=None, \
-        renewal_batch_size=100, tls_ca_file=None, sharded_pubsub=None, replica_sync=None, \
-        replica_sync_timeout=1.0, command_connections=1, on_lost=None)")]
-    #[pyo3(signature = (
-        url,
-        *,
-        watchdog_timeout = 30.0,
-        command_timeout = Some(3.0),
-        connect_timeout = 10.0,
-        retry_attempts = 3,
-        retry_delay = 1.5,
-        subscription_timeout = 7.5,
-        poll_interval = 0.1,
-        max_hold = None,
-        renewal_batch_size = 100,
-        tls_ca_file = None,
-        sharded_pubsub = None,
-        replica_sync = None,
-        replica_sync_timeout = 1.0,
-        command_connections = 1,
-        on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        url: &str,
-        watchdog_timeout: f64,
-        command_timeout: Option<f64>,
-        connect_timeout: f64,
-        retry_attempts: u32,
-        retry_delay: f64,
-        subscription_timeout: f64,
-        poll_interval: f64,
-        max_hold: Option<f64>,
-        renewal_batch_size: usize,
-        tls_ca_file: Option<std::path::PathBuf>,
-        sharded_pubsub: Option<bool>,
-        replica_sync: Option<bool>,
-        replica_sync_timeout: f64,
-        command_connections: usize,
-        on_lost: Option<Py<PyAny>>,
-    ) -> PyResult<Self> {
-        let options = rlock::ClientOptions::default()
-            .with_watchdog_timeout(seconds("watchdog_timeout", watchdog_timeout)?)
-            .with_command_timeout(opt_seconds("command_timeout", command_timeout)?)
-            .with_connect_timeout(seconds("connect_timeout", connect_timeout)?)
-            .with_retry_attempts(retry_attempts)
-            .with_retry_delay(seconds("retry_delay", retry_delay)?)
-            .with_subscription_timeout(seconds("subscription_timeout", subscription_timeout)?)
-            .with_poll_interval(seconds("poll_interval", poll_interval)?)
-            .with_max_hold(opt_seconds("max_hold", max_hold)?)
-            .with_renewal_batch_size(renewal_batch_size)
-            .with_tls_ca_file(tls_ca_file)
-            .with_sharded_pubsub(sharded_pubsub)
-            .with_replica_sync(replica_sync)
-            .with_replica_sync_timeout(seconds("replica_sync_timeout", replica_sync_timeout)?)
-            .with_command_connections(command_connections);
+    #[pyo3(signature = (url = None, **options))]
+    fn new(py: Python<'_>, url: Option<String>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let options = client_options(options)?;
         let rt = runtime::current()?;
-        let url = url.to_owned();
+        let url = url.unwrap_or_else(rlock::default_url);
         let inner = wait::block_on(py, &rt, async move { rlock::Client::connect(&url, options).await })?
             .map_err(map_err)?;
-        if let Some(cb) = on_lost {
-            let cb = Arc::new(cb);
-            let handle = rt.handle().clone();
-            inner.on_lost(move |ev: &rlock::LostEvent| {
-                let cb = cb.clone();
-                let name = ev.name.to_string();
-                let owner = ev.owner.id();
-                let reason = match ev.reason {
-                    rlock::LostReason::Gone => "gone",
-                    rlock::LostReason::RenewalFailed => "renewal_failed",
-                    _ => "unknown",
-                };
-                // Python code runs on the blocking pool so a slow callback never stalls the
-                // watchdog; an exception in it is reported, never propagated into Rust.
-                handle.spawn_blocking(move || {
-                    Python::try_attach(|py| {
-                        if let Err(e) = cb.call1(py, (name, owner, reason)) {
-                            e.write_unraisable(py, Some(cb.bind(py)));
-                        }
-                    });
-                });
-            });
-        }
         Ok(Client { inner, rt })
+    }
+
+    /// Removes a listener added with `Lock.on_lost`; False when it was already removed.
+    fn remove_lost_listener(&self, id: u64) -> bool {
+        self.inner.remove_lost_listener(rlock::ListenerId::from_raw(id))
     }
 
     /// A handle on the lock `name`.
@@ -332,7 +286,7 @@ impl Lock {
         let owner = self.owner(owner)?;
         let lock = self.inner.clone();
         let r = self.run(py, async move { lock.release(&owner).await })?;
-        Ok(r == rlock::Released::Unlocked)
+        Ok(r.is_unlocked())
     }
 
     /// Like `release`, as an awaitable (the release runs to the end even when cancelled).
@@ -340,14 +294,14 @@ impl Lock {
         let owner = self.owner(Some(owner))?;
         let lock = self.inner.clone();
         runtime::future_into_py(py, async move {
-            Ok(Outcome(lock.release(&owner).await.map(|r| r == rlock::Released::Unlocked)))
+            Ok(Outcome(lock.release(&owner).await.map(rlock::Released::is_unlocked)))
         })
     }
 
     /// Deletes the lock whoever holds it; True when it was locked.
     fn force_unlock(&self, py: Python<'_>) -> PyResult<bool> {
         let lock = self.inner.clone();
-        self.run(py, async move { lock.force_release().await })
+        self.run(py, async move { lock.force_unlock().await })
     }
 
     /// Whether anyone holds the lock.
@@ -361,7 +315,7 @@ impl Lock {
     fn is_held(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<bool> {
         let owner = self.owner(owner)?;
         let lock = self.inner.clone();
-        self.run(py, async move { lock.is_held_by(&owner).await })
+        self.run(py, async move { lock.is_held(&owner).await })
     }
 
     /// How many times `owner` holds the lock (0 when it does not).
@@ -388,12 +342,48 @@ impl Lock {
         let owner = self.owner(owner)?;
         Ok(self.inner.is_lost(&owner))
     }
+
+    /// Calls `callback(name, owner, reason)` (on a library thread) when the watchdog loses a
+    /// hold of this lock by any owner of this client; core routes the event. Returns the
+    /// listener id for `Client.remove_lost_listener`. An exception in the callback is reported
+    /// as unraisable, never propagated.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {
+        self.rt.check_pid()?;
+        let handle = self.rt.handle().clone();
+        let callback = std::sync::Arc::new(callback);
+        let id = self.inner.on_lost(None, move |ev: &rlock::LostEvent| {
+            let cb = callback.clone();
+            let args = (ev.name.to_string(), ev.owner.as_str().to_owned(), ev.reason.as_str());
+            // Python code runs on the blocking pool so a slow callback never stalls the watchdog.
+            handle.spawn_blocking(move || {
+                Python::try_attach(|py| {
+                    if let Err(e) = cb.call1(py, args) {
+                        e.write_unraisable(py, Some(cb.bind(py)));
+                    }
+                });
+            });
+        });
+        Ok(id.into_raw())
+    }
 }
 
 /// The owner id of the calling OS thread (unique in the process, never reused).
 #[pyfunction]
 fn thread_owner_id() -> u64 {
     rlock::thread_owner_id()
+}
+
+/// Every core error kind (`"not_held"`, ...) with the name of its exception class in
+/// `rlock._errors`, so a test can check the two lists match.
+#[pyfunction]
+fn error_classes() -> Vec<(&'static str, &'static str)> {
+    rlock::ErrorKind::ALL.iter().map(|k| (k.as_str(), errors::class_of(*k))).collect()
+}
+
+/// The option names core knows, in Python spelling (checked against `rlock.ClientOptions`).
+#[pyfunction]
+fn option_names() -> Vec<String> {
+    rlock::OPTIONS.iter().map(|o| o.spelling(rlock::Surface::Python)).collect()
 }
 
 /// Stops asyncio completions before the interpreter finalizes (registered with `atexit`).
@@ -409,6 +399,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Lock>()?;
     m.add_class::<PendingAcquire>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
+    m.add_function(wrap_pyfunction!(error_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(option_names, m)?)?;
     let stop = wrap_pyfunction!(_stop_completions, m)?;
     m.py().import("atexit")?.call_method1("register", (stop,))?;
     Ok(())

@@ -40,10 +40,13 @@ impl Rt {
         if std::process::id() == self.pid {
             Ok(())
         } else {
-            Err(rlock_error(format!(
-                "this rlock client was created in process {} and cannot be used after os.fork(); \
-                 create a new rlock.Client in the child process",
-                self.pid
+            Err(crate::errors::map_err(rlock::Error::new(
+                rlock::ErrorKind::Forked,
+                format!(
+                    "this rlock client was created in process {} and cannot be used after os.fork(); \
+                     create a new rlock.Client in the child process",
+                    self.pid
+                ),
             )))
         }
     }

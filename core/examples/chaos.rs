@@ -151,7 +151,7 @@ impl Worker {
                 Err(e) => error_line("locked", &e),
             },
             ["held", name] => match self.lock(name) {
-                Ok(lock) => match lock.is_held_by(&self.me).await {
+                Ok(lock) => match lock.is_held(&self.me).await {
                     Ok(v) => format!(r#"{{"event":"held","value":{v}}}"#),
                     Err(e) => error_line("held", &e),
                 },
@@ -302,7 +302,7 @@ async fn run() -> Result<(), BoxError> {
         };
     }
     let client = Client::connect(&url, opts).await?;
-    client.on_lost(|e| emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name))));
+    client.on_lost(rlock::LostFilter::all(), |e| emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name))));
     let me = client.new_owner();
     let mut w = Worker { client, url, label, me, locks: HashMap::new(), data: None };
     emit(&format!(r#"{{"event":"ready","surface":"rust","pid":{}}}"#, std::process::id()));

@@ -33,6 +33,18 @@ pub struct Client {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ListenerId(pub(crate) u64);
 
+impl ListenerId {
+    /// The id as a number, for surfaces that hand it across their boundary.
+    pub fn into_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The id of a number [`ListenerId::into_raw`] gave (an unknown number removes nothing).
+    pub fn from_raw(id: u64) -> Self {
+        ListenerId(id)
+    }
+}
+
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client").field("id", &self.shared.id()).finish_non_exhaustive()

@@ -20,7 +20,7 @@ fn slot_of(cluster: &Cluster, key: &str) -> u16 {
 fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
     let events = Arc::new(Mutex::new(Vec::new()));
     let e = events.clone();
-    client.on_lost(move |ev| e.lock().unwrap().push(ev.clone()));
+    client.on_lost(rlock::LostFilter::all(), move |ev| e.lock().unwrap().push(ev.clone()));
     events
 }
 
@@ -275,7 +275,7 @@ async fn killing_a_master_with_and_without_replica_sync() {
     let failover = killed.elapsed();
     // Every hold survived: the promoted replica had them, renewals go on, no lost event.
     for (n, l) in names.iter().zip(&locks) {
-        assert!(l.is_held_by(&owner).await.unwrap(), "{n} still held after failover");
+        assert!(l.is_held(&owner).await.unwrap(), "{n} still held after failover");
     }
     // Renewals that were in flight when the master died stall until the cluster client has
     // the new topology, then are retried; one lands on the new master well inside the lease

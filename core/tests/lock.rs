@@ -35,7 +35,7 @@ async fn acquire_release_and_reentrancy_in_redisson_layout() {
     lock.acquire(&owner).await.unwrap();
     lock.acquire(&owner).await.unwrap();
     assert_eq!(lock.hold_count(&owner).await.unwrap(), 2);
-    assert!(lock.is_held_by(&owner).await.unwrap());
+    assert!(lock.is_held(&owner).await.unwrap());
     assert!(lock.is_locked().await.unwrap());
 
     // Exactly Redisson's layout: one hash field "<uuid>:<id>" -> count, lease = watchdog timeout.
@@ -50,7 +50,7 @@ async fn acquire_release_and_reentrancy_in_redisson_layout() {
     }
 
     let other = c.new_owner();
-    assert!(!lock.is_held_by(&other).await.unwrap());
+    assert!(!lock.is_held(&other).await.unwrap());
     assert_eq!(lock.hold_count(&other).await.unwrap(), 0);
     assert!(!lock.try_acquire(&other, Duration::ZERO, None).await.unwrap());
 
@@ -122,7 +122,7 @@ async fn expired_lease_lets_another_owner_in_and_late_release_is_not_held() {
     assert!(start.elapsed() < Duration::from_secs(2));
     let err = lock.release(&a).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotHeld);
-    assert!(lock.is_held_by(&b).await.unwrap());
+    assert!(lock.is_held(&b).await.unwrap());
     lock.release(&b).await.unwrap();
 }
 
@@ -135,7 +135,7 @@ async fn watchdog_keeps_a_one_second_lease_alive_for_five_seconds() {
     lock.acquire(&owner).await.unwrap();
     // Holding for five leases is the behaviour under test, so this sleep is the test itself.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert!(lock.is_held_by(&owner).await.unwrap());
+    assert!(lock.is_held(&owner).await.unwrap());
     let pttl: i64 = server.conn().pttl("dog").unwrap();
     assert!(pttl > 0 && pttl <= 1000, "pttl {pttl}");
     assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
@@ -199,7 +199,7 @@ async fn waiter_wakes_by_pubsub_and_sends_nothing_while_waiting() {
     let (acquired, lock2, b) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
     let handoff = acquired.duration_since(released);
     assert!(handoff < Duration::from_secs(1), "hand-off took {handoff:?}");
-    assert!(lock2.is_held_by(&b).await.unwrap());
+    assert!(lock2.is_held(&b).await.unwrap());
     lock2.release(&b).await.unwrap();
     assert!(eventually(Duration::from_secs(5), || server.pubsub_channels().is_empty()).await);
 }
@@ -347,7 +347,7 @@ async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
     let server = RedisServer::start();
     let holder_client = client_with(&server, short_watchdog()).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    holder_client.on_lost(move |e| {
+    holder_client.on_lost(rlock::LostFilter::all(), move |e| {
         let _ = tx.send((e.name.to_string(), e.owner.clone(), e.reason));
     });
     let holder = holder_client.new_owner();
@@ -365,7 +365,7 @@ async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
         eventually(Duration::from_secs(5), || server.numsub("redisson_lock__channel:{force}") == 1).await
     );
     let start = Instant::now();
-    assert!(other.lock("force").unwrap().force_release().await.unwrap());
+    assert!(other.lock("force").unwrap().force_unlock().await.unwrap());
     tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
     assert!(start.elapsed() < Duration::from_secs(1));
 
@@ -376,9 +376,9 @@ async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
     assert_eq!(lock.release(&holder).await.unwrap_err().kind(), ErrorKind::Lost);
     assert!(!lock.is_lost(&holder));
     // The waiter's hold was untouched by the failed release.
-    assert!(waiter_lock.is_held_by(&waiter_owner).await.unwrap());
+    assert!(waiter_lock.is_held(&waiter_owner).await.unwrap());
     waiter_lock.release(&waiter_owner).await.unwrap();
-    assert!(!other.lock("force").unwrap().force_release().await.unwrap());
+    assert!(!other.lock("force").unwrap().force_unlock().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -388,7 +388,7 @@ async fn renewal_failure_longer_than_the_lease_marks_the_hold_lost() {
     let c = client_with(&server, opts).await;
     let lost = Arc::new(AtomicUsize::new(0));
     let l2 = lost.clone();
-    c.on_lost(move |e| {
+    c.on_lost(rlock::LostFilter::all(), move |e| {
         assert_eq!(e.reason, LostReason::RenewalFailed);
         l2.fetch_add(1, Ordering::SeqCst);
     });
@@ -423,7 +423,7 @@ async fn watchdog_renews_in_batches() {
     // drain cut short every 128 entries gave ~160).
     assert!(calls > 0 && calls <= 130, "{calls} renewal calls for 1000 locks over ~10 periods");
     for l in &locks {
-        assert!(l.is_held_by(&owner).await.unwrap());
+        assert!(l.is_held(&owner).await.unwrap());
         l.release(&owner).await.unwrap();
     }
 }
@@ -489,7 +489,7 @@ async fn guard_releases_on_drop() {
     let lock = c.lock("guard").unwrap();
     {
         let _g = lock.lock(&owner).await.unwrap();
-        assert!(lock.is_held_by(&owner).await.unwrap());
+        assert!(lock.is_held(&owner).await.unwrap());
     }
     assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("guard").unwrap()).await);
     let g = lock.lock(&owner).await.unwrap();
@@ -537,8 +537,8 @@ async fn bad_input_is_rejected_and_changes_nothing() {
         ErrorKind::Redis
     );
     assert_eq!(s.release(&owner).await.unwrap_err().kind(), ErrorKind::Redis);
-    assert_eq!(s.force_release().await.unwrap_err().kind(), ErrorKind::Redis);
-    assert_eq!(s.is_held_by(&owner).await.unwrap_err().kind(), ErrorKind::Redis);
+    assert_eq!(s.force_unlock().await.unwrap_err().kind(), ErrorKind::Redis);
+    assert_eq!(s.is_held(&owner).await.unwrap_err().kind(), ErrorKind::Redis);
     let v: String = conn.get("str").unwrap();
     assert_eq!(v, "value");
     assert_eq!(conn.ttl::<_, i64>("str").unwrap(), -1);
@@ -693,7 +693,7 @@ async fn holders_and_waiters_survive_a_server_restart() {
     let c = client_with(&server, opts.clone()).await;
     let lost = Arc::new(AtomicUsize::new(0));
     let l2 = lost.clone();
-    c.on_lost(move |_| {
+    c.on_lost(rlock::LostFilter::all(), move |_| {
         l2.fetch_add(1, Ordering::SeqCst);
     });
     let holder = c.new_owner();
@@ -712,7 +712,7 @@ async fn holders_and_waiters_survive_a_server_restart() {
         "no lost notification"
     );
     let o = tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
-    assert!(lock.is_held_by(&o).await.unwrap());
+    assert!(lock.is_held(&o).await.unwrap());
     assert_eq!(lock.release(&holder).await.unwrap_err().kind(), ErrorKind::Lost);
     lock.release(&o).await.unwrap();
     drop(restarted);
@@ -814,7 +814,7 @@ async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
     // The connection comes back by itself; the hold survived the pause (lease 5 s).
     let mut ok = false;
     for _ in 0..50 {
-        if let Ok(held) = lock.is_held_by(&a).await {
+        if let Ok(held) = lock.is_held(&a).await {
             ok = held;
             break;
         }

@@ -5,9 +5,9 @@ mod common;
 
 use redis::{Commands, Script};
 
-const ACQUIRE: &str = include_str!("../src/lua/acquire.lua");
-const RELEASE: &str = include_str!("../src/lua/release.lua");
-const RENEW: &str = include_str!("../src/lua/renew.lua");
+const ACQUIRE: &str = include_str!("../src/scripts/lua/acquire.lua");
+const RELEASE: &str = include_str!("../src/scripts/lua/release.lua");
+const RENEW: &str = include_str!("../src/scripts/lua/renew.lua");
 
 #[test]
 fn a_retried_release_reads_back_the_first_outcome() {

@@ -15,7 +15,7 @@ use rlock::{Client, ClientOptions, ErrorKind, LostEvent, LostReason, Topology};
 fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
     let events = Arc::new(Mutex::new(Vec::new()));
     let e = events.clone();
-    client.on_lost(move |ev| e.lock().unwrap().push(ev.clone()));
+    client.on_lost(rlock::LostFilter::all(), move |ev| e.lock().unwrap().push(ev.clone()));
     events
 }
 
@@ -71,7 +71,7 @@ async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
     // waiter's subscription moved there too.
     let mut followed = None;
     for _ in 0..200 {
-        if let Ok(true) = lock.is_held_by(&owner).await {
+        if let Ok(true) = lock.is_held(&owner).await {
             followed = Some(killed.elapsed());
             break;
         }

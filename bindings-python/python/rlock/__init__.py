@@ -18,22 +18,28 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Literal, Optional, Type
+from typing import Any, Callable, List, Literal, Optional, Type
+
+from typing_extensions import Unpack
 
 from . import _native
 from ._errors import (
     ClosedError,
     ConnectionError,
+    ForkedError,
     InvalidArgumentError,
     LockLostError,
+    NotAcquiredError,
     NotHeldError,
     RedisError,
     RLockError,
     TimeoutError,
 )
+from ._options import ClientOptions
 
 __all__ = [
     "Client",
+    "ClientOptions",
     "Lock",
     "LostEvent",
     "lock",
@@ -46,6 +52,8 @@ __all__ = [
     "InvalidArgumentError",
     "RedisError",
     "ClosedError",
+    "NotAcquiredError",
+    "ForkedError",
 ]
 
 for _cls in (
@@ -57,13 +65,12 @@ for _cls in (
     InvalidArgumentError,
     RedisError,
     ClosedError,
+    NotAcquiredError,
+    ForkedError,
 ):
     _cls.__module__ = "rlock"  # shown as rlock.NotHeldError, where users import it from
 
 _log = logging.getLogger("rlock")
-
-#: Where a client connects when neither an argument nor ``REDIS_URL`` says otherwise.
-DEFAULT_URL = "redis://127.0.0.1:6379"
 
 
 @dataclass(frozen=True)
@@ -88,34 +95,14 @@ class Client:
     ``url`` None means the ``REDIS_URL`` environment variable, else ``redis://127.0.0.1:6379``.
     Also ``redis+cluster://host1:port1,host2:port2/`` (a Redis Cluster),
     ``redis+sentinel://host1:port1,host2:port2/service_name[/db]`` (a master found and followed
-    through Sentinels) and ``rediss...`` for TLS.
-
-    Options (seconds as floats): ``watchdog_timeout`` (lease of watchdog-renewed holds, renewed
-    every third of it), ``command_timeout`` (None waits forever), ``connect_timeout``,
-    ``retry_attempts``, ``retry_delay``, ``subscription_timeout``, ``poll_interval``,
-    ``max_hold``, ``renewal_batch_size``, ``tls_ca_file`` (PEM CA for TLS URLs),
-    ``sharded_pubsub`` (cluster only; None decides as Redisson does), ``replica_sync`` (WAIT for
-    a replica after each acquire; None: on for Cluster and Sentinel, off for one server),
-    ``replica_sync_timeout`` and ``command_connections`` (connections to one server used in
-    turn; 2 raises throughput with tens of concurrent owners).
+    through Sentinels) and ``rediss...`` for TLS. The keyword options are those of
+    :class:`ClientOptions` (seconds as floats), e.g. ``watchdog_timeout=10.0``.
     """
 
-    def __init__(self, url: Optional[str] = None, *, watchdog_timeout: float = 30.0, **options: Any) -> None:
-        if url is None:
-            url = os.environ.get("REDIS_URL") or DEFAULT_URL
-        self._listeners: Dict[str, List[LostCallback]] = {}
+    def __init__(self, url: Optional[str] = None, **options: Unpack[ClientOptions]) -> None:
         self._guard = threading.Lock()
         self._task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
-        # The native client must not keep this object alive (it cannot take part in Python's
-        # cycle collection), so the lost-lock dispatcher holds it weakly.
-        me = weakref.ref(self)
-
-        def on_lost(name: str, owner: int, reason: str) -> None:
-            client = me()
-            if client is not None:
-                client._dispatch_lost(name, owner, reason)
-
-        self._native = _native.Client(url, watchdog_timeout=watchdog_timeout, on_lost=on_lost, **options)
+        self._native = _native.Client(url, **options)
 
     def lock(self, name: str) -> Lock:
         """A handle on the lock ``name`` (also its Redis key). Cheap; make as many as you like."""
@@ -185,31 +172,6 @@ class Client:
             return None
         return None if task is None else self._task_owner()
 
-    def _add_listener(self, name: str, callback: LostCallback) -> Callable[[], None]:
-        with self._guard:
-            self._listeners.setdefault(name, []).append(callback)
-
-        def remove() -> None:
-            with self._guard:
-                callbacks = self._listeners.get(name, [])
-                if callback in callbacks:
-                    callbacks.remove(callback)
-
-        return remove
-
-    def _dispatch_lost(self, name: str, owner: int, reason: str) -> None:
-        with self._guard:
-            callbacks = list(self._listeners.get(name, ()))
-        if not callbacks:
-            return
-        event = LostEvent(name=name, owner=self._native.owner_name(owner), reason=reason)
-        for callback in callbacks:
-            # One failing callback must not keep the others from hearing about the loss.
-            try:
-                callback(event)
-            except Exception:
-                _log.exception("rlock: on_lost callback for lock %r raised", name)
-
 
 class Lock:
     """A distributed reentrant lock with ``threading.RLock``'s interface, plus asyncio.
@@ -250,10 +212,12 @@ class Lock:
             wait = timeout
         return self._native.acquire(None, wait, lease)
 
-    def release(self) -> None:
-        """Releases one hold level of the calling thread. Raises :class:`NotHeldError` when the
-        thread does not hold the lock and :class:`LockLostError` when its hold was lost."""
-        self._native.release(None)
+    def release(self) -> bool:
+        """Releases one hold level of the calling thread; returns True when the lock became
+        free, False when the thread still holds it (it had re-entered). Raises
+        :class:`NotHeldError` when the thread does not hold the lock and :class:`LockLostError`
+        when its hold was lost."""
+        return self._native.release(None)
 
     def __enter__(self) -> Lock:
         self.acquire()
@@ -280,9 +244,10 @@ class Lock:
         # the task never received (cancelled too late) is released when it is dropped unclaimed.
         return pending.claim()
 
-    async def release_async(self) -> None:
-        """Releases one hold level of the current task (errors as :meth:`release`)."""
-        await self._native.release_async(self._client._task_owner())
+    async def release_async(self) -> bool:
+        """Releases one hold level of the current task; returns True when the lock became free
+        (errors as :meth:`release`)."""
+        return await self._native.release_async(self._client._task_owner())
 
     async def __aenter__(self) -> Lock:
         await self.acquire_async()
@@ -329,8 +294,18 @@ class Lock:
 
     def on_lost(self, callback: LostCallback) -> Callable[[], None]:
         """Calls ``callback(LostEvent)`` (on a library thread) whenever the watchdog loses a hold
-        of this lock made through this lock's client. Returns a function that unregisters it."""
-        return self._client._add_listener(self.name, callback)
+        of this lock made through this lock's client (core routes the events). An exception in
+        the callback is logged, never propagated. Returns a function that unregisters it."""
+
+        def call(name: str, owner: str, reason: str) -> None:
+            try:
+                callback(LostEvent(name=name, owner=owner, reason=reason))
+            except Exception:
+                _log.exception("rlock: on_lost callback for lock %r raised", name)
+
+        native_client = self._client._native
+        listener = self._native.on_lost(call)
+        return lambda: None if native_client.remove_lost_listener(listener) else None
 
 
 _default_guard = threading.Lock()
@@ -339,7 +314,7 @@ _default: Optional[Client] = None
 _inherited: List[Client] = []
 
 
-def configure(url: Optional[str] = None, **options: Any) -> Client:
+def configure(url: Optional[str] = None, **options: Unpack[ClientOptions]) -> Client:
     """Replaces the default client used by :func:`lock` (closing the previous one) and
     returns it. Takes the arguments of :class:`Client`."""
     global _default

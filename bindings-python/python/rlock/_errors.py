@@ -19,6 +19,8 @@ __all__ = [
     "InvalidArgumentError",
     "RedisError",
     "ClosedError",
+    "NotAcquiredError",
+    "ForkedError",
 ]
 
 
@@ -53,3 +55,13 @@ class RedisError(RLockError):
 
 class ClosedError(RLockError):
     """The client was closed."""
+
+
+class NotAcquiredError(RLockError, builtins.TimeoutError):
+    """The wait for a lock ran out while another owner held it (raised where an acquire cannot
+    return False, e.g. a context manager given a timeout)."""
+
+
+class ForkedError(RLockError):
+    """The client was created in another process and cannot be used after ``os.fork()``;
+    create a new client in the child."""

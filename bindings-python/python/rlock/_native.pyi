@@ -1,32 +1,13 @@
 """Typed interface of the native module ``rlock._native`` (checked by ``mypy.stubtest``)."""
 
-import os
-from typing import Awaitable, Callable, Literal, Optional, Union, final
+from typing import Awaitable, Callable, List, Literal, Optional, Tuple, final
 
-__all__ = ["Client", "Lock", "PendingAcquire", "thread_owner_id"]
+__all__ = ["Client", "Lock", "PendingAcquire", "thread_owner_id", "error_classes", "option_names"]
 
 @final
 class Client:
-    def __new__(
-        cls,
-        url: str,
-        *,
-        watchdog_timeout: float = 30.0,
-        command_timeout: Optional[float] = 3.0,
-        connect_timeout: float = 10.0,
-        retry_attempts: int = 3,
-        retry_delay: float = 1.5,
-        subscription_timeout: float = 7.5,
-        poll_interval: float = 0.1,
-        max_hold: Optional[float] = None,
-        renewal_batch_size: int = 100,
-        tls_ca_file: Optional[Union[str, os.PathLike[str]]] = None,
-        sharded_pubsub: Optional[bool] = None,
-        replica_sync: Optional[bool] = None,
-        replica_sync_timeout: float = 1.0,
-        command_connections: int = 1,
-        on_lost: Optional[Callable[[str, int, str], object]] = None,
-    ) -> Client: ...
+    def __new__(cls, url: Optional[str] = None, **options: object) -> Client: ...
+    def remove_lost_listener(self, id: int) -> bool: ...
     def lock(self, name: str) -> Lock: ...
     def new_owner_id(self) -> int: ...
     def owner_name(self, owner: Optional[int] = None) -> str: ...
@@ -60,9 +41,12 @@ class Lock:
     def hold_count(self, owner: Optional[int] = None) -> int: ...
     def remaining_ttl(self) -> Optional[float]: ...
     def is_lost(self, owner: Optional[int] = None) -> bool: ...
+    def on_lost(self, callback: Callable[[str, str, str], object]) -> int: ...
 
 @final
 class PendingAcquire:
     def claim(self) -> bool: ...
 
 def thread_owner_id() -> int: ...
+def error_classes() -> List[Tuple[str, str]]: ...
+def option_names() -> List[str]: ...

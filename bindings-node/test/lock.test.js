@@ -117,13 +117,13 @@ test('tryAcquire with waitMs waits, then resolves true; lease holds expire by th
   await b.release()
 })
 
-test('waitMs timeout rejects RLOCK_TIMEOUT and leaves no hold and no subscription', async () => {
+test('waitMs running out rejects RLOCK_NOT_ACQUIRED (not RLOCK_TIMEOUT) and leaves no hold and no subscription', async () => {
   const n = name('timeout')
   const a = client.lock(n)
   const b = other.lock(n)
   await a.acquire()
   const t0 = Date.now()
-  await rejectsWith(b.acquire({ waitMs: 200 }), codes.TIMEOUT)
+  await rejectsWith(b.acquire({ waitMs: 200 }), codes.NOT_ACQUIRED)
   assert.ok(Date.now() - t0 >= 150, 'waited')
   assert.equal(await b.tryAcquire({ waitMs: 100 }), false)
   assert.deepEqual(await owners(n), [await ownerOf(a)])
@@ -319,4 +319,21 @@ test('HeldLock.release and a held handle that acquires again re-enter', async ()
   assert.equal(await held.release(), false)
   assert.equal(await held.release(), true)
   assert.equal(await redis.data.exists(n), 0)
+})
+
+test('the option and error-code types follow core\'s lists', () => {
+  const native = require('../index.js')
+  const dts = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'rlock.d.ts'), 'utf8')
+  const iface = dts.slice(dts.indexOf('export interface ClientOptions {'), dts.indexOf('}', dts.indexOf('export interface ClientOptions {')))
+  const declared = [...iface.matchAll(/^  (\w+)\?:/gm)].map((m) => m[1])
+  assert.deepEqual(declared, native.optionNames())
+  assert.deepEqual(Object.values(codes), native.errorCodes())
+  assert.ok(codes.NOT_ACQUIRED === 'RLOCK_NOT_ACQUIRED' && codes.TIMEOUT === 'RLOCK_TIMEOUT')
+  for (const c of native.errorCodes()) assert.ok(dts.includes(`'${c}'`), `${c} in rlock.d.ts`)
+})
+
+test('an unknown option is a typed error that names it', async () => {
+  const e = await new Client(redis.url, { watchdogTimeout: 100 }).ready().catch((e) => e)
+  assert.equal(e.code, codes.INVALID_ARGUMENT)
+  assert.match(e.message, /watchdogTimeout/)
 })

@@ -123,3 +123,18 @@ def test_unresponsive_server_is_timeout_error(name: str) -> None:
         import shutil
 
         shutil.rmtree(server.dir, ignore_errors=True)
+
+
+def test_error_classes_and_options_follow_cores_lists() -> None:
+    """Every core error kind has its exception class, and ClientOptions lists core's options."""
+    from rlock import _errors, _native
+
+    for kind, cls in _native.error_classes():
+        assert issubclass(getattr(_errors, cls), rlock.RLockError), kind
+        assert getattr(rlock, cls) is getattr(_errors, cls)
+    assert list(rlock.ClientOptions.__annotations__) == _native.option_names()
+
+
+def test_unknown_option_is_a_typed_error_naming_it(url: str) -> None:
+    with pytest.raises(rlock.InvalidArgumentError, match="watchdog_timout"):
+        rlock.Client(url, watchdog_timout=1.0)  # type: ignore[call-arg]

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Hand-written surface code against core code, in non-blank, non-comment lines.
+
+Surface: the C ABI (core/src/ffi), the Python and Node bindings (Rust, Python, JS and the
+hand-written typings). Generated files and generated blocks are left out, as are tests.
+Prints both counts and the ratio; `--max R` fails when the ratio is above R.
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED_FILES = {"core/src/ffi/options.rs", "bindings-python/python/rlock/_options.py"}
+
+
+def code_lines(path: Path) -> int:
+    text = path.read_text()
+    # Unit tests are not surface or core code.
+    text = re.split(r"\n#\[cfg\(test\)\]\nmod tests", text)[0]
+    text = re.sub(r"// BEGIN GENERATED.*?// END GENERATED\n", "", text, flags=re.S)
+    if path.suffix == ".py":
+        # Docstrings count as comments.
+        text = re.sub(r'"""(?:.|\n)*?"""', "", text)
+    n = 0
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith(("//", "#", "/*", "*", "*/")):
+            continue
+        n += 1
+    return n
+
+
+def files(*globs: str) -> list[Path]:
+    out = []
+    for g in globs:
+        out += [p for p in ROOT.glob(g) if str(p.relative_to(ROOT)) not in GENERATED_FILES]
+    return sorted(set(out))
+
+
+core = files("core/src/**/*.rs")
+core = [p for p in core if "/ffi/" not in str(p)]
+surface = files(
+    "core/src/ffi/*.rs",
+    "bindings-python/src/*.rs",
+    "bindings-python/python/rlock/*.py",
+    "bindings-python/python/rlock/*.pyi",
+    "bindings-node/src/*.rs",
+    "bindings-node/rlock.js",
+    "bindings-node/rlock.mjs",
+    "bindings-node/rlock.d.ts",
+)
+c = sum(map(code_lines, core))
+s = sum(map(code_lines, surface))
+ratio = s / c
+for p in surface:
+    print(f"  {code_lines(p):5d}  {p.relative_to(ROOT)}")
+print(f"core {c} lines, hand-written surfaces {s} lines: ratio {ratio:.2f}")
+if "--max" in sys.argv and ratio > float(sys.argv[sys.argv.index("--max") + 1]):
+    print(f"the surfaces are over {sys.argv[sys.argv.index('--max') + 1]} of core: move shared code into core")
+    sys.exit(1)

@@ -12,6 +12,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::exceptions::PyTypeError;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 use pyo3::{IntoPyObject, IntoPyObjectExt};
 
@@ -33,27 +34,37 @@ fn opt_seconds(what: &str, s: Option<f64>) -> PyResult<Option<Duration>> {
 }
 
 /// Client options from Python keyword arguments, set by name through core (which knows every
-/// option, its type and its range).
+/// option, its type and its range). As for any Python call, an unknown keyword or a value of
+/// the wrong type is a `TypeError`; core's range checks raise `InvalidArgumentError`.
 fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::ClientOptions> {
+    use rlock::{OptionKind as K, OptionValue as V};
     let mut o = rlock::ClientOptions::default();
     for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
         let key: String = key.extract()?;
-        let text;
-        let value = if value.is_none() {
-            rlock::OptionValue::Unset
-        } else if let Ok(b) = value.cast::<PyBool>() {
-            rlock::OptionValue::Bool(b.is_true())
-        } else if let Ok(i) = value.cast::<PyInt>() {
-            rlock::OptionValue::Int(i.extract().map_err(|_| invalid(format!("{key} is out of range")))?)
-        } else if let Ok(f) = value.cast::<PyFloat>() {
-            rlock::OptionValue::Float(f.value())
-        } else if let Ok(p) = value.extract::<std::path::PathBuf>() {
-            text = p.to_string_lossy().into_owned();
-            rlock::OptionValue::Str(&text)
-        } else {
-            return Err(invalid(format!("{key} has an unusable type ({})", value.get_type().name()?)));
+        let Some(spec) = rlock::OPTIONS.iter().find(|s| s.spelling(rlock::Surface::Python) == key) else {
+            return Err(PyTypeError::new_err(format!("Client() got an unexpected keyword argument '{key}'")));
         };
-        o.set(rlock::Surface::Python, &key, value).map_err(map_err)?;
+        let number = !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>());
+        let text;
+        let v = match spec.kind {
+            _ if value.is_none() => V::Unset,
+            K::Duration | K::OptionalDuration | K::Count if number => match value.extract::<i64>() {
+                Ok(i) if value.is_instance_of::<PyInt>() => V::Int(i),
+                _ => V::Float(value.extract()?),
+            },
+            K::Switch if value.is_instance_of::<PyBool>() => V::Bool(value.is_truthy()?),
+            K::Path if value.extract::<std::path::PathBuf>().is_ok() => {
+                text = value.extract::<std::path::PathBuf>()?.to_string_lossy().into_owned();
+                V::Str(&text)
+            }
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "{key} cannot be {}",
+                    value.get_type().name()?
+                )))
+            }
+        };
+        o.set(rlock::Surface::Python, &key, v).map_err(map_err)?;
     }
     Ok(o)
 }

@@ -90,7 +90,10 @@ def test_topology_and_options_on_one_server(url: str) -> None:
         ({"tls_ca_file": 42}, TypeError),
         ({"command_connections": 0}, rlock.InvalidArgumentError),
         ({"command_connections": 9}, rlock.InvalidArgumentError),
-        ({"command_connections": -1}, OverflowError),
+        ({"command_connections": -1}, rlock.InvalidArgumentError),
+        ({"command_connections": 1.5}, rlock.InvalidArgumentError),
+        ({"command_connections": True}, TypeError),
+        ({"watchdog_timeout": "30"}, TypeError),
     ],
 )
 def test_bad_topology_options(url: str, options: dict, error: type) -> None:  # type: ignore[type-arg]

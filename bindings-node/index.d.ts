@@ -25,14 +25,13 @@ export declare class NativeClient {
   /** A handle on lock `name` with a fresh owner of its own (Node holds belong to handles). */
   lock(name: string): NativeLock
   /**
-   * Calls `callback(name, owner)` on the JS thread whenever the watchdog loses a hold of this
-   * client. Replaces an earlier callback. The threadsafe function is weak, so it never keeps
-   * the process alive by itself.
+   * Removes a listener added with `NativeLock.onLost` (dropping its threadsafe function);
+   * false when it was already removed.
    */
-  onLost(callback: (name: string, owner: string) => void): void
+  removeLostListener(id: number): boolean
   /**
-   * Closes the client: stops renewals and pub/sub, fails pending and later calls with
-   * `RLOCK_CLOSED`, and drops the lost-hold callback so nothing keeps the process alive.
+   * Closes the client: stops renewals and pub/sub and fails pending and later calls with
+   * `RLOCK_CLOSED`.
    */
   close(): void
   /** Whether `close` was called. */
@@ -56,7 +55,7 @@ export declare class NativeLock {
   /** The owner of this handle as stored in Redis (`<client uuid>:<id>`). */
   get owner(): string
   /**
-   * Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_TIMEOUT`), `leaseMs`
+   * Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED`), `leaseMs`
    * fixes the lease (else the watchdog renews). Cancelling `cancel` drops the core future.
    */
   acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<void>
@@ -82,51 +81,24 @@ export declare class NativeLock {
   remainingTtl(): Promise<number | null>
   /** Whether the watchdog lost this handle's hold (until `release` is called). */
   isLost(): boolean
-}
-
-/** Client settings, all optional; durations in milliseconds (see core's `ClientOptions`). */
-export interface ClientOptions {
-  /** Lease of a watchdog-renewed hold; renewed every third of it. Default 30000. */
-  watchdogTimeoutMs?: number
-  /** Most locks renewed by one script call. Default 100. */
-  renewalBatchSize?: number
-  /** How long one Redis command may take. Default 3000. */
-  commandTimeoutMs?: number
-  /** How long connecting may take. Default 10000. */
-  connectTimeoutMs?: number
-  /** Retries of a command after a connection error or timeout. Default 3. */
-  retryAttempts?: number
-  /** Pause between those retries. Default 1500. */
-  retryDelayMs?: number
-  /** How long a waiter waits for its SUBSCRIBE before it falls back to polling. Default 7500. */
-  subscriptionTimeoutMs?: number
-  /** Polling interval when pub/sub is unavailable. Default 100. */
-  pollIntervalMs?: number
-  /** Stop renewing a hold this long after it was acquired. Default: renew until release. */
-  maxHoldMs?: number
   /**
-   * PEM file of the CA that signed the servers' certificates (`rediss://` URLs and their
-   * cluster/sentinel variants). Default: the system's roots.
+   * Calls `callback(name, owner, reason)` on the JS thread when the watchdog loses this
+   * handle's hold (core routes the event to this handle's owner). Returns the listener id
+   * for `NativeClient.removeLostListener`. The threadsafe function is weak, so it never keeps
+   * the process alive by itself.
    */
-  tlsCaFile?: string
-  /**
-   * Sharded pub/sub on a Redis Cluster. Default: decided as Redisson does (on when the
-   * cluster answers `PUBSUB SHARDNUMSUB`). Ignored off a cluster.
-   */
-  shardedPubsub?: boolean
-  /**
-   * Wait after each acquire until a replica has the lock. Default: on for Cluster and
-   * Sentinel URLs, off for a single server (as Redisson).
-   */
-  replicaSync?: boolean
-  /** How long one acquire waits for a replica's acknowledgement. Default 1000. */
-  replicaSyncTimeoutMs?: number
-  /** Connections for lock commands to a single server, used in turn (1 to 8). Default 1. */
-  commandConnections?: number
+  onLost(callback: (name: string, owner: string, reason: string) => void): number
 }
 
 /**
- * Connects to Redis at `url` and starts the client's watchdog and pub/sub tasks on napi's
- * tokio runtime (core needs a runtime and creates none).
+ * Connects to Redis at `url` (`undefined`: `REDIS_URL`, else `redis://127.0.0.1:6379`) and
+ * starts the client's watchdog and pub/sub tasks on napi's tokio runtime (core needs a runtime
+ * and creates none).
  */
-export declare function connect(url: string, options?: ClientOptions | undefined | null): Promise<NativeClient>
+export declare function connect(url?: string | undefined | null, options?: Record<string, unknown> | undefined | null): Promise<NativeClient>
+
+/** Every error code (`RLOCK_NOT_HELD`, ...), from core's one list of error kinds. */
+export declare function errorCodes(): Array<string>
+
+/** The option names core knows, in Node spelling (checked against the `.d.ts` by the tests). */
+export declare function optionNames(): Array<string>

@@ -839,3 +839,5 @@ module.exports.CancelToken = nativeBinding.CancelToken
 module.exports.NativeClient = nativeBinding.NativeClient
 module.exports.NativeLock = nativeBinding.NativeLock
 module.exports.connect = nativeBinding.connect
+module.exports.errorCodes = nativeBinding.errorCodes
+module.exports.optionNames = nativeBinding.optionNames

@@ -29,14 +29,9 @@ fn invalid(message: &str) -> napi::Error {
     coded(ErrorKind::InvalidArgument, message)
 }
 
-/// Parses a JS millisecond count. Negative, NaN and infinite values are the caller's mistake;
-/// range limits (zero lease, over 100 years) are left to core so every surface agrees.
+/// Milliseconds given by JS as a `Duration`, checked by core (every surface agrees).
 fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
-    if !ms.is_finite() || ms < 0.0 {
-        return Err(invalid(&format!("{what} must be a finite number of milliseconds >= 0 (got {ms})")));
-    }
-    Duration::try_from_secs_f64(ms / 1000.0)
-        .map_err(|_| invalid(&format!("{what} is out of range (got {ms} ms)")))
+    rlock::duration_arg(rlock::Surface::Node, what, ms).map_err(js_error)
 }
 
 fn opt_millis(what: &str, ms: Option<f64>) -> napi::Result<Option<Duration>> {
@@ -45,7 +40,9 @@ fn opt_millis(what: &str, ms: Option<f64>) -> napi::Result<Option<Duration>> {
 
 /// Client options from a JS object, set by name through core (which knows every option, its
 /// type and its range; durations in milliseconds).
-fn client_options(options: Option<serde_json::Map<String, serde_json::Value>>) -> napi::Result<rlock::ClientOptions> {
+fn client_options(
+    options: Option<serde_json::Map<String, serde_json::Value>>,
+) -> napi::Result<rlock::ClientOptions> {
     use serde_json::Value;
     let mut o = rlock::ClientOptions::default();
     for (key, value) in options.into_iter().flatten() {
@@ -67,7 +64,9 @@ fn client_options(options: Option<serde_json::Map<String, serde_json::Value>>) -
 /// Connects to Redis at `url` (`undefined`: `REDIS_URL`, else `redis://127.0.0.1:6379`) and
 /// starts the client's watchdog and pub/sub tasks on napi's tokio runtime (core needs a runtime
 /// and creates none).
-#[napi(ts_args_type = "url?: string | undefined | null, options?: Record<string, unknown> | undefined | null")]
+#[napi(
+    ts_args_type = "url?: string | undefined | null, options?: Record<string, unknown> | undefined | null"
+)]
 pub async fn connect(
     url: Option<String>,
     options: Option<serde_json::Map<String, serde_json::Value>>,
@@ -323,7 +322,11 @@ impl NativeLock {
         let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
             callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
         let id = self.lock.on_lost(Some(&self.owner), move |ev| {
-            let args = FnArgs::from((ev.name.to_string(), ev.owner.as_str().to_owned(), ev.reason.as_str().to_owned()));
+            let args = FnArgs::from((
+                ev.name.to_string(),
+                ev.owner.as_str().to_owned(),
+                ev.reason.as_str().to_owned(),
+            ));
             tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
         });
         Ok(id.into_raw() as f64)

@@ -42,11 +42,6 @@ pub(crate) fn map_err(e: rlock::Error) -> PyErr {
     raise(class_of(e.kind()), e.message().to_owned())
 }
 
-/// An `InvalidArgumentError` for a bad argument caught by the binding's parsing.
-pub(crate) fn invalid(message: String) -> PyErr {
-    raise("InvalidArgumentError", message)
-}
-
 /// A plain `RLockError` (misuse the core cannot see, such as crossing a fork).
 pub(crate) fn rlock_error(message: String) -> PyErr {
     raise("RLockError", message)

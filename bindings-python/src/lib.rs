@@ -11,21 +11,17 @@ mod wait;
 use std::future::Future;
 use std::time::Duration;
 
-use pyo3::prelude::*;
 use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 use pyo3::{IntoPyObject, IntoPyObjectExt};
 
-use errors::{invalid, map_err};
+use errors::map_err;
 use runtime::Rt;
 
-/// Converts seconds given by Python into a `Duration`; NaN, infinite and negative values are
-/// rejected here because `Duration` cannot carry them (core checks the range of the rest).
+/// Seconds given by Python as a `Duration`, checked by core (every surface agrees).
 fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    if !s.is_finite() || s < 0.0 {
-        return Err(invalid(format!("{what} must be a finite number of seconds >= 0 (got {s})")));
-    }
-    Duration::try_from_secs_f64(s).map_err(|_| invalid(format!("{what} is too large ({s} s)")))
+    rlock::duration_arg(rlock::Surface::Python, what, s).map_err(map_err)
 }
 
 /// [`seconds`] for optional arguments, where None keeps its own meaning (no limit, watchdog).
@@ -44,7 +40,8 @@ fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::Client
         let Some(spec) = rlock::OPTIONS.iter().find(|s| s.spelling(rlock::Surface::Python) == key) else {
             return Err(PyTypeError::new_err(format!("Client() got an unexpected keyword argument '{key}'")));
         };
-        let number = !value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>());
+        let number = !value.is_instance_of::<PyBool>()
+            && (value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>());
         let text;
         let v = match spec.kind {
             _ if value.is_none() => V::Unset,
@@ -57,12 +54,7 @@ fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::Client
                 text = value.extract::<std::path::PathBuf>()?.to_string_lossy().into_owned();
                 V::Str(&text)
             }
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "{key} cannot be {}",
-                    value.get_type().name()?
-                )))
-            }
+            _ => return Err(PyTypeError::new_err(format!("{key} cannot be {}", value.get_type().name()?))),
         };
         o.set(rlock::Surface::Python, &key, v).map_err(map_err)?;
     }

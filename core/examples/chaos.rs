@@ -302,7 +302,9 @@ async fn run() -> Result<(), BoxError> {
         };
     }
     let client = Client::connect(&url, opts).await?;
-    client.on_lost(rlock::LostFilter::all(), |e| emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name))));
+    client.on_lost(rlock::LostFilter::all(), |e| {
+        emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name)))
+    });
     let me = client.new_owner();
     let mut w = Worker { client, url, label, me, locks: HashMap::new(), data: None };
     emit(&format!(r#"{{"event":"ready","surface":"rust","pid":{}}}"#, std::process::id()));

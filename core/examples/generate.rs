@@ -22,17 +22,22 @@ fn c_setters() -> String {
         let key = o.spelling(Surface::C);
         let (ty, helper, unit) = match o.kind {
             OptionKind::Duration => ("i64", "set_duration", " In milliseconds (negative is an error)."),
-            OptionKind::OptionalDuration => ("i64", "set_optional_duration", " In milliseconds; 0 or negative means none."),
+            OptionKind::OptionalDuration => {
+                ("i64", "set_optional_duration", " In milliseconds; 0 or negative means none.")
+            }
             OptionKind::Count => ("u32", "set_count", ""),
             OptionKind::Switch => ("i32", "set_switch", " -1: none (auto), 0: off, 1: on."),
-            OptionKind::Path => ("*const std::ffi::c_char", "set_path", " NULL means none; the string is copied."),
+            OptionKind::Path => {
+                ("*const std::ffi::c_char", "set_path", " NULL means none; the string is copied.")
+            }
             _ => unreachable!("an option kind the generator does not know"),
         };
         out.push('\n');
         for l in doc_lines(o.doc) {
             let _ = writeln!(out, "/// {l}");
         }
-        let _ = writeln!(out, "///\n///{unit} Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value");
+        let _ =
+            writeln!(out, "///\n///{unit} Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value");
         let _ = writeln!(out, "/// (the previous value is kept). Thread-safe.");
         let _ = writeln!(out, "#[no_mangle]");
         let _ = writeln!(
@@ -67,8 +72,13 @@ fn python_options() -> String {
         let doc = doc_lines(o.doc).join(" ");
         let _ = writeln!(out, "    \"\"\"{}\"\"\"", doc.replace('`', "``").replace("````", "``"));
     }
-    let names: Vec<String> = OPTIONS.iter().map(|o| format!("    {:?},", o.spelling(Surface::Python))).collect();
-    let _ = write!(out, "\n\n#: Every option name, in core's order.\nOPTION_NAMES: Tuple[str, ...] = (\n{}\n)\n", names.join("\n"));
+    let names: Vec<String> =
+        OPTIONS.iter().map(|o| format!("    {:?},", o.spelling(Surface::Python))).collect();
+    let _ = write!(
+        out,
+        "\n\n#: Every option name, in core's order.\nOPTION_NAMES: Tuple[str, ...] = (\n{}\n)\n",
+        names.join("\n")
+    );
     out
 }
 
@@ -86,7 +96,9 @@ fn node_types() -> String {
         let doc = doc_lines(o.doc).join(" ");
         let _ = writeln!(out, "  /** {doc} */\n  {}?: {ty}", o.spelling(Surface::Node));
     }
-    out.push_str("}\n\n/** The `.code` of every error rlock rejects with. */\nexport type RLockErrorCode =\n");
+    out.push_str(
+        "}\n\n/** The `.code` of every error rlock rejects with. */\nexport type RLockErrorCode =\n",
+    );
     for k in ErrorKind::ALL {
         let _ = writeln!(out, "  | '{}'", k.code_name());
     }
@@ -105,7 +117,8 @@ const END: &str = "// END GENERATED\n";
 /// `current` with the text between the markers replaced by `block`.
 fn splice(current: &str, block: &str) -> String {
     let (Some(b), Some(e)) = (current.find(BEGIN), current.find(END)) else {
-        panic!("the generated markers are missing");
+        eprintln!("the generated markers are missing in bindings-node/rlock.d.ts");
+        std::process::exit(2);
     };
     format!("{}{BEGIN}{block}{}", &current[..b], &current[e..])
 }

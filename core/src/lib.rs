@@ -36,7 +36,9 @@ pub use conn::Topology;
 pub use error::{Error, ErrorKind, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
-pub use options::{ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS};
+pub use options::{
+    duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
+};
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{LostEvent, LostFilter, LostReason};

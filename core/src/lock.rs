@@ -175,7 +175,12 @@ impl Lock {
         Guard { lock: Some(self.clone()), owner: owner.clone() }
     }
 
-    async fn acquire_inner(&self, owner: &Owner, wait: Option<Duration>, lease: Option<Duration>) -> Result<bool> {
+    async fn acquire_inner(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<bool> {
         let shared = &self.inner.shared;
         shared.check_owner(owner)?;
         let (lease, renew) = match lease {
@@ -219,7 +224,14 @@ impl Lock {
             let inner = &lock.inner;
             match lock.run_acquire(&owner, millis(lease)).await? {
                 None => {
-                    inner.shared.watchdog().acquired(&REENTRANT, lock.key(&owner), &owner, lease, renew, inner.group);
+                    inner.shared.watchdog().acquired(
+                        &REENTRANT,
+                        lock.key(&owner),
+                        &owner,
+                        lease,
+                        renew,
+                        inner.group,
+                    );
                     let undo = lock.undo(&owner);
                     Ok(Ok(undo))
                 }
@@ -256,7 +268,9 @@ impl Lock {
     async fn run_acquire(&self, owner: &Owner, lease_ms: u64) -> Result<Option<i64>> {
         let inner = &self.inner;
         let failed = |e| Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e);
-        let step = |mut conn| async move { scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await };
+        let step = |mut conn| async move {
+            scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await
+        };
         let Some(replicas) = inner.shared.replicas_for(inner.group) else {
             return step(inner.shared.conn()).await.map_err(failed);
         };
@@ -310,9 +324,9 @@ impl Lock {
             .retrying(|mut conn| {
                 let call = &call;
                 async move {
-                    call.run(&mut conn)
-                        .await
-                        .map_err(|e| Error::from_redis(&format!("release of lock '{}' failed", inner.name), e))
+                    call.run(&mut conn).await.map_err(|e| {
+                        Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
+                    })
                 }
             })
             .await;
@@ -339,7 +353,9 @@ impl Lock {
         let deleted =
             scripts::force_unlock(&mut shared.conn(), &inner.name, &inner.channel, shared.publish_command())
                 .await
-                .map_err(|e| Error::from_redis(&format!("force unlock of lock '{}' failed", inner.name), e))?;
+                .map_err(|e| {
+                    Error::from_redis(&format!("force unlock of lock '{}' failed", inner.name), e)
+                })?;
         shared.watchdog().forget_name(&inner.name);
         Ok(deleted == 1)
     }
@@ -349,7 +365,9 @@ impl Lock {
         let name = &self.inner.name;
         self.inner
             .shared
-            .retrying(|mut c| async move { c.exists(&**name).await.map_err(|e| Error::from_redis("EXISTS failed", e)) })
+            .retrying(|mut c| async move {
+                c.exists(&**name).await.map_err(|e| Error::from_redis("EXISTS failed", e))
+            })
             .await
     }
 
@@ -385,7 +403,9 @@ impl Lock {
         let ms: i64 = self
             .inner
             .shared
-            .retrying(|mut c| async move { c.pttl(&**name).await.map_err(|e| Error::from_redis("PTTL failed", e)) })
+            .retrying(|mut c| async move {
+                c.pttl(&**name).await.map_err(|e| Error::from_redis("PTTL failed", e))
+            })
             .await?;
         Ok(match ms {
             -2 => Ttl::Absent,

@@ -128,9 +128,18 @@ fn duration_from(what: &str, v: OptionValue<'_>, surface: Surface) -> Result<Dur
         return Err(Error::invalid(format!("{what} must be a finite number >= 0 (got {n})")));
     }
     let secs = if surface == Surface::Python { n } else { n / 1000.0 };
-    let d = Duration::try_from_secs_f64(secs).map_err(|_| Error::invalid(format!("{what} is too large ({n})")))?;
+    let d = Duration::try_from_secs_f64(secs)
+        .map_err(|_| Error::invalid(format!("{what} is too large ({n})")))?;
     check_duration(what, d)?;
     Ok(d)
+}
+
+/// Reads a duration argument a surface was given (float seconds in Python, milliseconds in C
+/// and Node) with the checks every duration gets: `InvalidArgument` naming `what` for a
+/// negative, NaN, infinite or over-100-years value. (Zero passes; callers that need at least
+/// 1 ms, such as a lease, check that in core.)
+pub fn duration_arg(surface: Surface, what: &str, value: f64) -> Result<Duration> {
+    duration_from(what, OptionValue::Float(value), surface)
 }
 
 fn duration_to(d: Duration, surface: Surface) -> OwnedValue {
@@ -443,12 +452,26 @@ mod tests {
             (Surface::Python, "nope", OptionValue::Int(1)),
         ];
         for (surface, key, value) in bad {
-            let e = o.set(surface, key, value).err().unwrap_or_else(|| unreachable!("{key} {value:?} accepted"));
+            let e =
+                o.set(surface, key, value).err().unwrap_or_else(|| unreachable!("{key} {value:?} accepted"));
             assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
             assert!(e.message().contains(key), "{}", e.message());
         }
         // Nothing changed.
         assert_eq!(o.watchdog_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn duration_arguments_in_each_unit() {
+        assert_eq!(duration_arg(Surface::Python, "t", 1.5).ok(), Some(Duration::from_millis(1500)));
+        assert_eq!(duration_arg(Surface::Node, "t", 1.5).ok(), Some(Duration::from_micros(1500)));
+        assert_eq!(duration_arg(Surface::C, "t", 0.0).ok(), Some(Duration::ZERO));
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
+            let e = duration_arg(Surface::Python, "waitx", bad)
+                .err()
+                .map(|e| (e.kind(), e.message().contains("waitx")));
+            assert_eq!(e, Some((crate::ErrorKind::InvalidArgument, true)), "{bad}");
+        }
     }
 
     #[test]

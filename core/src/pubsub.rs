@@ -426,7 +426,9 @@ mod tests {
     #[test]
     fn up_to_n_wakes_at_most_n() {
         let (registry, _queue) = Registry::new();
-        let m = registry.join("s", |p| std::str::from_utf8(p).ok().and_then(|s| s.parse().ok()).map_or(Wake::Nobody, Wake::UpTo));
+        let m = registry.join("s", |p| {
+            std::str::from_utf8(p).ok().and_then(|s| s.parse().ok()).map_or(Wake::Nobody, Wake::UpTo)
+        });
         let mut waiters: Vec<_> = (0..5).map(|_| Box::pin(m.channel.notify.notified())).collect();
         for w in &mut waiters {
             w.as_mut().enable();

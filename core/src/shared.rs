@@ -240,7 +240,8 @@ impl Shared {
         Fut: Future<Output = Result<T>>,
     {
         let o = &self.options;
-        retry_transient(o.retry_attempts, o.retry_delay, Some(&self.closed), || op(self.commands.clone())).await
+        retry_transient(o.retry_attempts, o.retry_delay, Some(&self.closed), || op(self.commands.clone()))
+            .await
     }
 
     /// The wait loop of every waiting primitive: runs `attempt` until it is done, sleeping
@@ -280,7 +281,8 @@ impl Shared {
                 }
                 Err(e) if is_transient(&e) && failures < options.retry_attempts => {
                     failures += 1;
-                    let pause = remaining(deadline).map_or(options.retry_delay, |r| r.min(options.retry_delay));
+                    let pause =
+                        remaining(deadline).map_or(options.retry_delay, |r| r.min(options.retry_delay));
                     if pause.is_zero() {
                         return Ok(None);
                     }
@@ -300,7 +302,8 @@ impl Shared {
                 // subscription is caught by that retry.
                 let m = self.pubsub.join(channel, meaning);
                 let mut state = m.channel.state();
-                let limit = left.map_or(options.subscription_timeout, |l| l.min(options.subscription_timeout));
+                let limit =
+                    left.map_or(options.subscription_timeout, |l| l.min(options.subscription_timeout));
                 tokio::select! {
                     _ = self.closed.cancelled() => return Err(Error::closed()),
                     _ = tokio::time::timeout(limit, state.wait_for(|s| *s != SubState::Pending)) => {}
@@ -322,7 +325,11 @@ impl Shared {
 
     /// Waits `d`, or less when a message arrives (`notified`, when subscribed); `Closed` when
     /// the client closes meanwhile.
-    async fn sleep_or_wake<N: Future<Output = ()>>(&self, notified: Pin<&mut Option<N>>, d: Duration) -> Result<()> {
+    async fn sleep_or_wake<N: Future<Output = ()>>(
+        &self,
+        notified: Pin<&mut Option<N>>,
+        d: Duration,
+    ) -> Result<()> {
         let message = async {
             match notified.as_pin_mut() {
                 Some(n) => n.await,

@@ -104,7 +104,8 @@ impl LostFilter {
 
 /// A batch renewal step: renews holds `(name, owner)` of one kind, all in one hash slot, to a
 /// lease of the given milliseconds; one flag per hold, true when it was still held.
-pub(crate) type RenewStep = fn(Commands, u64, Vec<(Arc<str>, Owner)>) -> BoxFuture<'static, RedisResult<Vec<bool>>>;
+pub(crate) type RenewStep =
+    fn(Commands, u64, Vec<(Arc<str>, Owner)>) -> BoxFuture<'static, RedisResult<Vec<bool>>>;
 
 /// One kind of hold the watchdog renews: each primitive that holds defines one.
 pub(crate) struct HoldKind {
@@ -297,9 +298,17 @@ impl Watchdog {
             }
         };
         let event = LostEvent { name: key.name.clone(), kind, owner, reason };
-        log::warn!("rlock: lost the {kind} hold of '{}' by {} ({})", event.name, event.owner, reason.as_str());
-        let listeners: Vec<Listener> =
-            lock(&self.listeners).values().filter(|(w, _)| w.matches(&event)).map(|(_, f)| f.clone()).collect();
+        log::warn!(
+            "rlock: lost the {kind} hold of '{}' by {} ({})",
+            event.name,
+            event.owner,
+            reason.as_str()
+        );
+        let listeners: Vec<Listener> = lock(&self.listeners)
+            .values()
+            .filter(|(w, _)| w.matches(&event))
+            .map(|(_, f)| f.clone())
+            .collect();
         for f in listeners {
             // A listener that panics must not take the watchdog down with it.
             if catch_unwind(AssertUnwindSafe(|| f(&event))).is_err() {
@@ -391,8 +400,13 @@ pub(crate) async fn run(
                     h.renew = false;
                     continue;
                 }
-                let due =
-                    Due { kind: h.kind, key, generation, owner: h.owner.clone(), last_renewed: h.last_renewed };
+                let due = Due {
+                    kind: h.kind,
+                    key,
+                    generation,
+                    owner: h.owner.clone(),
+                    last_renewed: h.last_renewed,
+                };
                 groups.entry((h.group, h.kind.id)).or_default().push(due);
             }
         }
@@ -457,9 +471,15 @@ mod tests {
 
     #[test]
     fn period_and_tick() {
-        assert_eq!(renewal_period(Duration::from_secs(30)), (Duration::from_secs(10), Duration::from_millis(1250)));
+        assert_eq!(
+            renewal_period(Duration::from_secs(30)),
+            (Duration::from_secs(10), Duration::from_millis(1250))
+        );
         // Tiny leases keep a floor, so the watchdog never spins.
-        assert_eq!(renewal_period(Duration::from_millis(3)), (Duration::from_millis(10), Duration::from_micros(1250)));
+        assert_eq!(
+            renewal_period(Duration::from_millis(3)),
+            (Duration::from_millis(10), Duration::from_micros(1250))
+        );
         assert_eq!(renewal_period(Duration::from_millis(60)).1, Duration::from_micros(2500));
     }
 
@@ -481,9 +501,15 @@ mod tests {
     }
 
     fn kind(id: u8) -> &'static HoldKind {
-        static A: HoldKind = HoldKind { id: 1, name: "a", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
-        static B: HoldKind = HoldKind { id: 2, name: "b", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
-        if id == 1 { &A } else { &B }
+        static A: HoldKind =
+            HoldKind { id: 1, name: "a", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
+        static B: HoldKind =
+            HoldKind { id: 2, name: "b", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
+        if id == 1 {
+            &A
+        } else {
+            &B
+        }
     }
 
     #[test]
@@ -494,7 +520,12 @@ mod tests {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let listen = |filter: LostFilter, tag: &'static str| {
             let heard = heard.clone();
-            wd.add_listener(filter, Arc::new(move |e: &LostEvent| lock(&heard).push((tag, e.name.to_string(), e.owner.id(), e.kind))))
+            wd.add_listener(
+                filter,
+                Arc::new(move |e: &LostEvent| {
+                    lock(&heard).push((tag, e.name.to_string(), e.owner.id(), e.kind))
+                }),
+            )
         };
         listen(LostFilter::all(), "all");
         listen(LostFilter::name("x"), "x");

@@ -394,3 +394,28 @@ pub(crate) async fn connect(
 async fn supports_sharded_pubsub(conn: &mut Commands) -> bool {
     redis::cmd("PUBSUB").arg("SHARDNUMSUB").query_async::<Value>(conn).await.is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_grouped_by_slot_for_ssubscribe() {
+        let names = ["redisson_lock__channel:{a}", "redisson_lock__channel:{b}", "x{a}y", "{b}"];
+        let mut groups = by_slot(&names);
+        groups.iter_mut().for_each(|g| g.sort_unstable());
+        groups.sort();
+        assert_eq!(
+            groups,
+            [vec!["redisson_lock__channel:{a}", "x{a}y"], vec!["redisson_lock__channel:{b}", "{b}"]]
+        );
+        assert!(by_slot(&[]).is_empty());
+    }
+
+    #[test]
+    fn topology_names_are_stable() {
+        assert_eq!(Topology::Single.as_str(), "single");
+        assert_eq!(Topology::Cluster.as_str(), "cluster");
+        assert_eq!(Topology::Sentinel.as_str(), "sentinel");
+    }
+}

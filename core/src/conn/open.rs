@@ -132,4 +132,3 @@ impl Opener {
         Ok(Opened { commands, more, sync, pubsub })
     }
 }
-

@@ -82,7 +82,8 @@ mod tests {
     async fn a_closed_token_stops_the_retries() {
         let token = CancellationToken::new();
         token.cancel();
-        let r: Result<()> = retry_transient(5, Duration::from_secs(1), Some(&token), || async { Ok(()) }).await;
+        let r: Result<()> =
+            retry_transient(5, Duration::from_secs(1), Some(&token), || async { Ok(()) }).await;
         assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::Closed));
     }
 }

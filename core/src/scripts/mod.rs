@@ -70,11 +70,21 @@ pub(crate) const READ_UNLOCK_MESSAGE: &str = "1";
 /// The reentrant lock's acquire step (Redisson `tryLockInnerAsync`): takes or re-enters lock
 /// `name` for `owner` with a lease of `lease_ms`. `None` when `owner` holds it now, else the
 /// holder's PTTL in ms (-1: a key without expiry).
-pub(crate) async fn acquire(conn: &mut Commands, name: &str, lease_ms: u64, owner: &str) -> RedisResult<Option<i64>> {
-    ACQUIRE.run(&[name], |c| {
-        c.arg(lease_ms).arg(owner);
-    }, conn)
-    .await
+pub(crate) async fn acquire(
+    conn: &mut Commands,
+    name: &str,
+    lease_ms: u64,
+    owner: &str,
+) -> RedisResult<Option<i64>> {
+    ACQUIRE
+        .run(
+            &[name],
+            |c| {
+                c.arg(lease_ms).arg(owner);
+            },
+            conn,
+        )
+        .await
 }
 
 /// One call of the reentrant lock's release step (Redisson `unlockInnerAsync`), idempotent
@@ -102,9 +112,17 @@ impl Release<'_> {
     pub(crate) async fn run(&self, conn: &mut Commands) -> RedisResult<Option<i64>> {
         let keys = [self.name, self.channel, self.latch];
         RELEASE
-            .run(&keys, |c| {
-                c.arg(UNLOCK_MESSAGE).arg(self.lease_ms).arg(self.owner).arg(self.publish).arg(self.latch_ttl_ms);
-            }, conn)
+            .run(
+                &keys,
+                |c| {
+                    c.arg(UNLOCK_MESSAGE)
+                        .arg(self.lease_ms)
+                        .arg(self.owner)
+                        .arg(self.publish)
+                        .arg(self.latch_ttl_ms);
+                },
+                conn,
+            )
             .await
     }
 }
@@ -112,26 +130,43 @@ impl Release<'_> {
 /// The force-unlock step (Redisson `forceUnlockAsync`): deletes lock `name` whoever holds it and
 /// publishes an unlock message on `channel` with `publish`. 1 when a lock was deleted, 0 when
 /// there was none; a `WRONGTYPE`-style error (and nothing deleted) when the key is not a lock.
-pub(crate) async fn force_unlock(conn: &mut Commands, name: &str, channel: &str, publish: &str) -> RedisResult<i64> {
+pub(crate) async fn force_unlock(
+    conn: &mut Commands,
+    name: &str,
+    channel: &str,
+    publish: &str,
+) -> RedisResult<i64> {
     FORCE_UNLOCK
-        .run(&[name, channel], |c| {
-            c.arg(UNLOCK_MESSAGE).arg(publish);
-        }, conn)
+        .run(
+            &[name, channel],
+            |c| {
+                c.arg(UNLOCK_MESSAGE).arg(publish);
+            },
+            conn,
+        )
         .await
 }
 
 /// The reentrant lock's renewal step, batched: resets the lease of each `(name, owner)` hold
 /// still held to `lease_ms`. One flag per hold: true when it was still held. Every name must
 /// hash to one slot on a cluster (the watchdog batches per slot).
-pub(crate) async fn renew_locks(conn: &mut Commands, lease_ms: u64, holds: &[(&str, &str)]) -> RedisResult<Vec<bool>> {
+pub(crate) async fn renew_locks(
+    conn: &mut Commands,
+    lease_ms: u64,
+    holds: &[(&str, &str)],
+) -> RedisResult<Vec<bool>> {
     let names: Vec<&str> = holds.iter().map(|h| h.0).collect();
     let flags: Vec<i64> = RENEW
-        .run(&names, |c| {
-            c.arg(lease_ms);
-            for (_, owner) in holds {
-                c.arg(*owner);
-            }
-        }, conn)
+        .run(
+            &names,
+            |c| {
+                c.arg(lease_ms);
+                for (_, owner) in holds {
+                    c.arg(*owner);
+                }
+            },
+            conn,
+        )
         .await?;
     Ok(flags.into_iter().map(|f| f == 1).collect())
 }

@@ -11,9 +11,16 @@ use super::{guard, rlock_result, str_arg, Failure};
 use crate::options::{ClientOptions, OptionValue, Surface};
 
 /// An opaque set of client settings for `rlock_client_new`. Create with `rlock_options_new`
-/// (every option at its default), change with the `rlock_options_set_*` functions (durations
-/// in milliseconds), free with `rlock_options_free`. Setters may be called from any thread;
-/// `rlock_client_new` copies the settings, so the object may be freed or reused right after.
+/// (every option at its default), change with the `rlock_options_set_*` functions, free with
+/// `rlock_options_free`.
+///
+/// Every setter takes the options object and a value: durations in milliseconds (`int64_t`;
+/// negative is invalid, except where an option says 0 or less means none), counts (`uint32_t`), switches (`int32_t`: -1 decided by rlock as Redisson does, 0 off, 1
+/// on) and paths (a NUL-terminated UTF-8 string, copied; NULL for none). It returns `RLOCK_OK`,
+/// or `RLOCK_INVALID_ARGUMENT` for a NULL options object or a bad value (out of range, or
+/// invalid UTF-8; the message names the option), leaving the previous value in place. Setters
+/// are thread-safe. `rlock_client_new` copies the settings, so the object may be changed,
+/// reused or freed right after it.
 pub struct rlock_options {
     inner: Mutex<ClientOptions>,
 }

@@ -8,10 +8,18 @@
  *   thread's message; out-parameters are written only on success.
  * - NULL pointers, invalid UTF-8 and empty names give RLOCK_INVALID_ARGUMENT. No call unwinds
  *   or aborts; an internal bug gives RLOCK_PANIC.
- * - One rlock_client may be shared by any number of threads. Blocking calls (rlock_lock,
- *   rlock_try_lock, ...) park the calling thread until Redis answers.
- * - Holds of rlock_lock/rlock_unlock belong to the calling OS thread (the same thread
+ * - Handles: rlock_client and rlock_options are opaque, made by _new and freed by _free
+ *   (free of NULL is a no-op). Settings go through rlock_options_set_* (one per option) and
+ *   are copied by rlock_client_new.
+ * - One rlock_client may be shared by any number of threads. Blocking calls (rlock_acquire,
+ *   rlock_try_acquire, ...) park the calling thread until Redis answers. A client is
+ *   reference-counted: rlock_client_free may race calls in progress on other threads (they
+ *   return RLOCK_CLOSED and the last one frees the memory), but no call may start after
+ *   rlock_client_free returned.
+ * - Holds of rlock_acquire/rlock_release belong to the calling OS thread (the same thread
  *   re-enters, other threads contend); the _as variants take an explicit owner id.
+ * - fork(): a child creates its own clients; a client inherited from the parent returns
+ *   RLOCK_FORKED from every call (at once, never hanging), and freeing it in the child is safe.
  * - Durations are milliseconds.
  * - Link: -lrlock (shared), or librlock.a with -lm -ldl -lpthread -lrt (static).
  */
@@ -27,13 +35,14 @@
 typedef enum rlock_result {
   // Success.
   RLOCK_OK = 0,
-  // `rlock_try_lock`: the wait ran out while another owner held the lock.
+  // `rlock_try_acquire`: the wait ran out while another owner held the lock.
   RLOCK_NOT_ACQUIRED = 1,
-  // Unlock by a thread/owner that does not hold the lock (never did, or its lease ran out).
+  // Release by a thread/owner that does not hold the lock (never did, or its lease ran out).
   RLOCK_NOT_HELD = 2,
-  // Unlock of a hold the watchdog had lost (it found the lock gone or could not renew it).
+  // Release of a hold the watchdog had lost (it found the lock gone or could not renew it).
   RLOCK_LOST = 3,
-  // A NULL pointer, invalid UTF-8, an empty name, a bad duration or URL. Nothing was done.
+  // A NULL pointer, invalid UTF-8, an empty name, a bad duration, option value or URL.
+  // Nothing was done.
   RLOCK_INVALID_ARGUMENT = 4,
   // Redis could not be reached or the connection failed.
   RLOCK_CONNECTION = 5,
@@ -41,10 +50,13 @@ typedef enum rlock_result {
   RLOCK_TIMEOUT = 6,
   // Redis answered with an error (e.g. WRONGTYPE: the name holds a key that is not a lock).
   RLOCK_REDIS = 7,
-  // The client was closed.
+  // The client was closed (`rlock_client_free` ran while the call was in progress).
   RLOCK_CLOSED = 8,
   // An internal error (a bug in librlock): caught before it could unwind into C.
   RLOCK_PANIC = 9,
+  // The client was created in another process and inherited over `fork()`: it cannot be
+  // used here. Create a new client in the child (the parent's client keeps working there).
+  RLOCK_FORKED = 10,
 } rlock_result;
 
 // The kind of deployment a URL named.
@@ -57,47 +69,24 @@ typedef enum rlock_topology {
   RLOCK_TOPOLOGY_SENTINEL = 2,
 } rlock_topology;
 
-// An opaque client: one connection for commands, one for pub/sub, and a watchdog. Create with
+// An opaque client: connections to Redis and a watchdog that renews its holds. Create with
 // `rlock_client_new`, free with `rlock_client_free`. Thread-safe: one client may be used by
-// any number of threads at once.
+// any number of threads at once. Usable only in the process that created it: after `fork()`
+// the child creates its own clients.
 typedef struct rlock_client rlock_client;
 
-// Client settings; start from `rlock_options_default()` and change fields. Durations in
-// milliseconds.
-typedef struct rlock_options {
-  // Lease of watchdog-renewed holds (renewed every third of it). Default 30000.
-  int64_t watchdog_timeout_ms;
-  // Most locks renewed by one script call. Default 100.
-  uint32_t renewal_batch_size;
-  // Per-command timeout; 0 or less waits forever. Default 3000.
-  int64_t command_timeout_ms;
-  // Connect timeout. Default 10000.
-  int64_t connect_timeout_ms;
-  // Retries after a connection error or timeout. Default 3.
-  uint32_t retry_attempts;
-  // Pause between retries. Default 1500.
-  int64_t retry_delay_ms;
-  // How long a waiter waits for its subscription before polling instead. Default 7500.
-  int64_t subscription_timeout_ms;
-  // Stop renewing a hold this long after it was acquired; 0 or less never stops. Default 0.
-  int64_t max_hold_ms;
-  // PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and
-  // `rediss+cluster://`, `rediss+sentinel://`); NULL trusts the system's roots. Read while
-  // `rlock_client_new_with_options` runs; the caller keeps ownership. Default NULL.
-  const char *tls_ca_file;
-  // Sharded pub/sub on a Redis Cluster: -1 decides as Redisson does (on when the cluster
-  // answers `PUBSUB SHARDNUMSUB`, Redis 7+), 0 off, 1 on. Ignored off a cluster. Default -1.
-  int32_t sharded_pubsub;
-  // Wait after each acquire until a replica has the lock (undoing and retrying it when none
-  // acknowledged): -1 decides as Redisson does (on for Cluster and Sentinel URLs, off for a
-  // single server), 0 off, 1 on. Default -1.
-  int32_t replica_sync;
-  // How long one acquire waits for a replica's acknowledgement. Default 1000.
-  int64_t replica_sync_timeout_ms;
-  // Connections for lock commands to a single server, used in turn (1 to 8). 2 raises
-  // throughput with tens of concurrent owners. Ignored for Cluster and Sentinel. Default 1.
-  uint32_t command_connections;
-} rlock_options;
+// An opaque set of client settings for `rlock_client_new`. Create with `rlock_options_new`
+// (every option at its default), change with the `rlock_options_set_*` functions, free with
+// `rlock_options_free`.
+//
+// Every setter takes the options object and a value: durations in milliseconds (`int64_t`;
+// negative is invalid, except where an option says 0 or less means none), counts (`uint32_t`), switches (`int32_t`: -1 decided by rlock as Redisson does, 0 off, 1
+// on) and paths (a NUL-terminated UTF-8 string, copied; NULL for none). It returns `RLOCK_OK`,
+// or `RLOCK_INVALID_ARGUMENT` for a NULL options object or a bad value (out of range, or
+// invalid UTF-8; the message names the option), leaving the previous value in place. Setters
+// are thread-safe. `rlock_client_new` copies the settings, so the object may be changed,
+// reused or freed right after it.
+typedef struct rlock_options rlock_options;
 
 // What `rlock_client_new` connected to, and what it decided there.
 typedef struct rlock_client_info {
@@ -109,8 +98,14 @@ typedef struct rlock_client_info {
   bool replica_sync;
 } rlock_client_info;
 
-// Callback for lost holds: `name` is the lock name, valid only during the call.
-typedef void (*rlock_lost_callback)(void *userdata, const char *name);
+// Called when the watchdog loses a hold of the client: `name` is the lock name, `owner` the
+// owner as stored in Redis (`"<client uuid>:<id>"`), `reason` `"gone"` (a renewal found the
+// lock no longer held by the owner: expired, force-unlocked or deleted) or `"renewal_failed"`
+// (renewals failed for longer than the lease). The strings are valid only during the call.
+typedef void (*rlock_lost_callback)(void *userdata,
+                                    const char *name,
+                                    const char *owner,
+                                    const char *reason);
 
 #ifdef __cplusplus
 extern "C" {
@@ -126,100 +121,137 @@ size_t rlock_last_error(char *buf, size_t len);
 // for a number that is not an `rlock_result`. Takes an `int` so any value is safe to pass.
 const char *rlock_result_str(int r);
 
-// The default settings.
-struct rlock_options rlock_options_default(void);
+// Connects to Redis and writes a new client to `*out`. Blocks until connected (or failed).
+//
+// `url`: `redis://[user:pass@]host:port/db`, `rediss://` (TLS), `redis+unix:///path`,
+// `redis+cluster://host1:port1,host2:port2/`, `redis+sentinel://host1:port1,.../service`;
+// NULL means the environment variable `REDIS_URL`, else `redis://127.0.0.1:6379`. The string
+// is only read during the call.
+//
+// `options`: NULL for the defaults, else an options object (`rlock_options_new`) whose
+// settings are copied: it may be changed or freed right after this returns.
+//
+// Free the client with `rlock_client_free`. Errors: `RLOCK_INVALID_ARGUMENT` (NULL out, a bad
+// URL or option, invalid UTF-8), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (e.g. a
+// wrong password). Thread-safe; may be called in a child after `fork()`.
+enum rlock_result rlock_client_new(const char *url,
+                                   const struct rlock_options *options,
+                                   struct rlock_client **out);
 
-// Connects to Redis and writes a new client to `*out`. `url` NULL means the environment
-// variable `REDIS_URL`, else `redis://127.0.0.1:6379`. Blocks until connected (or failed).
-// Errors: `RLOCK_INVALID_ARGUMENT` (NULL out, bad URL), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`,
-// `RLOCK_REDIS` (e.g. a wrong password). Free the client with `rlock_client_free`.
-enum rlock_result rlock_client_new(const char *url, struct rlock_client **out);
-
-// Like `rlock_client_new` with settings; `options` NULL means the defaults.
-enum rlock_result rlock_client_new_with_options(const char *url,
-                                                const struct rlock_options *options,
-                                                struct rlock_client **out);
-
-// Writes what `client` connected to, and what it decided there, to `*out`.
-// Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out).
+// Writes what `client` connected to, and what it decided there, to `*out`. Does not block.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out), `RLOCK_FORKED`.
 enum rlock_result rlock_client_get_info(const struct rlock_client *client,
                                         struct rlock_client_info *out);
 
-// Closes and frees a client: renewals stop (held locks expire within one watchdog timeout),
-// waiters in other threads fail with `RLOCK_CLOSED`. NULL is a no-op. No other call may use
-// `client` once this returns.
+// Closes a client and gives up the caller's reference to it. Renewals stop (held locks expire
+// within one watchdog timeout); calls in progress on other threads (e.g. waiting in
+// `rlock_acquire`) return `RLOCK_CLOSED`, and the memory is freed when the last of them
+// returns. Does not wait for them. NULL is a no-op.
+//
+// Thread-safety: free may race calls already in progress on other threads; no call on
+// `client` may START after free returned (that is a use-after-free, as with any free), and a
+// client is freed once.
+//
+// In a child after `fork()`, freeing a client inherited from the parent does nothing to the
+// parent's connections or threads (its memory is left to the process' exit).
 void rlock_client_free(struct rlock_client *client);
 
-// Sets the function called when the watchdog loses a hold of this client (the lock was found
-// gone, or could not be renewed for longer than the lease). It runs on a librlock thread, so
-// it and `userdata` must be thread-safe; it must return quickly and must not call blocking
-// librlock functions (they fail with `RLOCK_INVALID_ARGUMENT` there). Replaces any earlier
-// callback; NULL `callback` removes it.
+// Sets the function called when the watchdog loses a hold of this client (see
+// `rlock_lost_callback`), with `userdata` as its first argument. It runs on a librlock thread,
+// so it and `userdata` must be thread-safe; it must return quickly, and blocking librlock
+// calls from it are refused with `RLOCK_INVALID_ARGUMENT`. Replaces any earlier callback;
+// NULL `callback` removes it. `userdata` must stay valid until the callback is replaced or
+// removed, or the client is freed. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL
+// client), `RLOCK_FORKED`.
 enum rlock_result rlock_client_on_lost(const struct rlock_client *client,
                                        rlock_lost_callback callback,
                                        void *userdata);
 
-// Blocks until the calling thread holds lock `name` (re-entering when it already holds it).
-// `lease_ms <= 0`: the watchdog keeps the lease alive until `rlock_unlock`; `lease_ms > 0`: a
-// fixed lease, after which the hold ends by itself. Thread-safe.
-enum rlock_result rlock_lock(const struct rlock_client *client, const char *name, int64_t lease_ms);
+// Blocks until the calling thread holds lock `name` (re-entering when it already holds it:
+// each acquire needs one release). `lease_ms <= 0`: the watchdog keeps the lease alive until
+// the last `rlock_release`; `lease_ms > 0`: a fixed lease in milliseconds, after which the
+// hold ends by itself. `name` is only read during the call.
+//
+// Thread-safe; the hold belongs to the calling OS thread. Errors: `RLOCK_INVALID_ARGUMENT`
+// (NULL client or name, invalid UTF-8, empty name, lease too long, called from a librlock
+// callback), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the key is not a lock),
+// `RLOCK_CLOSED` (the client was freed while waiting), `RLOCK_FORKED`.
+enum rlock_result rlock_acquire(const struct rlock_client *client,
+                                const char *name,
+                                int64_t lease_ms);
 
-// Tries to take lock `name` for the calling thread, waiting at most `wait_ms` (0 tries once;
-// negative is `RLOCK_INVALID_ARGUMENT`). Returns `RLOCK_OK` when held, `RLOCK_NOT_ACQUIRED`
-// when the wait ran out. `lease_ms` as in `rlock_lock`. Thread-safe.
-enum rlock_result rlock_try_lock(const struct rlock_client *client,
-                                 const char *name,
-                                 int64_t wait_ms,
-                                 int64_t lease_ms);
+// Tries to take lock `name` for the calling thread, waiting at most `wait_ms` milliseconds
+// (0 tries once). Returns `RLOCK_OK` when held, `RLOCK_NOT_ACQUIRED` when the wait ran out
+// while another owner held it. `lease_ms` as in `rlock_acquire`.
+//
+// Thread-safe. Errors as `rlock_acquire`, and `RLOCK_INVALID_ARGUMENT` for a negative or too
+// long `wait_ms`.
+enum rlock_result rlock_try_acquire(const struct rlock_client *client,
+                                    const char *name,
+                                    int64_t wait_ms,
+                                    int64_t lease_ms);
 
-// Releases one hold level of the calling thread. `RLOCK_NOT_HELD` when the thread does not
-// hold the lock (or its lease ran out), `RLOCK_LOST` when the watchdog had lost the hold.
-// Thread-safe.
-enum rlock_result rlock_unlock(const struct rlock_client *client, const char *name);
+// Releases one hold level of lock `name` by the calling thread. On success `*out_unlocked`
+// (when `out_unlocked` is not NULL) says whether the lock became free: false when the thread
+// still holds it, having acquired it more than once.
+//
+// Thread-safe. Errors: `RLOCK_NOT_HELD` (the thread does not hold the lock, or its lease ran
+// out), `RLOCK_LOST` (the watchdog had lost the hold; the hold is forgotten), and those of
+// `rlock_acquire`.
+enum rlock_result rlock_release(const struct rlock_client *client,
+                                const char *name,
+                                bool *out_unlocked);
 
-// Deletes lock `name` whoever holds it and wakes a waiter; `*out_released` says whether a lock
-// was there (`out_released` may be NULL). `RLOCK_REDIS` (nothing deleted) when the key is not
-// a lock. Thread-safe.
+// Deletes lock `name` whoever holds it and wakes a waiter; `*out_released` (when
+// `out_released` is not NULL) says whether a lock was there. The holder's watchdog reports the
+// loss (`rlock_client_on_lost`, reason "gone") and its release fails with `RLOCK_LOST`.
+//
+// Thread-safe. Errors: `RLOCK_REDIS` (nothing deleted) when the key is not a lock, and those
+// of `rlock_acquire`.
 enum rlock_result rlock_force_unlock(const struct rlock_client *client,
                                      const char *name,
                                      bool *out_released);
 
-// Writes whether anyone holds lock `name`. Thread-safe.
+// Writes whether anyone holds lock `name` to `*out`. Thread-safe. Errors:
+// `RLOCK_INVALID_ARGUMENT` (NULL out), and those of `rlock_acquire`.
 enum rlock_result rlock_is_locked(const struct rlock_client *client, const char *name, bool *out);
 
-// Writes whether the calling thread holds lock `name`. Thread-safe.
+// Writes whether the calling thread holds lock `name` to `*out`. Thread-safe. Errors as
+// `rlock_is_locked`.
 enum rlock_result rlock_is_held(const struct rlock_client *client, const char *name, bool *out);
 
-// Writes how many times the calling thread holds lock `name` (0 when it does not).
-// Thread-safe.
+// Writes how many times the calling thread holds lock `name` to `*out` (0 when it does not).
+// Thread-safe. Errors as `rlock_is_locked`.
 enum rlock_result rlock_hold_count(const struct rlock_client *client,
                                    const char *name,
                                    uint32_t *out);
 
-// Writes the remaining lease of lock `name` in milliseconds: -2 when it does not exist, -1
-// when it has no expiry. Thread-safe.
+// Writes the remaining lease of lock `name` in milliseconds to `*out_ms`: -2 when it does not
+// exist, -1 when it has no expiry. Thread-safe. Errors as `rlock_is_locked`.
 enum rlock_result rlock_remaining_ttl(const struct rlock_client *client,
                                       const char *name,
                                       int64_t *out_ms);
 
-// `rlock_lock` for the explicit owner `owner_id` instead of the calling thread: any thread may
-// acquire and release for it (for event loops).
-enum rlock_result rlock_lock_as(const struct rlock_client *client,
-                                const char *name,
-                                uint64_t owner_id,
-                                int64_t lease_ms);
+// `rlock_acquire` for the explicit owner `owner_id` (below 2^61) instead of the calling
+// thread: any thread may acquire and release for it (for event loops). The same owner
+// re-enters; different owners contend.
+enum rlock_result rlock_acquire_as(const struct rlock_client *client,
+                                   const char *name,
+                                   uint64_t owner_id,
+                                   int64_t lease_ms);
 
-// `rlock_try_lock` for the explicit owner `owner_id`.
-enum rlock_result rlock_try_lock_as(const struct rlock_client *client,
-                                    const char *name,
-                                    uint64_t owner_id,
-                                    int64_t wait_ms,
-                                    int64_t lease_ms);
+// `rlock_try_acquire` for the explicit owner `owner_id`.
+enum rlock_result rlock_try_acquire_as(const struct rlock_client *client,
+                                       const char *name,
+                                       uint64_t owner_id,
+                                       int64_t wait_ms,
+                                       int64_t lease_ms);
 
-// `rlock_unlock` for the explicit owner `owner_id`.
-enum rlock_result rlock_unlock_as(const struct rlock_client *client,
-                                  const char *name,
-                                  uint64_t owner_id);
+// `rlock_release` for the explicit owner `owner_id` (from any thread).
+enum rlock_result rlock_release_as(const struct rlock_client *client,
+                                   const char *name,
+                                   uint64_t owner_id,
+                                   bool *out_unlocked);
 
 // `rlock_is_held` for the explicit owner `owner_id`.
 enum rlock_result rlock_is_held_as(const struct rlock_client *client,
@@ -232,6 +264,125 @@ enum rlock_result rlock_hold_count_as(const struct rlock_client *client,
                                       const char *name,
                                       uint64_t owner_id,
                                       uint32_t *out);
+
+// A new options object with every option at its default. Free it with `rlock_options_free`.
+// Returns NULL only on an internal error. Thread-safe.
+struct rlock_options *rlock_options_new(void);
+
+// Frees an options object; NULL is a no-op. Clients created with it are not affected. No
+// other call may use `options` once this started.
+void rlock_options_free(struct rlock_options *options);
+
+// Lease of a watchdog-renewed hold; the watchdog renews every third of it. Default 30 s
+// (Redisson's `lockWatchdogTimeout`). At least 30 ms.
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_watchdog_timeout_ms(struct rlock_options *options,
+                                                        int64_t value);
+
+// Most holds renewed by one script call (1 to 10000). Default 100.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_renewal_batch_size(struct rlock_options *options,
+                                                       uint32_t value);
+
+// How long one Redis command may take before it fails with a timeout error. None waits
+// forever. Default 3 s.
+//
+// In milliseconds; 0 or negative means none. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_command_timeout_ms(struct rlock_options *options,
+                                                       int64_t value);
+
+// How long connecting (or reconnecting) may take. Default 10 s.
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_connect_timeout_ms(struct rlock_options *options,
+                                                       int64_t value);
+
+// How often a failed command (connection error or timeout) is retried before the error is
+// returned (at most 1000). Default 3.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_retry_attempts(struct rlock_options *options, uint32_t value);
+
+// Pause between those retries. Default 1.5 s (Redisson's `retryInterval`).
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_retry_delay_ms(struct rlock_options *options,
+                                                   int64_t value);
+
+// How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to
+// polling. Default 7.5 s (Redisson's `subscriptionTimeout`).
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_subscription_timeout_ms(struct rlock_options *options,
+                                                            int64_t value);
+
+// With pub/sub unavailable, how often a waiter re-tries (it never waits past the holder's
+// lease either). Default 100 ms.
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_poll_interval_ms(struct rlock_options *options,
+                                                     int64_t value);
+
+// When set, the watchdog stops renewing a hold this long after it was acquired, so the
+// lease runs out at most one watchdog timeout later. None (the default) renews until
+// release.
+//
+// In milliseconds; 0 or negative means none. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_max_hold_ms(struct rlock_options *options,
+                                                int64_t value);
+
+// PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the
+// `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots.
+//
+// NULL means none; the string is copied. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_tls_ca_file(struct rlock_options *options,
+                                                const char *value);
+
+// Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides
+// as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off.
+// Every client sharing locks must make the same choice. Ignored off a cluster.
+//
+// -1: none (auto), 0: off, 1: on. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_sharded_pubsub(struct rlock_options *options, int32_t value);
+
+// After each acquire, `WAIT` until at least one replica has the hold, and undo and retry
+// the acquire when none acknowledged within `replica_sync_timeout`. None (the default)
+// decides as Redisson does: on for Cluster and Sentinel URLs, off for a single server.
+// Masters without connected replicas are never waited on. This narrows, but does not
+// close, the window in which a failover loses a fresh hold.
+//
+// -1: none (auto), 0: off, 1: on. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_replica_sync(struct rlock_options *options, int32_t value);
+
+// How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's).
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_replica_sync_timeout_ms(struct rlock_options *options,
+                                                            int64_t value);
+
+// Connections for commands to a single server, used in turn (1 to 8). Default 1: one
+// multiplexed connection already pipelines concurrent requests; 2 raises throughput with
+// tens of concurrent owners. Ignored for Cluster and Sentinel URLs.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_command_connections(struct rlock_options *options,
+                                                        uint32_t value);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -14,8 +14,14 @@ cbindgen:
 	  $(CARGO) install --locked --quiet cbindgen --version $(CBINDGEN_VERSION); \
 	fi
 
-lib-c:
-	$(CARGO) build --release -p rlock --features capi
+RLOCK_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+
+# Core is an rlib; the C library is built from it here only (as hyper does), with the SONAME
+# librlock.so.0 (target/release/librlock.so.0 links to it, for programs linked against it).
+lib-c: ## Build target/release/librlock.so and librlock.a
+	$(CARGO) rustc --release -p rlock --features capi --lib --crate-type cdylib --crate-type staticlib \
+	  -- -C link-arg=-Wl,-soname,librlock.so.0
+	ln -sf librlock.so target/release/librlock.so.0
 
 header: cbindgen ## Regenerate include/rlock.h from core/src/ffi
 	cbindgen --quiet --config core/cbindgen.toml --crate rlock --output include/rlock.h core
@@ -38,7 +44,8 @@ test-c: deps header-check build-c ## C tests (dynamic + static) under valgrind, 
 install: lib-c ## Install librlock, rlock.h and rlock.pc under PREFIX (default /usr/local)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 target/release/librlock.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 target/release/librlock.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 target/release/librlock.so $(DESTDIR)$(PREFIX)/lib/librlock.so.$(RLOCK_VERSION)
+	ln -sf librlock.so.$(RLOCK_VERSION) $(DESTDIR)$(PREFIX)/lib/librlock.so.0
+	ln -sf librlock.so.0 $(DESTDIR)$(PREFIX)/lib/librlock.so
 	install -m 644 include/rlock.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)|' \
-	  rlock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rlock.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RLOCK_VERSION)|' rlock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rlock.pc

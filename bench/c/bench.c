@@ -1,5 +1,5 @@
 /* make bench, C part: librlock's uncontended pairs/s (N threads, each on its own lock name,
- * rlock_lock + rlock_unlock in a loop; holds belong to the calling thread) and hand-off
+ * rlock_acquire + rlock_release in a loop; holds belong to the calling thread) and hand-off
  * latency (16 threads on one name), against the server in REDIS_URL. Prints one JSON object
  * per line for bench/report.py. Usage: bench [seconds] */
 #define _POSIX_C_SOURCE 200809L
@@ -42,8 +42,8 @@ static void *pairs_thread(void *arg) {
     snprintf(name, sizeof name, "bench:c:pairs:%ld", (long)(size_t)arg);
     long n = 0;
     while (now() < stop_at) {
-        if (rlock_lock(client, name, 0) != RLOCK_OK) die("rlock_lock");
-        if (rlock_unlock(client, name) != RLOCK_OK) die("rlock_unlock");
+        if (rlock_acquire(client, name, 0) != RLOCK_OK) die("rlock_acquire");
+        if (rlock_release(client, name, NULL) != RLOCK_OK) die("rlock_release");
         n++;
     }
     atomic_fetch_add(&pairs_done, n);
@@ -77,7 +77,7 @@ static int nsamples;
 static void *handoff_thread(void *arg) {
     long me = (long)(size_t)arg;
     for (;;) {
-        if (rlock_lock(client, "bench:c:handoff", 0) != RLOCK_OK) die("rlock_lock");
+        if (rlock_acquire(client, "bench:c:handoff", 0) != RLOCK_OK) die("rlock_acquire");
         double t = now();
         pthread_mutex_lock(&mu);
         if (released_at >= 0 && released_by != me && nsamples < ROUNDS + WAITERS)
@@ -92,7 +92,7 @@ static void *handoff_thread(void *arg) {
         released_at = now();
         released_by = me;
         pthread_mutex_unlock(&mu);
-        if (rlock_unlock(client, "bench:c:handoff") != RLOCK_OK) die("rlock_unlock");
+        if (rlock_release(client, "bench:c:handoff", NULL) != RLOCK_OK) die("rlock_release");
         if (stop) return NULL;
         sleep_us(2000); /* work outside the lock */
     }
@@ -105,7 +105,7 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc > 1) seconds = atof(argv[1]);
-    if (rlock_client_new(NULL, &client) != RLOCK_OK) die("rlock_client_new");
+    if (rlock_client_new(NULL, NULL, &client) != RLOCK_OK) die("rlock_client_new");
     const int owners[] = {1, 16, 64};
     for (size_t k = 0; k < sizeof owners / sizeof owners[0]; k++) {
         double rate = pairs(owners[k]);

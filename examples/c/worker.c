@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     if (url) sscanf(url, "redis://%255[^:]:%d", host, &port);
 
     rlock_client *client;
-    if (rlock_client_new(url, &client) != RLOCK_OK) return fail("connect");
+    if (rlock_client_new(url, NULL, &client) != RLOCK_OK) return fail("connect");
     redisContext *data = redisConnect(host, port);
     if (!data || data->err) {
         fprintf(stderr, "hiredis connect failed\n");
@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     }
     int handoffs = 0;
     for (int i = 0; i < iterations; i++) {
-        if (rlock_lock(client, "demo:lock", 0) != RLOCK_OK) return fail("lock");
+        if (rlock_acquire(client, "demo:lock", 0) != RLOCK_OK) return fail("acquire");
         redisReply *r = redisCommand(data, "GET demo:counter");
         long n = (r && r->type == REDIS_REPLY_STRING ? atol(r->str) : 0) + 1;
         freeReplyObject(r);
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
         freeReplyObject(r);
         freeReplyObject(redisCommand(data, "SET demo:counter %ld", n));
         freeReplyObject(redisCommand(data, "SET demo:last %s", label));
-        if (rlock_unlock(client, "demo:lock") != RLOCK_OK) return fail("unlock");
+        if (rlock_release(client, "demo:lock", NULL) != RLOCK_OK) return fail("release");
         if (last[0] && strcmp(last, label) != 0 && ++handoffs <= 3)
             printf("[%s] got the lock from %s, counter = %ld\n", label, last, n);
     }

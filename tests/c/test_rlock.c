@@ -1,7 +1,10 @@
 /* Tests of the C API against a private redis-server (REDIS_URL, set by tests/c/run.sh).
- * Every function, every bad input, 8 threads x 1000 critical sections, a 3-master cluster
- * (RLOCK_CLUSTER_URL), the server going away. */
+ * Every function, every bad input, the options object, 8 threads x 1000 critical sections,
+ * clients after fork(), a free racing blocked calls, a 3-master cluster (RLOCK_CLUSTER_URL),
+ * the server going away. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,9 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rlock.h"
+
+/* Under valgrind, a forked child turns its leak check off: the parent's runtime threads do
+ * not exist in the child, so the memory they own there (their thread-locals, the worker's
+ * state) looks lost at the child's exit. Memory errors in the child are still reported and
+ * still fail it (its exit status). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define CHILD_NO_LEAK_CHECK() VALGRIND_CLO_CHANGE("--leak-check=no")
+#endif
+#endif
+#ifndef CHILD_NO_LEAK_CHECK
+#define CHILD_NO_LEAK_CHECK() ((void)0)
+#endif
 
 static int passed, failed;
 
@@ -69,13 +87,14 @@ static void test_result_str_and_last_error(void) {
     CHECK(strcmp(rlock_result_str(RLOCK_REDIS), "RLOCK_REDIS") == 0);
     CHECK(strcmp(rlock_result_str(RLOCK_CLOSED), "RLOCK_CLOSED") == 0);
     CHECK(strcmp(rlock_result_str(RLOCK_PANIC), "RLOCK_PANIC") == 0);
+    CHECK(strcmp(rlock_result_str(RLOCK_FORKED), "RLOCK_FORKED") == 0);
     CHECK(strcmp(rlock_result_str(12345), "RLOCK_UNKNOWN") == 0);
     CHECK(strcmp(rlock_result_str(-1), "RLOCK_UNKNOWN") == 0);
     CHECK(RLOCK_OK == 0 && RLOCK_NOT_ACQUIRED == 1 && RLOCK_NOT_HELD == 2 && RLOCK_LOST == 3 &&
           RLOCK_INVALID_ARGUMENT == 4 && RLOCK_CONNECTION == 5 && RLOCK_TIMEOUT == 6 &&
-          RLOCK_REDIS == 7 && RLOCK_CLOSED == 8 && RLOCK_PANIC == 9);
+          RLOCK_REDIS == 7 && RLOCK_CLOSED == 8 && RLOCK_PANIC == 9 && RLOCK_FORKED == 10);
 
-    CHECK_RC(rlock_lock(NULL, "x", 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_acquire(NULL, "x", 0), RLOCK_INVALID_ARGUMENT);
     size_t full = rlock_last_error(NULL, 0);
     CHECK(full == strlen("client is NULL"));
     char small[7];
@@ -91,33 +110,155 @@ static void test_result_str_and_last_error(void) {
 /* ---- client creation ---- */
 static void test_client_new(void) {
     rlock_client *c = (rlock_client *)0x1;
-    CHECK_RC(rlock_client_new("nonsense", &c), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new("nonsense", NULL, &c), RLOCK_INVALID_ARGUMENT);
     CHECK(c == (rlock_client *)0x1); /* out untouched on failure */
-    CHECK_RC(rlock_client_new("http://127.0.0.1/", &c), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_client_new("redis://\xff\xfe/", &c), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_client_new(NULL, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new("http://127.0.0.1/", NULL, &c), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new("redis://\xff\xfe/", NULL, &c), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new(NULL, NULL, NULL), RLOCK_INVALID_ARGUMENT);
     CHECK(c == (rlock_client *)0x1);
-
-    rlock_options o = rlock_options_default();
-    CHECK(o.watchdog_timeout_ms == 30000 && o.renewal_batch_size == 100 && o.retry_attempts == 3);
-    o.watchdog_timeout_ms = -5;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
-    o = rlock_options_default();
-    o.renewal_batch_size = 0;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
 
     /* A port nobody listens on: a connection error, quickly. */
-    o = rlock_options_default();
-    o.retry_attempts = 0;
-    o.connect_timeout_ms = 2000;
-    CHECK_RC(rlock_client_new_with_options("redis://127.0.0.1:1/", &o, &c), RLOCK_CONNECTION);
+    rlock_options *o = rlock_options_new();
+    CHECK(o != NULL);
+    CHECK_RC(rlock_options_set_retry_attempts(o, 0), RLOCK_OK);
+    CHECK_RC(rlock_options_set_connect_timeout_ms(o, 2000), RLOCK_OK);
+    CHECK_RC(rlock_client_new("redis://127.0.0.1:1/", o, &c), RLOCK_CONNECTION);
     CHECK(c == (rlock_client *)0x1);
+    rlock_options_free(o);
 
-    /* NULL url: REDIS_URL from the environment. */
-    CHECK_RC(rlock_client_new(NULL, &client), RLOCK_OK);
+    /* NULL url: REDIS_URL from the environment; NULL options: the defaults. */
+    CHECK_RC(rlock_client_new(NULL, NULL, &client), RLOCK_OK);
     CHECK(client != NULL);
     rlock_client_free(NULL); /* no-op */
 }
+
+/* ---- the options object: every setter, good and bad values ---- */
+static int last_error_has(const char *what) {
+    char msg[512];
+    rlock_last_error(msg, sizeof msg);
+    return strstr(msg, what) != NULL;
+}
+
+#define GOOD(setter, value) CHECK_RC(rlock_options_set_##setter(o, value), RLOCK_OK)
+#define BAD(setter, value)                                                       \
+    do {                                                                         \
+        CHECK_RC(rlock_options_set_##setter(o, value), RLOCK_INVALID_ARGUMENT);  \
+        CHECK(last_error_has(#setter));                                          \
+    } while (0)
+
+static void test_options(void) {
+    rlock_options_free(NULL); /* no-op */
+    rlock_options *o = rlock_options_new();
+    CHECK(o != NULL);
+    if (!o) return;
+
+    /* NULL options: refused by every setter. */
+    CHECK_RC(rlock_options_set_watchdog_timeout_ms(NULL, 1000), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_renewal_batch_size(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_command_timeout_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_connect_timeout_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_retry_attempts(NULL, 1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_retry_delay_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_subscription_timeout_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_poll_interval_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_max_hold_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_tls_ca_file(NULL, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_sharded_pubsub(NULL, 1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_replica_sync(NULL, 1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_replica_sync_timeout_ms(NULL, 10), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_command_connections(NULL, 2), RLOCK_INVALID_ARGUMENT);
+    CHECK(last_error_has("options is NULL"));
+
+    GOOD(watchdog_timeout_ms, 30000);
+    BAD(watchdog_timeout_ms, -5);
+    BAD(watchdog_timeout_ms, 10); /* under 30 ms */
+    BAD(watchdog_timeout_ms, INT64_MAX);
+    GOOD(renewal_batch_size, 50);
+    BAD(renewal_batch_size, 0);
+    BAD(renewal_batch_size, 10001);
+    GOOD(command_timeout_ms, 5000);
+    GOOD(command_timeout_ms, 0);  /* none: wait forever */
+    GOOD(command_timeout_ms, -1); /* none */
+    BAD(command_timeout_ms, INT64_MAX);
+    GOOD(connect_timeout_ms, 2000);
+    BAD(connect_timeout_ms, -1);
+    BAD(connect_timeout_ms, 0);
+    GOOD(retry_attempts, 0);
+    GOOD(retry_attempts, 5);
+    BAD(retry_attempts, 1001);
+    BAD(retry_attempts, UINT32_MAX);
+    GOOD(retry_delay_ms, 0);
+    GOOD(retry_delay_ms, 100);
+    BAD(retry_delay_ms, -1);
+    BAD(retry_delay_ms, INT64_MAX);
+    GOOD(subscription_timeout_ms, 5000);
+    BAD(subscription_timeout_ms, 0);
+    BAD(subscription_timeout_ms, -1);
+    GOOD(poll_interval_ms, 50);
+    BAD(poll_interval_ms, 0);
+    GOOD(max_hold_ms, 60000);
+    GOOD(max_hold_ms, 0); /* none: renew until release */
+    BAD(max_hold_ms, INT64_MAX);
+    GOOD(tls_ca_file, "/tmp/ca.pem");
+    GOOD(tls_ca_file, NULL); /* none: the system's roots */
+    BAD(tls_ca_file, "");
+    BAD(tls_ca_file, "ca-\xc3\x28.pem");
+    GOOD(sharded_pubsub, -1);
+    GOOD(sharded_pubsub, 0);
+    GOOD(sharded_pubsub, 1);
+    BAD(sharded_pubsub, 2);
+    BAD(sharded_pubsub, -2);
+    GOOD(replica_sync, -1);
+    GOOD(replica_sync, 0);
+    GOOD(replica_sync, 1);
+    BAD(replica_sync, 2);
+    BAD(replica_sync, -7);
+    GOOD(replica_sync_timeout_ms, 500);
+    BAD(replica_sync_timeout_ms, 0);
+    BAD(replica_sync_timeout_ms, -1);
+    GOOD(command_connections, 2);
+    BAD(command_connections, 0);
+    BAD(command_connections, 9);
+    rlock_options_free(o);
+
+    /* A bad value leaves the previous one: the client runs with the good ones. */
+    o = rlock_options_new();
+    if (!o) return;
+    GOOD(watchdog_timeout_ms, 1000);
+    BAD(watchdog_timeout_ms, -5);
+    BAD(watchdog_timeout_ms, 10);
+    GOOD(replica_sync, 1);
+    BAD(replica_sync, 5);
+    GOOD(command_connections, 2);
+    BAD(command_connections, 9);
+    rlock_client *c = NULL;
+    CHECK_RC(rlock_client_new(NULL, o, &c), RLOCK_OK);
+    /* The client copied the settings: the object may go at once, and changes do not reach it. */
+    GOOD(watchdog_timeout_ms, 60000);
+    rlock_options_free(o);
+    if (!c) return;
+    rlock_client_info info = {RLOCK_TOPOLOGY_CLUSTER, true, false};
+    CHECK_RC(rlock_client_get_info(c, &info), RLOCK_OK);
+    CHECK(info.topology == RLOCK_TOPOLOGY_SINGLE && info.replica_sync);
+    int64_t ms = 0;
+    CHECK_RC(rlock_acquire(c, "c-options", 0), RLOCK_OK);
+    CHECK_RC(rlock_remaining_ttl(c, "c-options", &ms), RLOCK_OK);
+    CHECK(ms > 0 && ms <= 1000); /* the 1000 ms watchdog lease, not 30000 nor 60000 */
+    CHECK_RC(rlock_release(c, "c-options", NULL), RLOCK_OK);
+    rlock_client_free(c);
+
+    /* A CA path kept over a bad one: reading it fails at connect. */
+    o = rlock_options_new();
+    if (!o) return;
+    GOOD(tls_ca_file, "/nonexistent/ca.pem");
+    BAD(tls_ca_file, "");
+    c = (rlock_client *)0x1;
+    CHECK_RC(rlock_client_new("rediss://127.0.0.1:1/", o, &c), RLOCK_INVALID_ARGUMENT);
+    CHECK(c == (rlock_client *)0x1);
+    rlock_options_free(o);
+}
+#undef GOOD
+#undef BAD
 
 /* ---- bad input on every function ---- */
 static void test_bad_input(void) {
@@ -125,20 +266,21 @@ static void test_bad_input(void) {
     uint32_t n = 77;
     int64_t ms = 77;
     const char *bad_utf8 = "lock-\xc3\x28";
-    CHECK_RC(rlock_lock(NULL, "x", 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_lock(client, NULL, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_lock(client, bad_utf8, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_lock(client, "", 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_try_lock(NULL, "x", 0, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_try_lock(client, NULL, 0, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_try_lock(client, bad_utf8, 0, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_try_lock(client, "x", -1, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_try_lock(client, "x", INT64_MAX, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_lock(client, "x", INT64_MAX), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_unlock(NULL, "x"), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_unlock(client, NULL), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_unlock(client, bad_utf8), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_unlock(client, "never-locked"), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_acquire(NULL, "x", 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_acquire(client, NULL, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_acquire(client, bad_utf8, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_acquire(client, "", 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_try_acquire(NULL, "x", 0, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_try_acquire(client, NULL, 0, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_try_acquire(client, bad_utf8, 0, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_try_acquire(client, "x", -1, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_try_acquire(client, "x", INT64_MAX, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_acquire(client, "x", INT64_MAX), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_release(NULL, "x", NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_release(client, NULL, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_release(client, bad_utf8, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_release(client, "never-locked", NULL), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_release(client, "never-locked", &b), RLOCK_NOT_HELD);
     CHECK_RC(rlock_force_unlock(NULL, "x", &b), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_force_unlock(client, NULL, &b), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_is_locked(NULL, "x", &b), RLOCK_INVALID_ARGUMENT);
@@ -151,19 +293,20 @@ static void test_bad_input(void) {
     CHECK_RC(rlock_hold_count(client, "x", NULL), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_remaining_ttl(NULL, "x", &ms), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_remaining_ttl(client, "x", NULL), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_lock_as(NULL, "x", 1, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_try_lock_as(client, "x", 1, -5, 0), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_unlock_as(client, NULL, 1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_acquire_as(NULL, "x", 1, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_try_acquire_as(client, "x", 1, -5, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_release_as(client, NULL, 1, NULL), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_is_held_as(client, "x", 1, NULL), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_hold_count_as(client, "x", 1, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_release_as(NULL, "x", 1, &b), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_client_on_lost(NULL, NULL, NULL), RLOCK_INVALID_ARGUMENT);
     CHECK(b == true && n == 77 && ms == 77); /* out-parameters untouched on failure */
     CHECK_RC(rlock_is_locked(client, "x", &b), RLOCK_OK);
     CHECK(b == false); /* nothing above created the lock */
 
     /* A key of the wrong type (run.sh SETs "wrongtype" to a string): typed error. */
-    CHECK_RC(rlock_lock(client, "wrongtype", 0), RLOCK_REDIS);
-    CHECK_RC(rlock_try_lock(client, "wrongtype", 10, 0), RLOCK_REDIS);
+    CHECK_RC(rlock_acquire(client, "wrongtype", 0), RLOCK_REDIS);
+    CHECK_RC(rlock_try_acquire(client, "wrongtype", 10, 0), RLOCK_REDIS);
     CHECK_RC(rlock_force_unlock(client, "wrongtype", &b), RLOCK_REDIS);
     CHECK_RC(rlock_is_locked(client, "wrongtype", &b), RLOCK_OK);
     CHECK(b == true); /* still there, untouched */
@@ -174,9 +317,9 @@ struct probe { const char *name; rlock_result try_rc; bool held; rlock_result un
 
 static void *probe_thread(void *arg) {
     struct probe *p = arg;
-    p->try_rc = rlock_try_lock(client, p->name, 0, 0);
+    p->try_rc = rlock_try_acquire(client, p->name, 0, 0);
     rlock_is_held(client, p->name, &p->held);
-    p->unlock_rc = rlock_unlock(client, p->name);
+    p->unlock_rc = rlock_release(client, p->name, NULL);
     return NULL;
 }
 
@@ -187,8 +330,8 @@ static void test_reentrancy_and_queries(void) {
     const char *name = "c-reentrant";
     CHECK_RC(rlock_remaining_ttl(client, name, &ms), RLOCK_OK);
     CHECK(ms == -2);
-    CHECK_RC(rlock_lock(client, name, 0), RLOCK_OK);
-    CHECK_RC(rlock_lock(client, name, 0), RLOCK_OK);
+    CHECK_RC(rlock_acquire(client, name, 0), RLOCK_OK);
+    CHECK_RC(rlock_acquire(client, name, 0), RLOCK_OK);
     CHECK_RC(rlock_hold_count(client, name, &n), RLOCK_OK);
     CHECK(n == 2);
     CHECK_RC(rlock_is_held(client, name, &b), RLOCK_OK);
@@ -207,38 +350,43 @@ static void test_reentrancy_and_queries(void) {
     CHECK(p.held == false);
     CHECK(p.unlock_rc == RLOCK_NOT_HELD);
 
-    CHECK_RC(rlock_unlock(client, name), RLOCK_OK);
+    bool unlocked = true;
+    CHECK_RC(rlock_release(client, name, &unlocked), RLOCK_OK);
+    CHECK(!unlocked); /* re-entered: still held */
     CHECK_RC(rlock_hold_count(client, name, &n), RLOCK_OK);
     CHECK(n == 1);
-    CHECK_RC(rlock_unlock(client, name), RLOCK_OK);
+    CHECK_RC(rlock_release(client, name, &unlocked), RLOCK_OK);
+    CHECK(unlocked); /* the last level: free now */
     CHECK_RC(rlock_is_locked(client, name, &b), RLOCK_OK);
     CHECK(!b);
-    CHECK_RC(rlock_unlock(client, name), RLOCK_NOT_HELD);
+    unlocked = true;
+    CHECK_RC(rlock_release(client, name, &unlocked), RLOCK_NOT_HELD);
+    CHECK(unlocked); /* untouched on failure */
 
-    /* try_lock on a held lock waits the bound, then gives up. */
-    CHECK_RC(rlock_lock_as(client, name, 42, 0), RLOCK_OK);
+    /* try_acquire on a held lock waits the bound, then gives up. */
+    CHECK_RC(rlock_acquire_as(client, name, 42, 0), RLOCK_OK);
     double start = now_ms();
-    CHECK_RC(rlock_try_lock(client, name, 200, 0), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_try_acquire(client, name, 200, 0), RLOCK_NOT_ACQUIRED);
     double took = now_ms() - start;
     CHECK(took >= 200 && took < 5000);
-    CHECK_RC(rlock_unlock_as(client, name, 42), RLOCK_OK);
-    CHECK_RC(rlock_try_lock(client, name, 0, 0), RLOCK_OK);
-    CHECK_RC(rlock_unlock(client, name), RLOCK_OK);
+    CHECK_RC(rlock_release_as(client, name, 42, NULL), RLOCK_OK);
+    CHECK_RC(rlock_try_acquire(client, name, 0, 0), RLOCK_OK);
+    CHECK_RC(rlock_release(client, name, NULL), RLOCK_OK);
 
     /* A fixed lease ends by itself; the late unlock is NOT_HELD. */
-    CHECK_RC(rlock_lock(client, "c-lease", 300), RLOCK_OK);
+    CHECK_RC(rlock_acquire(client, "c-lease", 300), RLOCK_OK);
     CHECK_RC(rlock_remaining_ttl(client, "c-lease", &ms), RLOCK_OK);
     CHECK(ms > 0 && ms <= 300);
-    CHECK_RC(rlock_try_lock_as(client, "c-lease", 9, 5000, 0), RLOCK_OK); /* gets in after expiry */
-    CHECK_RC(rlock_unlock(client, "c-lease"), RLOCK_NOT_HELD);
-    CHECK_RC(rlock_unlock_as(client, "c-lease", 9), RLOCK_OK);
+    CHECK_RC(rlock_try_acquire_as(client, "c-lease", 9, 5000, 0), RLOCK_OK); /* gets in after expiry */
+    CHECK_RC(rlock_release(client, "c-lease", NULL), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_release_as(client, "c-lease", 9, NULL), RLOCK_OK);
 }
 
 /* ---- explicit owners ---- */
-struct as_args { const char *name; uint64_t owner; rlock_result rc; };
+struct as_args { const char *name; uint64_t owner; rlock_result rc; bool unlocked; };
 static void *unlock_as_thread(void *arg) {
     struct as_args *a = arg;
-    a->rc = rlock_unlock_as(client, a->name, a->owner);
+    a->rc = rlock_release_as(client, a->name, a->owner, &a->unlocked);
     return NULL;
 }
 
@@ -246,8 +394,8 @@ static void test_explicit_owner(void) {
     bool b = false;
     uint32_t n = 0;
     const char *name = "c-owner";
-    CHECK_RC(rlock_lock_as(client, name, 7, 0), RLOCK_OK);
-    CHECK_RC(rlock_try_lock_as(client, name, 7, 0, 0), RLOCK_OK); /* re-enters */
+    CHECK_RC(rlock_acquire_as(client, name, 7, 0), RLOCK_OK);
+    CHECK_RC(rlock_try_acquire_as(client, name, 7, 0, 0), RLOCK_OK); /* re-enters */
     CHECK_RC(rlock_hold_count_as(client, name, 7, &n), RLOCK_OK);
     CHECK(n == 2);
     CHECK_RC(rlock_is_held_as(client, name, 7, &b), RLOCK_OK);
@@ -256,39 +404,59 @@ static void test_explicit_owner(void) {
     CHECK(!b);
     CHECK_RC(rlock_is_held(client, name, &b), RLOCK_OK); /* the thread is a different owner */
     CHECK(!b);
-    CHECK_RC(rlock_try_lock_as(client, name, 8, 0, 0), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_try_acquire_as(client, name, 8, 0, 0), RLOCK_NOT_ACQUIRED);
     /* Any thread may release for an explicit owner. */
-    struct as_args a = {name, 7, RLOCK_PANIC};
+    struct as_args a = {name, 7, RLOCK_PANIC, true};
     pthread_t t;
     pthread_create(&t, NULL, unlock_as_thread, &a);
     pthread_join(t, NULL);
-    CHECK(a.rc == RLOCK_OK);
+    CHECK(a.rc == RLOCK_OK && !a.unlocked);
     pthread_create(&t, NULL, unlock_as_thread, &a);
     pthread_join(t, NULL);
-    CHECK(a.rc == RLOCK_OK);
-    CHECK_RC(rlock_unlock_as(client, name, 7), RLOCK_NOT_HELD);
+    CHECK(a.rc == RLOCK_OK && a.unlocked);
+    CHECK_RC(rlock_release_as(client, name, 7, NULL), RLOCK_NOT_HELD);
 }
 
 /* ---- force unlock and the lost-lock callback ---- */
 static atomic_int lost_calls;
-static char lost_name[64];
+static char lost_name[64], lost_owner[128], lost_reason[32];
 static rlock_result rc_in_callback = RLOCK_OK;
 
-static void on_lost(void *userdata, const char *name) {
+static void on_lost(void *userdata, const char *name, const char *owner, const char *reason) {
     atomic_int *counter = userdata;
     snprintf(lost_name, sizeof lost_name, "%s", name);
+    snprintf(lost_owner, sizeof lost_owner, "%s", owner);
+    snprintf(lost_reason, sizeof lost_reason, "%s", reason);
     bool b;
     rc_in_callback = rlock_is_locked(client, name, &b); /* must be refused, not deadlock */
     atomic_fetch_add(counter, 1);
 }
 
+/* "<uuid>:<digits>": a 36-character UUID, a colon, the owner id. */
+static int owner_ok(const char *owner, const char *id) {
+    if (strlen(owner) < 38 || owner[36] != ':') return 0;
+    for (int i = 0; i < 36; i++) {
+        int dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? owner[i] != '-' : !strchr("0123456789abcdef", owner[i])) return 0;
+    }
+    for (const char *p = owner + 37; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return id == NULL || strcmp(owner + 37, id) == 0;
+}
+
+static void wait_lost(int want) {
+    for (int i = 0; i < 500 && atomic_load(&lost_calls) < want; i++) sleep_ms(10);
+}
+
 static void test_force_unlock_and_lost(void) {
-    rlock_options o = rlock_options_default();
-    o.watchdog_timeout_ms = 1000;
+    rlock_options *o = rlock_options_new();
+    CHECK_RC(rlock_options_set_watchdog_timeout_ms(o, 1000), RLOCK_OK);
     rlock_client *holder = NULL;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &holder), RLOCK_OK);
+    CHECK_RC(rlock_client_new(NULL, o, &holder), RLOCK_OK);
+    rlock_options_free(o);
+    if (!holder) return;
     CHECK_RC(rlock_client_on_lost(holder, on_lost, &lost_calls), RLOCK_OK);
-    CHECK_RC(rlock_lock(holder, "c-force", 0), RLOCK_OK);
+    CHECK_RC(rlock_acquire(holder, "c-force", 0), RLOCK_OK);
 
     bool released = false;
     CHECK_RC(rlock_force_unlock(client, "c-force", &released), RLOCK_OK);
@@ -297,20 +465,35 @@ static void test_force_unlock_and_lost(void) {
     CHECK(!released);
     CHECK_RC(rlock_force_unlock(client, "c-force", NULL), RLOCK_OK);
 
-    for (int i = 0; i < 500 && atomic_load(&lost_calls) == 0; i++) sleep_ms(10);
+    wait_lost(1);
     CHECK(atomic_load(&lost_calls) == 1);
     CHECK(strcmp(lost_name, "c-force") == 0);
+    CHECK(owner_ok(lost_owner, NULL));
+    CHECK(strcmp(lost_reason, "gone") == 0);
     CHECK(rc_in_callback == RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_unlock(holder, "c-force"), RLOCK_LOST);
-    CHECK_RC(rlock_unlock(holder, "c-force"), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_release(holder, "c-force", NULL), RLOCK_LOST);
+    CHECK_RC(rlock_release(holder, "c-force", NULL), RLOCK_NOT_HELD);
 
-    /* Removing the callback: a second loss calls nothing. */
+    /* An explicit owner: its id ends the owner string; same client, same UUID. */
+    char thread_owner[128];
+    snprintf(thread_owner, sizeof thread_owner, "%s", lost_owner);
+    CHECK_RC(rlock_acquire_as(holder, "c-force-as", 77, 0), RLOCK_OK);
+    CHECK_RC(rlock_force_unlock(client, "c-force-as", NULL), RLOCK_OK);
+    wait_lost(2);
+    CHECK(atomic_load(&lost_calls) == 2);
+    CHECK(strcmp(lost_name, "c-force-as") == 0);
+    CHECK(owner_ok(lost_owner, "77"));
+    CHECK(strncmp(lost_owner, thread_owner, 37) == 0);
+    CHECK(strcmp(lost_reason, "gone") == 0);
+    CHECK_RC(rlock_release_as(holder, "c-force-as", 77, NULL), RLOCK_LOST);
+
+    /* Removing the callback: a further loss calls nothing. */
     CHECK_RC(rlock_client_on_lost(holder, NULL, NULL), RLOCK_OK);
-    CHECK_RC(rlock_lock(holder, "c-force2", 0), RLOCK_OK);
+    CHECK_RC(rlock_acquire(holder, "c-force2", 0), RLOCK_OK);
     CHECK_RC(rlock_force_unlock(client, "c-force2", NULL), RLOCK_OK);
     sleep_ms(1500); /* over one renewal period: the loss is detected, nobody is called */
-    CHECK(atomic_load(&lost_calls) == 1);
-    CHECK_RC(rlock_unlock(holder, "c-force2"), RLOCK_LOST);
+    CHECK(atomic_load(&lost_calls) == 2);
+    CHECK_RC(rlock_release(holder, "c-force2", NULL), RLOCK_LOST);
     rlock_client_free(holder);
 }
 
@@ -323,11 +506,11 @@ static atomic_int errors;
 static void *worker(void *arg) {
     (void)arg;
     for (int i = 0; i < ROUNDS; i++) {
-        if (rlock_lock(client, "c-counter", 0) != RLOCK_OK) { atomic_fetch_add(&errors, 1); continue; }
+        if (rlock_acquire(client, "c-counter", 0) != RLOCK_OK) { atomic_fetch_add(&errors, 1); continue; }
         long v = counter;
         if (i % 64 == 0) sched_yield(); /* widen the race window */
         counter = v + 1;
-        if (rlock_unlock(client, "c-counter") != RLOCK_OK) atomic_fetch_add(&errors, 1);
+        if (rlock_release(client, "c-counter", NULL) != RLOCK_OK) atomic_fetch_add(&errors, 1);
     }
     return NULL;
 }
@@ -343,6 +526,145 @@ static void test_threads(void) {
     CHECK(!b);
 }
 
+/* ---- fork(): children make their own clients, inherited ones fail at once ---- */
+#define CHILDREN 4
+#define CHILD_ROUNDS 50
+
+static long read_counter(const char *path) {
+    char buf[32] = "";
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n > 0 ? atol(buf) : 0;
+}
+
+static int write_counter(const char *path, long v) {
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%ld", v);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return -1;
+    int ok = write(fd, buf, (size_t)len) == len;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/* The child: 0 when all went well, else the number of the failed step. */
+static int child_main(const char *path) {
+    CHILD_NO_LEAK_CHECK();
+    /* The inherited client fails at once with RLOCK_FORKED, whatever the call. */
+    double start = now_ms();
+    bool b = false;
+    uint32_t n = 0;
+    rlock_client_info info;
+    if (rlock_is_locked(client, "c-fork", &b) != RLOCK_FORKED) return 2;
+    if (!last_error_has("fork")) return 3;
+    if (rlock_acquire(client, "c-fork", 0) != RLOCK_FORKED) return 4;
+    if (rlock_try_acquire(client, "c-fork", 0, 0) != RLOCK_FORKED) return 5;
+    if (rlock_release(client, "c-fork", &b) != RLOCK_FORKED) return 6;
+    if (rlock_hold_count(client, "c-fork", &n) != RLOCK_FORKED) return 7;
+    if (rlock_client_get_info(client, &info) != RLOCK_FORKED) return 8;
+    if (rlock_client_on_lost(client, NULL, NULL) != RLOCK_FORKED) return 9;
+    if (now_ms() - start > 2000) return 10; /* "at once", even under valgrind */
+
+    rlock_client *mine = NULL;
+    if (rlock_client_new(NULL, NULL, &mine) != RLOCK_OK) return 11;
+    /* Freeing the inherited client touches nothing of the parent's (and does not hang). */
+    rlock_client_free(client);
+    for (int i = 0; i < CHILD_ROUNDS; i++) {
+        if (rlock_acquire(mine, "c-fork", 0) != RLOCK_OK) return 12;
+        long v = read_counter(path);
+        if (v < 0) return 13;
+        if (i % 8 == 0) sleep_ms(1); /* widen the race window */
+        if (write_counter(path, v + 1) != 0) return 14;
+        bool unlocked = false;
+        if (rlock_release(mine, "c-fork", &unlocked) != RLOCK_OK || !unlocked) return 15;
+    }
+    rlock_client_free(mine);
+    return 0;
+}
+
+static void test_fork(void) {
+    /* The parent's client is in use (its runtime thread runs) when the children are made. */
+    bool b = true;
+    CHECK_RC(rlock_acquire(client, "c-fork-parent", 0), RLOCK_OK);
+    CHECK_RC(rlock_is_locked(client, "c-fork", &b), RLOCK_OK);
+    CHECK(!b);
+    char dir[] = "/tmp/rlock-c-fork-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[64];
+    snprintf(path, sizeof path, "%s/counter", dir);
+    CHECK(write_counter(path, 0) == 0);
+
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pids[CHILDREN];
+    for (int i = 0; i < CHILDREN; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) _exit(child_main(path));
+        CHECK(pids[i] > 0);
+    }
+    for (int i = 0; i < CHILDREN; i++) {
+        int status = -1;
+        if (pids[i] <= 0) continue;
+        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {}
+        CHECK(WIFEXITED(status));
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+            fprintf(stderr, "fork child %d exited %d\n", i, WEXITSTATUS(status));
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    CHECK(read_counter(path) == CHILDREN * CHILD_ROUNDS);
+    unlink(path);
+    rmdir(dir);
+
+    /* The parent's client still works, and still holds its lock. */
+    uint32_t n = 0;
+    CHECK_RC(rlock_hold_count(client, "c-fork-parent", &n), RLOCK_OK);
+    CHECK(n == 1);
+    CHECK_RC(rlock_release(client, "c-fork-parent", NULL), RLOCK_OK);
+    CHECK_RC(rlock_is_locked(client, "c-fork", &b), RLOCK_OK);
+    CHECK(!b);
+}
+
+/* ---- rlock_client_free while other threads wait in rlock_acquire ---- */
+#define BLOCKED 4
+static rlock_client *victim;
+static atomic_int entering;
+struct blocked { rlock_result rc; };
+
+static void *blocked_acquire(void *arg) {
+    struct blocked *b = arg;
+    atomic_fetch_add(&entering, 1);
+    b->rc = rlock_acquire(victim, "c-free-race", 0);
+    return NULL;
+}
+
+static void test_free_racing_calls(void) {
+    CHECK_RC(rlock_acquire_as(client, "c-free-race", 5, 0), RLOCK_OK);
+    CHECK_RC(rlock_client_new(NULL, NULL, &victim), RLOCK_OK);
+    if (!victim) return;
+    struct blocked b[BLOCKED];
+    pthread_t t[BLOCKED];
+    for (int i = 0; i < BLOCKED; i++) {
+        b[i].rc = RLOCK_OK;
+        pthread_create(&t[i], NULL, blocked_acquire, &b[i]);
+    }
+    /* Every thread is inside rlock_acquire (a call started before the free), waiting. */
+    while (atomic_load(&entering) < BLOCKED) sleep_ms(10);
+    sleep_ms(1000);
+    double start = now_ms();
+    rlock_client_free(victim); /* does not wait for the calls */
+    CHECK(now_ms() - start < 1000);
+    for (int i = 0; i < BLOCKED; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(b[i].rc == RLOCK_CLOSED);
+    }
+    bool held = false;
+    CHECK_RC(rlock_is_held_as(client, "c-free-race", 5, &held), RLOCK_OK);
+    CHECK(held); /* the waiters never got it */
+    CHECK_RC(rlock_release_as(client, "c-free-race", 5, NULL), RLOCK_OK);
+}
+
 /* ---- the server goes away ---- */
 static void test_server_gone(void) {
     const char *pid = getenv("RLOCK_TEST_REDIS_PID");
@@ -353,7 +675,7 @@ static void test_server_gone(void) {
     bool b = false;
     rlock_result rc = rlock_is_locked(client, "gone", &b);
     CHECK(rc == RLOCK_CONNECTION || rc == RLOCK_TIMEOUT);
-    rc = rlock_lock(client, "gone", 0);
+    rc = rlock_acquire(client, "gone", 0);
     CHECK(rc == RLOCK_CONNECTION || rc == RLOCK_TIMEOUT);
     char msg[256];
     CHECK(rlock_last_error(msg, sizeof msg) > 0);
@@ -367,42 +689,23 @@ static void test_topologies(void) {
     CHECK_RC(rlock_client_get_info(client, &info), RLOCK_OK);
     CHECK(info.topology == RLOCK_TOPOLOGY_SINGLE && !info.sharded_pubsub && !info.replica_sync);
 
-    rlock_options o = rlock_options_default();
-    CHECK(o.tls_ca_file == NULL && o.sharded_pubsub == -1 && o.replica_sync == -1);
-    CHECK(o.replica_sync_timeout_ms == 1000 && o.command_connections == 1);
-    rlock_client *c = (rlock_client *)0x1;
-    o.sharded_pubsub = 2;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
-    o = rlock_options_default();
-    o.replica_sync = -7;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
-    o = rlock_options_default();
-    o.replica_sync_timeout_ms = 0;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
-    o = rlock_options_default();
-    o.command_connections = 0;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
-    o.command_connections = 9;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
     /* Two command connections to the one server: the same locks. */
-    o.command_connections = 2;
+    rlock_options *o = rlock_options_new();
+    CHECK_RC(rlock_options_set_command_connections(o, 2), RLOCK_OK);
     rlock_client *two = NULL;
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &two), RLOCK_OK);
+    CHECK_RC(rlock_client_new(NULL, o, &two), RLOCK_OK);
+    rlock_options_free(o);
     if (two) {
-        CHECK_RC(rlock_lock(two, "c-two-conns", 0), RLOCK_OK);
-        CHECK_RC(rlock_lock(two, "c-two-conns", 0), RLOCK_OK);
-        CHECK_RC(rlock_try_lock(client, "c-two-conns", 0, 0), RLOCK_NOT_ACQUIRED);
-        CHECK_RC(rlock_unlock(two, "c-two-conns"), RLOCK_OK);
-        CHECK_RC(rlock_unlock(two, "c-two-conns"), RLOCK_OK);
+        CHECK_RC(rlock_acquire(two, "c-two-conns", 0), RLOCK_OK);
+        CHECK_RC(rlock_acquire(two, "c-two-conns", 0), RLOCK_OK);
+        CHECK_RC(rlock_try_acquire(client, "c-two-conns", 0, 0), RLOCK_NOT_ACQUIRED);
+        CHECK_RC(rlock_release(two, "c-two-conns", NULL), RLOCK_OK);
+        CHECK_RC(rlock_release(two, "c-two-conns", NULL), RLOCK_OK);
         rlock_client_free(two);
     }
-    o = rlock_options_default();
-    o.tls_ca_file = "/nonexistent/ca.pem";
-    CHECK_RC(rlock_client_new_with_options("rediss://127.0.0.1:1/", &o, &c), RLOCK_INVALID_ARGUMENT);
-    o.tls_ca_file = "ca-\xc3\x28.pem";
-    CHECK_RC(rlock_client_new_with_options(NULL, &o, &c), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_client_new("redis+cluster://127.0.0.1:x/", &c), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_client_new("redis+sentinel://127.0.0.1:26379/", &c), RLOCK_INVALID_ARGUMENT);
+    rlock_client *c = (rlock_client *)0x1;
+    CHECK_RC(rlock_client_new("redis+cluster://127.0.0.1:x/", NULL, &c), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_new("redis+sentinel://127.0.0.1:26379/", NULL, &c), RLOCK_INVALID_ARGUMENT);
     CHECK(c == (rlock_client *)0x1);
 
     /* A 3-master cluster (run.sh): the same calls work through a redis+cluster:// URL. */
@@ -410,26 +713,26 @@ static void test_topologies(void) {
     CHECK(url != NULL);
     if (!url) return;
     rlock_client *cl = NULL;
-    CHECK_RC(rlock_client_new(url, &cl), RLOCK_OK);
+    CHECK_RC(rlock_client_new(url, NULL, &cl), RLOCK_OK);
     if (!cl) return;
     CHECK_RC(rlock_client_get_info(cl, &info), RLOCK_OK);
     CHECK(info.topology == RLOCK_TOPOLOGY_CLUSTER && info.sharded_pubsub && info.replica_sync);
     char name[32];
     for (int i = 0; i < 30; i++) { /* names on every master */
         snprintf(name, sizeof name, "c-cluster-%d", i);
-        CHECK_RC(rlock_lock(cl, name, 0), RLOCK_OK);
-        CHECK_RC(rlock_lock(cl, name, 0), RLOCK_OK);
+        CHECK_RC(rlock_acquire(cl, name, 0), RLOCK_OK);
+        CHECK_RC(rlock_acquire(cl, name, 0), RLOCK_OK);
         uint32_t n = 0;
         CHECK_RC(rlock_hold_count(cl, name, &n), RLOCK_OK);
         CHECK(n == 2);
-        CHECK_RC(rlock_try_lock_as(cl, name, 7, 0, 0), RLOCK_NOT_ACQUIRED);
-        CHECK_RC(rlock_unlock(cl, name), RLOCK_OK);
-        CHECK_RC(rlock_unlock(cl, name), RLOCK_OK);
+        CHECK_RC(rlock_try_acquire_as(cl, name, 7, 0, 0), RLOCK_NOT_ACQUIRED);
+        CHECK_RC(rlock_release(cl, name, NULL), RLOCK_OK);
+        CHECK_RC(rlock_release(cl, name, NULL), RLOCK_OK);
         bool locked = true;
         CHECK_RC(rlock_is_locked(cl, name, &locked), RLOCK_OK);
         CHECK(!locked);
     }
-    CHECK_RC(rlock_lock(cl, "a{}b", 0), RLOCK_INVALID_ARGUMENT); /* cross-slot name */
+    CHECK_RC(rlock_acquire(cl, "a{}b", 0), RLOCK_INVALID_ARGUMENT); /* cross-slot name */
     rlock_client_free(cl);
 }
 
@@ -440,11 +743,14 @@ int main(void) {
         fprintf(stderr, "no client: is REDIS_URL set?\n");
         return 1;
     }
+    test_options();
     test_bad_input();
     test_reentrancy_and_queries();
     test_explicit_owner();
     test_force_unlock_and_lost();
     test_threads();
+    test_fork();
+    test_free_racing_calls();
     test_topologies();
     test_server_gone();
     rlock_client_free(client);

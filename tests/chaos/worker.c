@@ -4,8 +4,9 @@
  * Usage: worker <redis-url> [watchdog_ms=N] [command_timeout_ms=N] [retry_attempts=N]
  *        [retry_delay_ms=N] [label=S]
  * Connects, prints {"event":"ready",...}, then answers one command per stdin line with one JSON
- * line (see tests/chaos/README.md). Holds belong to the main thread (rlock_lock/rlock_unlock);
- * the lost-hold callback prints {"event":"lost","name":...} from the librlock thread. */
+ * line (see tests/chaos/README.md). Holds belong to the main thread (rlock_acquire/rlock_release);
+ * the lost-hold callback prints {"event":"lost","name":...,"owner":...,"reason":...} from the
+ * librlock thread. */
 #define _POSIX_C_SOURCE 200809L
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -23,7 +24,6 @@ static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static const char *url;
 static char label[64] = "c";
 static rlock_client *client;
-static rlock_options options;
 
 /* One line on stdout, whole and flushed (the lost callback prints from another thread). */
 static void emit(const char *fmt, ...) {
@@ -53,9 +53,9 @@ static void reply_error(const char *op, rlock_result rc) {
     emit("{\"event\":\"error\",\"op\":\"%s\",\"code\":\"%s\",\"message\":\"%s\"}", op, code(rc), last_error());
 }
 
-static void on_lost(void *userdata, const char *name) {
+static void on_lost(void *userdata, const char *name, const char *owner, const char *reason) {
     (void)userdata;
-    emit("{\"event\":\"lost\",\"name\":\"%s\"}", name);
+    emit("{\"event\":\"lost\",\"name\":\"%s\",\"owner\":\"%s\",\"reason\":\"%s\"}", name, owner, reason);
 }
 
 /* Host, port and password of a redis://[user:pass@]host:port URL, for hiredis. */
@@ -99,7 +99,7 @@ static void mx(const char *prefix, int names, int sections) {
     for (int i = 0; i < sections; i++) {
         int k = (int)rnd((uint64_t)names);
         snprintf(name, sizeof name, "%s:%d", prefix, k);
-        rlock_result rc = rlock_lock(client, name, 0);
+        rlock_result rc = rlock_acquire(client, name, 0);
         if (rc != RLOCK_OK) {
             reply_error("mx acquire", rc);
             goto out;
@@ -122,7 +122,7 @@ static void mx(const char *prefix, int names, int sections) {
             snprintf(key, sizeof key, "%s:marker", name);
             freeReplyObject(redisCommand(data, "DEL %s", key));
         }
-        rc = rlock_unlock(client, name);
+        rc = rlock_release(client, name, NULL);
         if (rc != RLOCK_OK) {
             reply_error("mx release", rc);
             goto out;
@@ -164,7 +164,7 @@ struct waiter {
 
 static void *wait_on_guard(void *arg) {
     struct waiter *w = arg;
-    w->rc = rlock_lock(w->c, guard, 0);
+    w->rc = rlock_acquire(w->c, guard, 0);
     return NULL;
 }
 
@@ -186,44 +186,43 @@ static void bad(void) {
     bool b = true;
     uint32_t n = 77;
     const char *bad_utf8 = "lock-\xc3\x28";
-    rlock_options o;
+    rlock_options *o = rlock_options_new();
 #define ROW(input, expected, call) \
     if (!row(input, expected, (call))) return
-    ROW("rlock_client_new(url, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_client_new(url, NULL));
-    ROW("rlock_client_new(\\\"nonsense\\\")", RLOCK_INVALID_ARGUMENT, rlock_client_new("nonsense", &c));
+    ROW("rlock_client_new(url, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_client_new(url, NULL, NULL));
+    ROW("rlock_client_new(\\\"nonsense\\\")", RLOCK_INVALID_ARGUMENT, rlock_client_new("nonsense", NULL, &c));
     ROW("rlock_client_new(\\\"http://127.0.0.1:6379/\\\")", RLOCK_INVALID_ARGUMENT,
-        rlock_client_new("http://127.0.0.1:6379/", &c));
-    ROW("rlock_client_new(url with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_client_new("redis://\xff\xfe/", &c));
+        rlock_client_new("http://127.0.0.1:6379/", NULL, &c));
+    ROW("rlock_client_new(url with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_client_new("redis://\xff\xfe/", NULL, &c));
     ROW("rlock_client_new(\\\"redis://127.0.0.1:notaport/\\\")", RLOCK_INVALID_ARGUMENT,
-        rlock_client_new("redis://127.0.0.1:notaport/", &c));
-    ROW("rlock_client_new(wrong password)", RLOCK_REDIS, rlock_client_new(wrong_pw_url, &c));
-    o = rlock_options_default();
-    o.retry_attempts = 0;
-    o.connect_timeout_ms = 2000;
-    ROW("rlock_client_new(port nobody listens on)", RLOCK_CONNECTION, rlock_client_new_with_options(dead_url, &o, &c));
-    o = rlock_options_default();
-    o.watchdog_timeout_ms = -5;
-    ROW("options.watchdog_timeout_ms = -5", RLOCK_INVALID_ARGUMENT, rlock_client_new_with_options(url, &o, &c));
-    o = rlock_options_default();
-    o.renewal_batch_size = 0;
-    ROW("options.renewal_batch_size = 0", RLOCK_INVALID_ARGUMENT, rlock_client_new_with_options(url, &o, &c));
+        rlock_client_new("redis://127.0.0.1:notaport/", NULL, &c));
+    ROW("rlock_client_new(wrong password)", RLOCK_REDIS, rlock_client_new(wrong_pw_url, NULL, &c));
+    rlock_options_set_retry_attempts(o, 0);
+    rlock_options_set_connect_timeout_ms(o, 2000);
+    ROW("rlock_client_new(port nobody listens on)", RLOCK_CONNECTION, rlock_client_new(dead_url, o, &c));
+    ROW("rlock_options_set_watchdog_timeout_ms(-5)", RLOCK_INVALID_ARGUMENT,
+        rlock_options_set_watchdog_timeout_ms(o, -5));
+    ROW("rlock_options_set_renewal_batch_size(0)", RLOCK_INVALID_ARGUMENT,
+        rlock_options_set_renewal_batch_size(o, 0));
+    rlock_options_free(o);
+    o = NULL;
     if (c != (rlock_client *)0x1) {
         emit("{\"event\":\"fatal\",\"message\":\"a failed rlock_client_new wrote its out-parameter\"}");
         return;
     }
-    ROW("rlock_lock(client=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock(NULL, guard, 0));
-    ROW("rlock_lock(name=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock(client, NULL, 0));
-    ROW("rlock_lock(name=\\\"\\\")", RLOCK_INVALID_ARGUMENT, rlock_lock(client, "", 0));
-    ROW("rlock_lock(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_lock(client, bad_utf8, 0));
-    ROW("rlock_lock(guard, lease_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_lock(client, guard, INT64_MAX));
-    ROW("rlock_try_lock(guard, wait_ms=-1)", RLOCK_INVALID_ARGUMENT, rlock_try_lock(client, guard, -1, 0));
-    ROW("rlock_try_lock(guard, wait_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_try_lock(client, guard, INT64_MAX, 0));
-    ROW("rlock_try_lock(guard held by another, wait_ms=50)", RLOCK_NOT_ACQUIRED, rlock_try_lock(client, guard, 50, 0));
-    ROW("rlock_unlock(guard held by another)", RLOCK_NOT_HELD, rlock_unlock(client, guard));
-    ROW("rlock_unlock_as(guard held by another, owner 1)", RLOCK_NOT_HELD, rlock_unlock_as(client, guard, 1));
+    ROW("rlock_acquire(client=NULL)", RLOCK_INVALID_ARGUMENT, rlock_acquire(NULL, guard, 0));
+    ROW("rlock_acquire(name=NULL)", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, NULL, 0));
+    ROW("rlock_acquire(name=\\\"\\\")", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, "", 0));
+    ROW("rlock_acquire(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, bad_utf8, 0));
+    ROW("rlock_acquire(guard, lease_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, guard, INT64_MAX));
+    ROW("rlock_try_acquire(guard, wait_ms=-1)", RLOCK_INVALID_ARGUMENT, rlock_try_acquire(client, guard, -1, 0));
+    ROW("rlock_try_acquire(guard, wait_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_try_acquire(client, guard, INT64_MAX, 0));
+    ROW("rlock_try_acquire(guard held by another, wait_ms=50)", RLOCK_NOT_ACQUIRED, rlock_try_acquire(client, guard, 50, 0));
+    ROW("rlock_release(guard held by another)", RLOCK_NOT_HELD, rlock_release(client, guard, NULL));
+    ROW("rlock_release_as(guard held by another, owner 1)", RLOCK_NOT_HELD, rlock_release_as(client, guard, 1, NULL));
     ROW("rlock_is_locked(guard, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_is_locked(client, guard, NULL));
     ROW("rlock_hold_count(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_hold_count(client, bad_utf8, &n));
-    ROW("rlock_lock(key of the wrong type)", RLOCK_REDIS, rlock_lock(client, wrongtype, 0));
+    ROW("rlock_acquire(key of the wrong type)", RLOCK_REDIS, rlock_acquire(client, wrongtype, 0));
     ROW("rlock_force_unlock(key of the wrong type)", RLOCK_REDIS, rlock_force_unlock(client, wrongtype, &b));
     ROW("rlock_result_str(12345)", RLOCK_OK,
         strcmp(rlock_result_str(12345), "RLOCK_UNKNOWN") == 0 ? RLOCK_OK : RLOCK_PANIC);
@@ -235,7 +234,7 @@ static void bad(void) {
     /* A client freed while another thread waits on the guard: the waiter gets RLOCK_CLOSED. */
     struct waiter w = {NULL, RLOCK_OK};
     redisContext *data = data_connect(url);
-    rlock_result rc = rlock_client_new(url, &w.c);
+    rlock_result rc = rlock_client_new(url, NULL, &w.c);
     pthread_t t;
     if (rc == RLOCK_OK && data && pthread_create(&t, NULL, wait_on_guard, &w) == 0) {
         if (guard_waiter_subscribed(data)) {
@@ -249,7 +248,7 @@ static void bad(void) {
         }
     }
     if (data) redisFree(data);
-    ROW("rlock_client_free while a thread waits in rlock_lock(guard)", RLOCK_CLOSED, rc);
+    ROW("rlock_client_free while a thread waits in rlock_acquire(guard)", RLOCK_CLOSED, rc);
 #undef ROW
     emit("{\"event\":\"bad_done\"}");
 }
@@ -260,7 +259,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     url = argv[1];
-    options = rlock_options_default();
+    rlock_options *options = rlock_options_new();
     for (int i = 2; i < argc; i++) {
         char key[64];
         long long v = 0;
@@ -271,18 +270,24 @@ int main(int argc, char **argv) {
         }
         snprintf(key, sizeof key, "%.*s", (int)(eq - argv[i]), argv[i]);
         v = atoll(eq + 1);
-        if (strcmp(key, "watchdog_ms") == 0) options.watchdog_timeout_ms = v;
-        else if (strcmp(key, "command_timeout_ms") == 0) options.command_timeout_ms = v;
-        else if (strcmp(key, "retry_attempts") == 0) options.retry_attempts = (uint32_t)v;
-        else if (strcmp(key, "retry_delay_ms") == 0) options.retry_delay_ms = v;
+        rlock_result set = RLOCK_OK;
+        if (strcmp(key, "watchdog_ms") == 0) set = rlock_options_set_watchdog_timeout_ms(options, v);
+        else if (strcmp(key, "command_timeout_ms") == 0) set = rlock_options_set_command_timeout_ms(options, v);
+        else if (strcmp(key, "retry_attempts") == 0) set = rlock_options_set_retry_attempts(options, (uint32_t)v);
+        else if (strcmp(key, "retry_delay_ms") == 0) set = rlock_options_set_retry_delay_ms(options, v);
         else if (strcmp(key, "label") == 0) snprintf(label, sizeof label, "%s", eq + 1);
         else {
             fprintf(stderr, "unknown option %s\n", key);
             return 2;
         }
+        if (set != RLOCK_OK) {
+            fprintf(stderr, "bad option %s: %s\n", argv[i], last_error());
+            return 2;
+        }
     }
     rng_state = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ 0x9E3779B97F4A7C15ull;
-    rlock_result rc = rlock_client_new_with_options(url, &options, &client);
+    rlock_result rc = rlock_client_new(url, options, &client);
+    rlock_options_free(options);
     if (rc != RLOCK_OK) {
         emit("{\"event\":\"fatal\",\"message\":\"connect: %s %s\"}", code(rc), last_error());
         return 1;
@@ -300,17 +305,15 @@ int main(int argc, char **argv) {
         if (strcmp(cmd, "exit") == 0) break;
         if (strcmp(cmd, "acquire") == 0 && nw >= 2) {
             long long lease = nw > 3 ? atoll(words[3]) : 0;
-            rc = nw > 2 ? rlock_try_lock(client, name, atoll(words[2]), lease) : rlock_lock(client, name, lease);
+            rc = nw > 2 ? rlock_try_acquire(client, name, atoll(words[2]), lease) : rlock_acquire(client, name, lease);
             if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\"}", name);
             else if (rc == RLOCK_NOT_ACQUIRED) emit("{\"event\":\"not_acquired\",\"name\":\"%s\"}", name);
             else reply_error("acquire", rc);
         } else if (strcmp(cmd, "release") == 0 && nw == 2) {
-            bool locked = true;
-            rc = rlock_unlock(client, name);
+            bool unlocked = false;
+            rc = rlock_release(client, name, &unlocked);
             if (rc != RLOCK_OK) reply_error("release", rc);
-            else if (rlock_is_held(client, name, &locked) == RLOCK_OK)
-                emit("{\"event\":\"released\",\"free\":%s}", locked ? "false" : "true");
-            else reply_error("release", RLOCK_REDIS);
+            else emit("{\"event\":\"released\",\"free\":%s}", unlocked ? "true" : "false");
         } else if ((strcmp(cmd, "locked") == 0 || strcmp(cmd, "held") == 0) && nw == 2) {
             bool v = false;
             rc = cmd[0] == 'l' ? rlock_is_locked(client, name, &v) : rlock_is_held(client, name, &v);

@@ -3,10 +3,11 @@
 //! id for event-loop programs (ids 2^61 and up are reserved for threads).
 
 use std::ffi::c_char;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{client_ref, rlock_client};
-use super::{block_on, guard, rlock_result, str_arg, Failure};
+use super::{guard, rlock_result, str_arg, Failure};
 use crate::lock::Lock;
 use crate::owner::{thread_owner_id, Owner};
 
@@ -18,24 +19,25 @@ enum Who {
 }
 
 fn owner(c: &rlock_client, who: Who) -> Owner {
-    c.client.owner(match who {
+    c.core().owner(match who {
         Who::Thread => thread_owner_id(),
         Who::Id(id) => id,
     })
 }
 
-/// Checks the client and name and makes the lock handle.
+/// Checks the client and name, takes a reference to the client for the call and makes the
+/// lock handle.
 ///
 /// # Safety
 /// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
-unsafe fn target<'a>(
+unsafe fn target(
     client: *const rlock_client,
     name: *const c_char,
-) -> Result<(&'a rlock_client, Lock), Failure> {
+) -> Result<(Arc<rlock_client>, Lock), Failure> {
     let c = client_ref(client)?;
     // SAFETY: forwarded contract.
     let name = unsafe { str_arg(name, "name") }?;
-    let lock = c.client.lock(name)?;
+    let lock = c.core().lock(name)?;
     Ok((c, lock))
 }
 
@@ -56,7 +58,7 @@ fn check_out<T>(out: *mut T) -> Result<(), Failure> {
     }
 }
 
-unsafe fn lock_impl(
+unsafe fn acquire_impl(
     client: *const rlock_client,
     name: *const c_char,
     who: Who,
@@ -65,16 +67,16 @@ unsafe fn lock_impl(
     guard(|| {
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target(client, name) }?;
-        let owner = owner(c, who);
+        let owner = owner(&c, who);
         match lease(lease_ms) {
-            Some(l) => block_on(lock.acquire_with_lease(&owner, l))??,
-            None => block_on(lock.acquire(&owner))??,
+            Some(l) => c.block_on(lock.acquire_with_lease(&owner, l))??,
+            None => c.block_on(lock.acquire(&owner))??,
         }
         Ok(())
     })
 }
 
-unsafe fn try_lock_impl(
+unsafe fn try_acquire_impl(
     client: *const rlock_client,
     name: *const c_char,
     who: Who,
@@ -87,8 +89,8 @@ unsafe fn try_lock_impl(
             .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target(client, name) }?;
-        let owner = owner(c, who);
-        if block_on(lock.try_acquire(&owner, wait, lease(lease_ms)))?? {
+        let owner = owner(&c, who);
+        if c.block_on(lock.try_acquire(&owner, wait, lease(lease_ms)))?? {
             Ok(())
         } else {
             Err(Failure::new(
@@ -99,11 +101,19 @@ unsafe fn try_lock_impl(
     })
 }
 
-unsafe fn unlock_impl(client: *const rlock_client, name: *const c_char, who: Who) -> rlock_result {
+unsafe fn release_impl(
+    client: *const rlock_client,
+    name: *const c_char,
+    who: Who,
+    out_unlocked: *mut bool,
+) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target(client, name) }?;
-        block_on(lock.release(&owner(c, who)))??;
+        let released = c.block_on(lock.release(&owner(&c, who)))??;
+        if !out_unlocked.is_null() {
+            write(out_unlocked, released.is_unlocked());
+        }
         Ok(())
     })
 }
@@ -118,7 +128,7 @@ unsafe fn is_held_impl(
         check_out(out)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target(client, name) }?;
-        write(out, block_on(lock.is_held_by(&owner(c, who)))??);
+        write(out, c.block_on(lock.is_held(&owner(&c, who)))??);
         Ok(())
     })
 }
@@ -133,50 +143,70 @@ unsafe fn hold_count_impl(
         check_out(out)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target(client, name) }?;
-        write(out, block_on(lock.hold_count(&owner(c, who)))??);
+        write(out, c.block_on(lock.hold_count(&owner(&c, who)))??);
         Ok(())
     })
 }
 
-/// Blocks until the calling thread holds lock `name` (re-entering when it already holds it).
-/// `lease_ms <= 0`: the watchdog keeps the lease alive until `rlock_unlock`; `lease_ms > 0`: a
-/// fixed lease, after which the hold ends by itself. Thread-safe.
+/// Blocks until the calling thread holds lock `name` (re-entering when it already holds it:
+/// each acquire needs one release). `lease_ms <= 0`: the watchdog keeps the lease alive until
+/// the last `rlock_release`; `lease_ms > 0`: a fixed lease in milliseconds, after which the
+/// hold ends by itself. `name` is only read during the call.
+///
+/// Thread-safe; the hold belongs to the calling OS thread. Errors: `RLOCK_INVALID_ARGUMENT`
+/// (NULL client or name, invalid UTF-8, empty name, lease too long, called from a librlock
+/// callback), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the key is not a lock),
+/// `RLOCK_CLOSED` (the client was freed while waiting), `RLOCK_FORKED`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_lock(
+pub unsafe extern "C" fn rlock_acquire(
     client: *const rlock_client,
     name: *const c_char,
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { lock_impl(client, name, Who::Thread, lease_ms) }
+    unsafe { acquire_impl(client, name, Who::Thread, lease_ms) }
 }
 
-/// Tries to take lock `name` for the calling thread, waiting at most `wait_ms` (0 tries once;
-/// negative is `RLOCK_INVALID_ARGUMENT`). Returns `RLOCK_OK` when held, `RLOCK_NOT_ACQUIRED`
-/// when the wait ran out. `lease_ms` as in `rlock_lock`. Thread-safe.
+/// Tries to take lock `name` for the calling thread, waiting at most `wait_ms` milliseconds
+/// (0 tries once). Returns `RLOCK_OK` when held, `RLOCK_NOT_ACQUIRED` when the wait ran out
+/// while another owner held it. `lease_ms` as in `rlock_acquire`.
+///
+/// Thread-safe. Errors as `rlock_acquire`, and `RLOCK_INVALID_ARGUMENT` for a negative or too
+/// long `wait_ms`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_try_lock(
+pub unsafe extern "C" fn rlock_try_acquire(
     client: *const rlock_client,
     name: *const c_char,
     wait_ms: i64,
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_lock_impl(client, name, Who::Thread, wait_ms, lease_ms) }
+    unsafe { try_acquire_impl(client, name, Who::Thread, wait_ms, lease_ms) }
 }
 
-/// Releases one hold level of the calling thread. `RLOCK_NOT_HELD` when the thread does not
-/// hold the lock (or its lease ran out), `RLOCK_LOST` when the watchdog had lost the hold.
-/// Thread-safe.
+/// Releases one hold level of lock `name` by the calling thread. On success `*out_unlocked`
+/// (when `out_unlocked` is not NULL) says whether the lock became free: false when the thread
+/// still holds it, having acquired it more than once.
+///
+/// Thread-safe. Errors: `RLOCK_NOT_HELD` (the thread does not hold the lock, or its lease ran
+/// out), `RLOCK_LOST` (the watchdog had lost the hold; the hold is forgotten), and those of
+/// `rlock_acquire`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_unlock(client: *const rlock_client, name: *const c_char) -> rlock_result {
+pub unsafe extern "C" fn rlock_release(
+    client: *const rlock_client,
+    name: *const c_char,
+    out_unlocked: *mut bool,
+) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { unlock_impl(client, name, Who::Thread) }
+    unsafe { release_impl(client, name, Who::Thread, out_unlocked) }
 }
 
-/// Deletes lock `name` whoever holds it and wakes a waiter; `*out_released` says whether a lock
-/// was there (`out_released` may be NULL). `RLOCK_REDIS` (nothing deleted) when the key is not
-/// a lock. Thread-safe.
+/// Deletes lock `name` whoever holds it and wakes a waiter; `*out_released` (when
+/// `out_released` is not NULL) says whether a lock was there. The holder's watchdog reports the
+/// loss (`rlock_client_on_lost`, reason "gone") and its release fails with `RLOCK_LOST`.
+///
+/// Thread-safe. Errors: `RLOCK_REDIS` (nothing deleted) when the key is not a lock, and those
+/// of `rlock_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_force_unlock(
     client: *const rlock_client,
@@ -185,8 +215,8 @@ pub unsafe extern "C" fn rlock_force_unlock(
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (_, lock) = unsafe { target(client, name) }?;
-        let released = block_on(lock.force_release())??;
+        let (c, lock) = unsafe { target(client, name) }?;
+        let released = c.block_on(lock.force_unlock())??;
         if !out_released.is_null() {
             write(out_released, released);
         }
@@ -194,7 +224,8 @@ pub unsafe extern "C" fn rlock_force_unlock(
     })
 }
 
-/// Writes whether anyone holds lock `name`. Thread-safe.
+/// Writes whether anyone holds lock `name` to `*out`. Thread-safe. Errors:
+/// `RLOCK_INVALID_ARGUMENT` (NULL out), and those of `rlock_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_is_locked(
     client: *const rlock_client,
@@ -204,13 +235,14 @@ pub unsafe extern "C" fn rlock_is_locked(
     guard(|| {
         check_out(out)?;
         // SAFETY: forwarded contract.
-        let (_, lock) = unsafe { target(client, name) }?;
-        write(out, block_on(lock.is_locked())??);
+        let (c, lock) = unsafe { target(client, name) }?;
+        write(out, c.block_on(lock.is_locked())??);
         Ok(())
     })
 }
 
-/// Writes whether the calling thread holds lock `name`. Thread-safe.
+/// Writes whether the calling thread holds lock `name` to `*out`. Thread-safe. Errors as
+/// `rlock_is_locked`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_is_held(
     client: *const rlock_client,
@@ -221,8 +253,8 @@ pub unsafe extern "C" fn rlock_is_held(
     unsafe { is_held_impl(client, name, Who::Thread, out) }
 }
 
-/// Writes how many times the calling thread holds lock `name` (0 when it does not).
-/// Thread-safe.
+/// Writes how many times the calling thread holds lock `name` to `*out` (0 when it does not).
+/// Thread-safe. Errors as `rlock_is_locked`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_hold_count(
     client: *const rlock_client,
@@ -233,8 +265,8 @@ pub unsafe extern "C" fn rlock_hold_count(
     unsafe { hold_count_impl(client, name, Who::Thread, out) }
 }
 
-/// Writes the remaining lease of lock `name` in milliseconds: -2 when it does not exist, -1
-/// when it has no expiry. Thread-safe.
+/// Writes the remaining lease of lock `name` in milliseconds to `*out_ms`: -2 when it does not
+/// exist, -1 when it has no expiry. Thread-safe. Errors as `rlock_is_locked`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_remaining_ttl(
     client: *const rlock_client,
@@ -244,28 +276,29 @@ pub unsafe extern "C" fn rlock_remaining_ttl(
     guard(|| {
         check_out(out_ms)?;
         // SAFETY: forwarded contract.
-        let (_, lock) = unsafe { target(client, name) }?;
-        write(out_ms, block_on(lock.remaining_ttl())??.as_millis_i64());
+        let (c, lock) = unsafe { target(client, name) }?;
+        write(out_ms, c.block_on(lock.remaining_ttl())??.as_millis_i64());
         Ok(())
     })
 }
 
-/// `rlock_lock` for the explicit owner `owner_id` instead of the calling thread: any thread may
-/// acquire and release for it (for event loops).
+/// `rlock_acquire` for the explicit owner `owner_id` (below 2^61) instead of the calling
+/// thread: any thread may acquire and release for it (for event loops). The same owner
+/// re-enters; different owners contend.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_lock_as(
+pub unsafe extern "C" fn rlock_acquire_as(
     client: *const rlock_client,
     name: *const c_char,
     owner_id: u64,
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { lock_impl(client, name, Who::Id(owner_id), lease_ms) }
+    unsafe { acquire_impl(client, name, Who::Id(owner_id), lease_ms) }
 }
 
-/// `rlock_try_lock` for the explicit owner `owner_id`.
+/// `rlock_try_acquire` for the explicit owner `owner_id`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_try_lock_as(
+pub unsafe extern "C" fn rlock_try_acquire_as(
     client: *const rlock_client,
     name: *const c_char,
     owner_id: u64,
@@ -273,18 +306,19 @@ pub unsafe extern "C" fn rlock_try_lock_as(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_lock_impl(client, name, Who::Id(owner_id), wait_ms, lease_ms) }
+    unsafe { try_acquire_impl(client, name, Who::Id(owner_id), wait_ms, lease_ms) }
 }
 
-/// `rlock_unlock` for the explicit owner `owner_id`.
+/// `rlock_release` for the explicit owner `owner_id` (from any thread).
 #[no_mangle]
-pub unsafe extern "C" fn rlock_unlock_as(
+pub unsafe extern "C" fn rlock_release_as(
     client: *const rlock_client,
     name: *const c_char,
     owner_id: u64,
+    out_unlocked: *mut bool,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { unlock_impl(client, name, Who::Id(owner_id)) }
+    unsafe { release_impl(client, name, Who::Id(owner_id), out_unlocked) }
 }
 
 /// `rlock_is_held` for the explicit owner `owner_id`.

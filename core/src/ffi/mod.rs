@@ -5,27 +5,40 @@
 //! failure the calling thread's last error message says why ([`rlock_last_error`]);
 //! out-parameters are written only on success; NULL pointers and invalid UTF-8 are rejected
 //! with `RLOCK_INVALID_ARGUMENT`; no panic ever unwinds into C (it becomes `RLOCK_PANIC`).
-//! One process-wide tokio runtime (one worker thread) runs every client's background work;
-//! blocking calls park the calling thread until their answer.
+//! One tokio runtime per process (one worker thread, made again in a forked child) runs every
+//! client's background work; blocking calls park the calling thread until their answer.
+//! A client handle is an `Arc` behind a raw pointer: each call holds a reference for its
+//! duration, so `rlock_client_free` may race calls in progress.
 //!
 //! Safety contract of every `unsafe extern "C"` function here: each pointer argument is NULL or
-//! valid for the access its documentation describes (strings NUL-terminated, clients live and
-//! not yet freed).
+//! valid for the access its documentation describes (strings NUL-terminated, clients and
+//! options objects live: no call starts after their `_free` returned).
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
 mod client;
 mod lock;
+mod options_object;
+
+// The per-option setters, generated from `rlock::OPTIONS` by `make generated` (after the object
+// they set, so the header lists `rlock_options_new` first). Not reformatted: the generator's
+// output is the file.
+#[rustfmt::skip]
+mod options;
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use tokio::runtime::{Handle, Runtime};
 
 use crate::error::{Error, ErrorKind};
 
 pub use client::*;
 pub use lock::*;
+pub use options::*;
+pub use options_object::*;
 
 /// Result of every fallible librlock call. The numbers are stable.
 #[repr(C)]
@@ -33,13 +46,14 @@ pub use lock::*;
 pub enum rlock_result {
     /// Success.
     RLOCK_OK = 0,
-    /// `rlock_try_lock`: the wait ran out while another owner held the lock.
+    /// `rlock_try_acquire`: the wait ran out while another owner held the lock.
     RLOCK_NOT_ACQUIRED = 1,
-    /// Unlock by a thread/owner that does not hold the lock (never did, or its lease ran out).
+    /// Release by a thread/owner that does not hold the lock (never did, or its lease ran out).
     RLOCK_NOT_HELD = 2,
-    /// Unlock of a hold the watchdog had lost (it found the lock gone or could not renew it).
+    /// Release of a hold the watchdog had lost (it found the lock gone or could not renew it).
     RLOCK_LOST = 3,
-    /// A NULL pointer, invalid UTF-8, an empty name, a bad duration or URL. Nothing was done.
+    /// A NULL pointer, invalid UTF-8, an empty name, a bad duration, option value or URL.
+    /// Nothing was done.
     RLOCK_INVALID_ARGUMENT = 4,
     /// Redis could not be reached or the connection failed.
     RLOCK_CONNECTION = 5,
@@ -47,22 +61,27 @@ pub enum rlock_result {
     RLOCK_TIMEOUT = 6,
     /// Redis answered with an error (e.g. WRONGTYPE: the name holds a key that is not a lock).
     RLOCK_REDIS = 7,
-    /// The client was closed.
+    /// The client was closed (`rlock_client_free` ran while the call was in progress).
     RLOCK_CLOSED = 8,
     /// An internal error (a bug in librlock): caught before it could unwind into C.
     RLOCK_PANIC = 9,
+    /// The client was created in another process and inherited over `fork()`: it cannot be
+    /// used here. Create a new client in the child (the parent's client keeps working there).
+    RLOCK_FORKED = 10,
 }
 
 impl From<ErrorKind> for rlock_result {
     fn from(kind: ErrorKind) -> Self {
         match kind {
-            ErrorKind::InvalidArgument => rlock_result::RLOCK_INVALID_ARGUMENT,
+            ErrorKind::NotAcquired => rlock_result::RLOCK_NOT_ACQUIRED,
             ErrorKind::NotHeld => rlock_result::RLOCK_NOT_HELD,
             ErrorKind::Lost => rlock_result::RLOCK_LOST,
-            ErrorKind::Timeout => rlock_result::RLOCK_TIMEOUT,
+            ErrorKind::InvalidArgument => rlock_result::RLOCK_INVALID_ARGUMENT,
             ErrorKind::Connection => rlock_result::RLOCK_CONNECTION,
+            ErrorKind::Timeout => rlock_result::RLOCK_TIMEOUT,
             ErrorKind::Redis => rlock_result::RLOCK_REDIS,
             ErrorKind::Closed => rlock_result::RLOCK_CLOSED,
+            ErrorKind::Forked => rlock_result::RLOCK_FORKED,
         }
     }
 }
@@ -113,29 +132,63 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> rlock_result {
     }
 }
 
-/// The process-wide runtime that runs every client's tasks.
-fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
-    static RT: OnceLock<Option<tokio::runtime::Runtime>> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
+/// The runtime of one process: the pid that made it, and the runtime (never dropped: a forked
+/// child must not join or touch threads it does not have). `previous` keeps the runtime a
+/// child inherited reachable, for leak checkers.
+struct ProcessRuntime {
+    pid: u32,
+    runtime: Runtime,
+    #[allow(dead_code)]
+    previous: *mut ProcessRuntime,
+}
+
+/// The runtime of the current process (or, in a forked child before its first client, the
+/// parent's: never used there). Swapped with a compare-and-swap, without a lock a forked
+/// child could inherit held.
+static CURRENT: AtomicPtr<ProcessRuntime> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The runtime of this process, made on first use (and again in a forked child): one worker
+/// thread runs every client's watchdog and pub/sub tasks.
+pub(crate) fn runtime() -> Result<Handle, Failure> {
+    let pid = std::process::id();
+    loop {
+        let current = CURRENT.load(Ordering::Acquire);
+        // SAFETY: CURRENT is NULL or a leaked Box that is never freed.
+        if let Some(r) = unsafe { current.as_ref() } {
+            if r.pid == pid {
+                return Ok(r.runtime.handle().clone());
+            }
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("rlock-runtime")
             .enable_all()
             .build()
-            .ok()
-    })
-    .as_ref()
-    .ok_or_else(|| Failure::new(rlock_result::RLOCK_PANIC, "could not start the librlock runtime thread"))
+            .map_err(|e| {
+                Failure::new(rlock_result::RLOCK_PANIC, format!("could not start the librlock runtime: {e}"))
+            })?;
+        let handle = runtime.handle().clone();
+        let fresh = Box::into_raw(Box::new(ProcessRuntime { pid, runtime, previous: current }));
+        match CURRENT.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Ok(handle),
+            Err(_) => {
+                // Another thread of this process made one first: use it, stop ours.
+                // SAFETY: `fresh` came from Box::into_raw above and was never published.
+                let ours = unsafe { Box::from_raw(fresh) };
+                ours.runtime.shutdown_background();
+            }
+        }
+    }
 }
 
-/// Blocks the calling thread on `fut`, run under the librlock runtime.
-pub(crate) fn block_on<F: Future>(fut: F) -> Result<F::Output, Failure> {
-    if tokio::runtime::Handle::try_current().is_ok() {
+/// Blocks the calling thread on `fut`, run under the librlock runtime `rt`.
+pub(crate) fn block_on<F: Future>(rt: &Handle, fut: F) -> Result<F::Output, Failure> {
+    if Handle::try_current().is_ok() {
         return Err(Failure::invalid(
             "blocking librlock calls cannot be made from a librlock callback or a tokio runtime thread",
         ));
     }
-    Ok(runtime()?.block_on(fut))
+    Ok(rt.block_on(fut))
 }
 
 /// Borrows a C string as UTF-8; `what` names the argument in the error.
@@ -189,7 +242,31 @@ pub extern "C" fn rlock_result_str(r: c_int) -> *const c_char {
         7 => c"RLOCK_REDIS",
         8 => c"RLOCK_CLOSED",
         9 => c"RLOCK_PANIC",
+        10 => c"RLOCK_FORKED",
         _ => c"RLOCK_UNKNOWN",
     };
     s.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_codes_follow_the_error_kinds() {
+        for kind in ErrorKind::ALL {
+            let r = rlock_result::from(kind);
+            assert_eq!(r as i32, kind.code(), "{kind:?}");
+            // SAFETY: rlock_result_str returns a static NUL-terminated string.
+            let name = unsafe { CStr::from_ptr(rlock_result_str(kind.code())) };
+            assert_eq!(name.to_str().ok(), Some(kind.code_name().as_str()), "{kind:?}");
+        }
+        // SAFETY: as above.
+        let name = |r: c_int| unsafe { CStr::from_ptr(rlock_result_str(r)) }.to_str().unwrap_or("");
+        assert_eq!(name(rlock_result::RLOCK_OK as c_int), "RLOCK_OK");
+        assert_eq!(name(rlock_result::RLOCK_PANIC as c_int), "RLOCK_PANIC");
+        assert_eq!(rlock_result::RLOCK_PANIC as i32, 9);
+        assert_eq!(name(11), "RLOCK_UNKNOWN");
+        assert_eq!(name(-1), "RLOCK_UNKNOWN");
+    }
 }

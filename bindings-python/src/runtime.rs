@@ -16,12 +16,6 @@ use pyo3_async_runtimes::generic::{self, ContextExt};
 use pyo3_async_runtimes::TaskLocals;
 use tokio::runtime::Handle;
 
-use crate::errors::rlock_error;
-
-/// The runtime of the current process: its pid and a handle (the runtime itself is leaked so
-/// that a forked child never tries to join threads it does not have).
-static CURRENT: Mutex<Option<(u32, Handle)>> = Mutex::new(None);
-
 /// A runtime handle tagged with the process that made it.
 #[derive(Clone)]
 pub(crate) struct Rt {
@@ -35,51 +29,23 @@ impl Rt {
         &self.handle
     }
 
-    /// Fails in a process other than the one that made this runtime (a forked child).
+    /// Fails with `ForkedError` in a process other than the one that made this runtime.
     pub(crate) fn check_pid(&self) -> PyResult<()> {
-        if std::process::id() == self.pid {
-            Ok(())
-        } else {
-            Err(crate::errors::map_err(rlock::Error::new(
-                rlock::ErrorKind::Forked,
-                format!(
-                    "this rlock client was created in process {} and cannot be used after os.fork(); \
-                     create a new rlock.Client in the child process",
-                    self.pid
-                ),
-            )))
-        }
+        rlock::runtime::check_process(self.pid, "rlock client").map_err(crate::errors::map_err)
     }
 }
 
-/// The runtime of this process, made on first use (and again in a forked child).
+/// The runtime of this process (core's per-process runtime, made anew in a forked child). Two
+/// workers: the watchdog and pub/sub tasks keep running while one worker is busy.
 pub(crate) fn current() -> PyResult<Rt> {
-    let pid = std::process::id();
-    let mut slot = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((p, h)) = slot.as_ref() {
-        if *p == pid {
-            return Ok(Rt { pid, handle: h.clone() });
-        }
-    }
-    // Two workers: the watchdog and pub/sub tasks keep running while one worker is busy.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("rlock")
-        .enable_all()
-        .build()
-        .map_err(|e| rlock_error(format!("could not start the rlock runtime: {e}")))?;
-    let handle = rt.handle().clone();
-    std::mem::forget(rt);
-    *slot = Some((pid, handle.clone()));
+    let (pid, handle) = rlock::runtime::process_runtime(2).map_err(crate::errors::map_err)?;
     Ok(Rt { pid, handle })
 }
 
 /// The handle pyo3-async-runtimes spawns on: the runtime of the calling task, else this
 /// process's runtime (always made already: awaitables are only created by live clients).
 fn spawn_handle() -> Option<Handle> {
-    Handle::try_current()
-        .ok()
-        .or_else(|| CURRENT.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(_, h)| h.clone()))
+    Handle::try_current().ok().or_else(|| current().ok().map(|rt| rt.handle))
 }
 
 type Completion = Box<dyn FnOnce() + Send>;

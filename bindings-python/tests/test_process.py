@@ -83,13 +83,13 @@ def test_client_used_after_fork_raises(
             try:
                 lock.acquire(blocking=False)
                 results.append("no error")
-            except rlock.RLockError as e:
-                results.append("fork" if "os.fork()" in str(e) else f"other: {e}")
+            except rlock.ForkedError as e:
+                results.append("fork" if "fork()" in str(e) else f"other: {e}")
             try:
                 client.lock(name)
                 results.append("no error")
-            except rlock.RLockError as e:
-                results.append("fork" if "os.fork()" in str(e) else f"other: {e}")
+            except rlock.ForkedError as e:
+                results.append("fork" if "fork()" in str(e) else f"other: {e}")
             # The default client stays with the parent; the child would make its own.
             results.append("default reset" if rlock._default is None else "default kept")
             with rlock.Client(url) as fresh:  # a client made in the child works

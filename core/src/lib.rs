@@ -45,3 +45,5 @@ pub use watchdog::{LostEvent, LostFilter, LostReason};
 
 #[cfg(feature = "capi")]
 pub mod ffi;
+#[cfg(feature = "process-runtime")]
+pub mod runtime;

@@ -48,17 +48,7 @@ pub(crate) fn client_ref(client: *const rlock_client) -> Result<Arc<rlock_client
     // SAFETY: a pointer from Arc::into_raw in rlock_client_new whose handle reference is still
     // alive: no call starts after rlock_client_free returned (the header's contract).
     let c = unsafe { &*client };
-    let pid = std::process::id();
-    if c.pid != pid {
-        return Err(Failure::new(
-            rlock_result::RLOCK_FORKED,
-            format!(
-                "this rlock client was created in process {} and cannot be used in process {pid} \
-                 (after fork()): create a new client in the child",
-                c.pid
-            ),
-        ));
-    }
+    crate::runtime::check_process(c.pid, "rlock client")?;
     // SAFETY: as above: the count is at least 1 (the handle's) while we take our own.
     Ok(unsafe {
         Arc::increment_strong_count(client);

@@ -29,9 +29,8 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicPtr, Ordering};
 
-use tokio::runtime::{Handle, Runtime};
+use tokio::runtime::Handle;
 
 use crate::error::{Error, ErrorKind};
 
@@ -132,53 +131,10 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> rlock_result {
     }
 }
 
-/// The runtime of one process: the pid that made it, and the runtime (never dropped: a forked
-/// child must not join or touch threads it does not have). `previous` keeps the runtime a
-/// child inherited reachable, for leak checkers.
-struct ProcessRuntime {
-    pid: u32,
-    runtime: Runtime,
-    #[allow(dead_code)]
-    previous: *mut ProcessRuntime,
-}
-
-/// The runtime of the current process (or, in a forked child before its first client, the
-/// parent's: never used there). Swapped with a compare-and-swap, without a lock a forked
-/// child could inherit held.
-static CURRENT: AtomicPtr<ProcessRuntime> = AtomicPtr::new(std::ptr::null_mut());
-
-/// The runtime of this process, made on first use (and again in a forked child): one worker
-/// thread runs every client's watchdog and pub/sub tasks.
+/// The runtime of this process (core's per-process runtime, made anew in a forked child): one
+/// worker thread runs every client's watchdog and pub/sub tasks.
 pub(crate) fn runtime() -> Result<Handle, Failure> {
-    let pid = std::process::id();
-    loop {
-        let current = CURRENT.load(Ordering::Acquire);
-        // SAFETY: CURRENT is NULL or a leaked Box that is never freed.
-        if let Some(r) = unsafe { current.as_ref() } {
-            if r.pid == pid {
-                return Ok(r.runtime.handle().clone());
-            }
-        }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("rlock-runtime")
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                Failure::new(rlock_result::RLOCK_PANIC, format!("could not start the librlock runtime: {e}"))
-            })?;
-        let handle = runtime.handle().clone();
-        let fresh = Box::into_raw(Box::new(ProcessRuntime { pid, runtime, previous: current }));
-        match CURRENT.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Ok(handle),
-            Err(_) => {
-                // Another thread of this process made one first: use it, stop ours.
-                // SAFETY: `fresh` came from Box::into_raw above and was never published.
-                let ours = unsafe { Box::from_raw(fresh) };
-                ours.runtime.shutdown_background();
-            }
-        }
-    }
+    Ok(crate::runtime::process_runtime(1)?.1)
 }
 
 /// Blocks the calling thread on `fut`, run under the librlock runtime `rt`.

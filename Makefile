@@ -16,7 +16,7 @@ help: ## List the targets
 
 # Debian packages every target may need; surfaces append theirs. One apt-get update, only when
 # something is missing.
-APT_PACKAGES += redis-server redis-tools openssl
+APT_PACKAGES += redis-server redis-tools openssl python3
 
 deps: ## Install the missing Debian packages (redis-server, redis-tools, ...) with apt-get
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

@@ -320,6 +320,7 @@ impl Lock {
             publish: shared.publish_command(),
             latch_ttl_ms: shared.latch_ttl_ms(),
         };
+        shared.watchdog().release_started(&key);
         let result = shared
             .retrying(|mut conn| {
                 let call = &call;
@@ -330,13 +331,20 @@ impl Lock {
                 }
             })
             .await;
-        let outcome = match result? {
-            Some(1) => {
+        let outcome = match result {
+            Ok(Some(1)) => {
                 shared.watchdog().released(&key);
                 Released::Unlocked
             }
-            Some(_) => Released::StillHeld,
-            None => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
+            Ok(Some(_)) => {
+                shared.watchdog().release_ended(&key);
+                Released::StillHeld
+            }
+            Ok(None) => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
+            Err(e) => {
+                shared.watchdog().release_ended(&key);
+                return Err(e);
+            }
         };
         // The latch only matters to retries of this call, which are over.
         shared.latches().delete(inner.group, latch);

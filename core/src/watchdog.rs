@@ -138,6 +138,11 @@ struct Hold {
     generation: u64,
     lost: Option<LostReason>,
     group: u16,
+    /// Releases of this hold under way. A renewal that finds the hold gone while one is under
+    /// way may have run just after that release freed the lock (the two answers race back to
+    /// different tasks), so the loss waits in `gone_while_releasing` for the release's outcome.
+    releasing: u32,
+    gone_while_releasing: Option<LostReason>,
 }
 
 type Listener = Arc<dyn Fn(&LostEvent) + Send + Sync>;
@@ -223,6 +228,8 @@ impl Watchdog {
                     generation,
                     lost: None,
                     group,
+                    releasing: 0,
+                    gone_while_releasing: None,
                 };
                 holds.insert(key.clone(), hold);
                 renew
@@ -243,11 +250,50 @@ impl Watchdog {
         lock(&self.holds).remove(key);
     }
 
-    /// Forgets a hold Redis says is not held, and tells whether the watchdog had lost it.
+    /// Notes that a release of `key` is under way (see `Hold::releasing`); end it with
+    /// [`Self::released`], [`Self::forget`] or [`Self::release_ended`].
+    pub(crate) fn release_started(&self, key: &HoldKey) {
+        if let Some(h) = lock(&self.holds).get_mut(key) {
+            h.releasing += 1;
+        }
+    }
+
+    /// A release of `key` ended without freeing or forgetting the hold (it was re-entered, or
+    /// the call failed): a loss a renewal saw meanwhile is reported now.
+    pub(crate) fn release_ended(&self, key: &HoldKey) {
+        let pending = {
+            let mut holds = lock(&self.holds);
+            let Some(h) = holds.get_mut(key) else { return };
+            h.releasing = h.releasing.saturating_sub(1);
+            if h.releasing > 0 {
+                return;
+            }
+            h.gone_while_releasing.take().map(|reason| (h.generation, reason))
+        };
+        if let Some((generation, reason)) = pending {
+            self.mark_lost(key, generation, reason);
+        }
+    }
+
+    /// Forgets a hold Redis says is not held, and tells whether the watchdog had lost it (a
+    /// loss a renewal saw while this release was under way is reported now).
     pub(crate) fn forget(&self, key: &HoldKey) -> Forgotten {
-        match lock(&self.holds).remove(key) {
+        let removed = lock(&self.holds).remove(key);
+        match removed {
             Some(h) if h.lost.is_some() => Forgotten::Lost,
-            _ => Forgotten::NotHeld,
+            Some(h) => match h.gone_while_releasing {
+                Some(reason) => {
+                    self.emit(LostEvent {
+                        name: key.name.clone(),
+                        kind: h.kind.name,
+                        owner: h.owner,
+                        reason,
+                    });
+                    Forgotten::Lost
+                }
+                None => Forgotten::NotHeld,
+            },
+            None => Forgotten::NotHeld,
         }
     }
 
@@ -289,6 +335,12 @@ impl Watchdog {
         let (owner, kind) = {
             let mut holds = lock(&self.holds);
             match holds.get_mut(key) {
+                Some(h) if h.generation == generation && h.lost.is_none() && h.releasing > 0 => {
+                    // Maybe freed by that release: its outcome decides.
+                    h.gone_while_releasing = Some(reason);
+                    h.renew = false;
+                    return;
+                }
                 Some(h) if h.generation == generation && h.lost.is_none() => {
                     h.lost = Some(reason);
                     h.renew = false;
@@ -297,7 +349,12 @@ impl Watchdog {
                 _ => return,
             }
         };
-        let event = LostEvent { name: key.name.clone(), kind, owner, reason };
+        self.emit(LostEvent { name: key.name.clone(), kind, owner, reason });
+    }
+
+    /// Logs a lost hold and tells the listeners whose filter matches.
+    fn emit(&self, event: LostEvent) {
+        let (kind, reason) = (event.kind, event.reason);
         log::warn!(
             "rlock: lost the {kind} hold of '{}' by {} ({})",
             event.name,
@@ -558,5 +615,39 @@ mod tests {
         assert!(wd.is_lost(&key("x", 2, 2)));
         assert!(matches!(wd.forget(&key("x", 2, 2)), Forgotten::Lost));
         assert!(matches!(wd.forget(&key("x", 2, 2)), Forgotten::NotHeld));
+    }
+
+    #[test]
+    fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_the_hold() {
+        let wd = Watchdog::new(Duration::from_secs(30), None);
+        let owner = Owner::new(uuid::Uuid::new_v4(), 7);
+        let heard = Arc::new(Mutex::new(0));
+        let h = heard.clone();
+        wd.add_listener(LostFilter::all(), Arc::new(move |_: &LostEvent| *lock(&h) += 1));
+        let key = HoldKey { kind: 1, name: "r".into(), owner: 7 };
+        let generation = |wd: &Watchdog| lock(&wd.holds).get(&key).map(|h| h.generation).unwrap_or_default();
+
+        // The release freed the lock; the renewal that ran after it saw it gone: no loss.
+        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0);
+        wd.release_started(&key);
+        wd.mark_lost(&key, generation(&wd), LostReason::Gone);
+        wd.released(&key);
+        assert_eq!(*lock(&heard), 0);
+
+        // The release found it not held: it was lost, and the listeners hear of it.
+        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0);
+        wd.release_started(&key);
+        wd.mark_lost(&key, generation(&wd), LostReason::Gone);
+        assert!(matches!(wd.forget(&key), Forgotten::Lost));
+        assert_eq!(*lock(&heard), 1);
+
+        // The release failed (or was a re-entered level): the loss is reported when it ends.
+        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0);
+        wd.release_started(&key);
+        wd.mark_lost(&key, generation(&wd), LostReason::RenewalFailed);
+        assert_eq!(*lock(&heard), 1);
+        wd.release_ended(&key);
+        assert_eq!(*lock(&heard), 2);
+        assert!(wd.is_lost(&key));
     }
 }

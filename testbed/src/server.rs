@@ -157,6 +157,11 @@ impl ServerBuilder {
                 }
                 Err(Launch::Fatal(e)) => return Err(e),
                 Err(Launch::Retry(why)) => failures.push(format!("port {port}: {why}")),
+                Err(Launch::GiveUp(why)) => {
+                    failures.push(format!("port {port}: {why}"));
+                    last_command = command;
+                    break;
+                }
             }
             last_command = command;
         }
@@ -222,6 +227,8 @@ enum Launch {
     Fatal(Error),
     /// Exited or did not answer: kill it, try again.
     Retry(String),
+    /// Rejected its configuration: another port would not help.
+    GiveUp(String),
 }
 
 fn launch(
@@ -230,10 +237,11 @@ fn launch(
     command: &[String],
     port: u16,
 ) -> std::result::Result<Child, Launch> {
+    let output_path = dir.join(OUTPUT_FILE);
     let output = OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join(OUTPUT_FILE))
+        .open(&output_path)
         .and_then(|f| Ok((f.try_clone()?, f)))
         .map_err(|e| Launch::Fatal(e.into()))?;
     {
@@ -254,7 +262,14 @@ fn launch(
         Err(why) => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(Launch::Retry(why))
+            // The header line above is the last one before this attempt's own output.
+            let text = std::fs::read_to_string(&output_path).unwrap_or_default();
+            let this_attempt = text.rsplit("# rlock-testbed: ").next().unwrap_or_default();
+            if this_attempt.contains("FATAL CONFIG FILE ERROR") {
+                Err(Launch::GiveUp(format!("{why}: it rejected its configuration")))
+            } else {
+                Err(Launch::Retry(why))
+            }
         }
     }
 }
@@ -323,7 +338,7 @@ pub fn report(name: &str, dir: &Path, command: &[String], failures: &[String]) -
         let path = dir.join(file);
         let text = tail(&path, LOG_LINES);
         if text.is_empty() {
-            out.push_str(&format!("  its {what} ({}) is empty\n", path.display()));
+            out.push_str(&format!("  its {what} ({}) is empty or missing\n", path.display()));
         } else {
             out.push_str(&format!("  last {LOG_LINES} lines of its {what} ({}):\n", path.display()));
             for l in text.lines() {
@@ -505,6 +520,10 @@ impl Server {
                 }
                 Err(Launch::Fatal(e)) => return Err(e),
                 Err(Launch::Retry(why)) => failures.push(format!("port {} (restart): {why}", self.port)),
+                Err(Launch::GiveUp(why)) => {
+                    failures.push(format!("port {} (restart): {why}", self.port));
+                    break;
+                }
             }
         }
         Err(give_up(&self.spec.name, self.dir.path(), &self.command, &failures))

@@ -85,10 +85,20 @@ fn a_cluster_forms_with_explicit_bus_ports_outside_the_ephemeral_range() {
 
 #[test]
 fn a_server_that_cannot_start_is_an_error_not_a_hang() {
-    let e = Server::builder().args(["--no-such-option", "1"]).attempts(2).start().unwrap_err();
+    // A configuration redis-server rejects is not retried on other ports.
+    let e = Server::builder().args(["--no-such-option", "1"]).start().unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("did not come up after 2 attempt(s)"), "{msg}");
-    assert!(msg.contains("exited"), "{msg}");
+    assert!(msg.contains("did not come up after 1 attempt(s)"), "{msg}");
+    assert!(msg.contains("rejected its configuration"), "{msg}");
+}
+
+#[test]
+fn a_server_that_does_not_answer_in_time_is_killed_and_tried_on_other_ports() {
+    // No time to answer at all: every attempt times out.
+    let e = Server::builder().ready_timeout(Duration::ZERO).attempts(3).start().unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("did not come up after 3 attempt(s)"), "{msg}");
+    assert!(msg.contains("did not answer PING"), "{msg}");
 }
 
 #[test]

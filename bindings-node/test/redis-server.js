@@ -23,6 +23,8 @@ async function startTestbed(topology = 'single', ...args) {
   if (!fs.existsSync(TESTBED)) throw new Error(`missing ${TESTBED}: run 'make testbed'`)
   // stderr inherited: when a server does not come up, its log shows in the test output.
   const child = spawn(TESTBED, [topology, ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
+  // Writing to one that already exited is answered by next() rejecting, not by a crash.
+  child.stdin.on('error', () => {})
   // 'exit' fires once: keep it, so stop() after the process is gone does not wait forever.
   const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
   const lines = []

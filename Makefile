@@ -30,7 +30,7 @@ build: deps build-rust $(BUILD_TARGETS) ## Build the core and every surface's de
 build-rust:
 	$(CARGO) build --release -p rlock --example worker
 
-demo: build ## Workers contend for one lock on a private redis-server; the count must be exact
+demo: build testbed ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
 test: deps generated-check surface-ratio test-rust $(TEST_TARGETS) lint ## Everything CI runs

@@ -11,7 +11,7 @@ start_private_redis
 mkdir -p bench/out
 out=bench/out/results.jsonl
 : > "$out"
-port=${REDIS_URL##*:}; port=${port%/}
+port=$RLOCK_REDIS_PORT
 cli() { redis-cli -p "$port" "$@"; }
 step() { echo "== $* ($(date +%T))" >&2; }
 skip() { echo "== SKIPPED: $*" >&2; echo "{\"bench\":\"skipped\",\"what\":\"$*\"}" >> "$out"; }

@@ -3,7 +3,7 @@
 .PHONY: bench bench-rust bench-deps bench-c
 BENCH_C := build/bench/c-bench
 
-bench: deps bench-rust build-node bench-deps bench-c ## Benchmarks (rlock vs the ceiling and the peers) on a private redis-server; writes bench/out/
+bench: deps bench-rust build-node bench-deps bench-c testbed ## Benchmarks (rlock vs the ceiling and the peers) on a private redis-server; writes bench/out/
 	bash bench/run.sh
 
 bench-rust:

@@ -37,7 +37,7 @@ build-c: deps lib-c ## Build librlock and the C demo worker
 	gcc -std=c11 -Wall -Wextra -Werror -O2 -Iinclude examples/c/worker.c -o build/c/worker \
 	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread -lhiredis
 
-test-c: deps header-check build-c ## C tests (dynamic + static) under valgrind, pkg-config install check
+test-c: deps header-check build-c testbed ## C tests (dynamic + static) under valgrind, pkg-config install check
 	bash tests/c/run.sh
 	bash tests/c/install_check.sh
 

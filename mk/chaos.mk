@@ -10,5 +10,5 @@ build-chaos: deps build-c build-python build-node
 	gcc -std=c11 -Wall -Wextra -Werror -O2 -Iinclude tests/chaos/worker.c -o build/chaos/worker \
 	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread -lhiredis
 
-chaos: build-chaos ## Fault suite: SIGKILL, restart, CLIENT KILL, SIGSTOP, cancels, bad input, across surfaces
+chaos: build-chaos testbed ## Fault suite: SIGKILL, restart, CLIENT KILL, SIGSTOP, cancels, bad input, across surfaces
 	timeout 900 $(VENV)/bin/python tests/chaos/run.py

@@ -16,5 +16,5 @@ $(INTEROP_JAR): $(INTEROP_SOURCES)
 build-interop: deps $(INTEROP_JAR)
 	$(CARGO) build -p rlock --example interop
 
-interop: build-interop ## rlock and Redisson share locks: mutual exclusion, wake-ups, holds, force-unlock, watchdog
+interop: build-interop testbed ## rlock and Redisson share locks: mutual exclusion, wake-ups, holds, force-unlock, watchdog
 	bash tests/interop/run.sh

@@ -24,7 +24,7 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 build-node: node-deps ## Build the Node addon and regenerate bindings-node/index.js, index.d.ts
 	cd $(NODE_DIR) && $(NPM) run build
 
-test-node: deps build-node ## Node tests (node --test) against private redis-servers; fails on drift
+test-node: deps build-node testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \
 	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).

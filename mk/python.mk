@@ -20,7 +20,7 @@ build-python: python-prereqs ## Fresh .venv with ./bindings-python, pytest, mypy
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q ./bindings-python -r bindings-python/requirements-dev.txt
 
-test-python: build-python ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
+test-python: build-python testbed ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
 	. examples/redis.sh && start_private_cluster && cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests
 	$(VENV)/bin/python -m mypy.stubtest rlock._native

@@ -1,82 +1,89 @@
 'use strict'
-// A private redis-server for one test file: a free loopback port, a temporary directory, stopped
-// (and the directory removed) by stop().
+// Private redis-servers for the Node tests, from rlock-testbed (testbed/ in this repository), the
+// launcher every suite uses: ports outside the kernel's ephemeral range, servers started once they
+// answer PING, the server's log printed on stderr when one does not come up. The binary prints one
+// JSON line describing what it started and stays as its supervisor until its stdin closes, so a
+// test process that dies takes its servers with it.
 
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
-const net = require('node:net')
-const os = require('node:os')
 const path = require('node:path')
+const readline = require('node:readline')
 const { createClient } = require('redis')
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address()
-      srv.close(() => resolve(port))
-    })
-  })
-}
+// Exported by make; `make testbed` builds it here.
+const TESTBED = process.env.RLOCK_TESTBED || path.join(__dirname, '..', '..', 'target', 'release', 'rlock-testbed')
 
-async function pingable(port) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1')
-    s.once('error', () => resolve(false))
-    s.once('connect', () => s.write('PING\r\n'))
-    s.once('data', () => {
-      s.destroy()
-      resolve(true)
-    })
+/**
+ * Starts `rlock-testbed <topology> ...args`. Resolves with `info` (its JSON description),
+ * `command(line)` (kill/restart/stop/cont/log NODE; resolves the JSON answer, rejects when it
+ * says ok: false) and `stop()` (closes its stdin: every server stops, the directories go).
+ */
+async function startTestbed(topology = 'single', ...args) {
+  if (!fs.existsSync(TESTBED)) throw new Error(`missing ${TESTBED}: run 'make testbed'`)
+  // stderr inherited: when a server does not come up, its log shows in the test output.
+  const child = spawn(TESTBED, [topology, ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
+  // Writing to one that already exited is answered by next() rejecting, not by a crash.
+  child.stdin.on('error', () => {})
+  // 'exit' fires once: keep it, so stop() after the process is gone does not wait forever.
+  const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+  const lines = []
+  const waiters = []
+  let closed = false
+  const rl = readline.createInterface({ input: child.stdout })
+  rl.on('line', (line) => {
+    const w = waiters.shift()
+    if (w) w.resolve(line)
+    else lines.push(line)
   })
-}
-
-async function startRedis() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rlock-node-test-'))
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await freePort()
-    const child = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-      { stdio: 'ignore' },
-    )
-    let exited = false
-    // A test process that dies (timeout, crash) must not leave its server behind.
-    const reap = () => child.kill('SIGKILL')
-    process.once('exit', reap)
-    child.once('exit', () => {
-      exited = true
-      process.removeListener('exit', reap)
-    })
-    const deadline = Date.now() + 10_000
-    while (!exited && Date.now() < deadline) {
-      if (await pingable(port)) {
-        const url = `redis://127.0.0.1:${port}`
-        const data = createClient({ url })
-        data.on('error', () => {})
-        await data.connect()
-        return {
-          port,
-          url,
-          data,
-          async stop() {
-            await data.quit().catch(() => {})
-            // 'exit' fires once: waiting for it from a server that already exited would hang.
-            if (!exited) {
-              const gone = new Promise((r) => child.once('exit', r))
-              child.kill('SIGTERM')
-              await gone
-            }
-            fs.rmSync(dir, { recursive: true, force: true })
-          },
-        }
-      }
-      await new Promise((r) => setTimeout(r, 20))
-    }
-    if (!exited) child.kill('SIGKILL')
+  rl.on('close', () => {
+    closed = true
+    for (const w of waiters.splice(0)) w.reject(new Error('rlock-testbed exited'))
+  })
+  const next = () => {
+    if (lines.length) return Promise.resolve(lines.shift())
+    if (closed) return Promise.reject(new Error('rlock-testbed exited'))
+    return new Promise((resolve, reject) => waiters.push({ resolve, reject }))
   }
-  throw new Error('could not start redis-server')
+  let info
+  try {
+    info = JSON.parse(await next())
+  } catch {
+    const code = await exited
+    throw new Error(`rlock-testbed ${topology} did not start (exit ${code}): its reason and the server's log are on stderr above`)
+  }
+  return {
+    info,
+    async command(line) {
+      child.stdin.write(`${line}\n`)
+      const reply = JSON.parse(await next())
+      if (!reply.ok) throw new Error(`rlock-testbed ${line}: ${reply.error}`)
+      return reply
+    },
+    async stop() {
+      child.stdin.end()
+      await exited
+    },
+  }
+}
+
+/** A private redis-server with a plain node-redis connection (`data`) for inspection. */
+async function startRedis(...args) {
+  const testbed = await startTestbed('single', ...args)
+  const { port, url } = testbed.info
+  const data = createClient({ url })
+  data.on('error', () => {})
+  await data.connect()
+  return {
+    port,
+    url,
+    data,
+    testbed,
+    async stop() {
+      await data.quit().catch(() => {})
+      await testbed.stop()
+    },
+  }
 }
 
 /**
@@ -121,4 +128,4 @@ async function eventually(cond, ms = 10_000, what = 'condition') {
   }
 }
 
-module.exports = { startRedis, privateCluster, eventually }
+module.exports = { startTestbed, startRedis, privateCluster, eventually }

@@ -1,13 +1,13 @@
-"""Fixtures: a private redis-server on a free loopback port in a temporary directory."""
+"""Fixtures: a private redis-server from rlock-testbed (tests/testbed.py), the launcher every
+suite uses: a port outside the kernel's ephemeral range, a temporary directory, its log printed
+when it does not come up."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
+import sys
 import time
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -15,63 +15,26 @@ import redis
 
 import rlock
 
+# tests/testbed.py at the repository root, shared with tests/chaos.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from testbed import Testbed, free_port  # noqa: E402
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisServer:
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="rlock-py-redis-")
-        last_error = "not started"
-        for _ in range(20):
-            self.port = _free_port()
-            self.proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", self.dir],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    if redis.Redis(port=self.port, socket_timeout=1).ping():
-                        return
-                except redis.exceptions.ConnectionError as e:
-                    last_error = str(e)
-                time.sleep(0.02)
-            self.stop()  # port taken by someone else, or too slow: try another
-        raise RuntimeError(f"could not start redis-server: {last_error}")
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+__all__ = ["Testbed", "free_port"]
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[RedisServer]:
-    s = RedisServer()
-    try:
+def server() -> Iterator[Testbed]:
+    with Testbed("single") as s:
         yield s
-    finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
 
 
 @pytest.fixture
-def url(server: RedisServer) -> str:
+def url(server: Testbed) -> str:
     return server.url
 
 
 @pytest.fixture
-def raw(server: RedisServer) -> Iterator[redis.Redis]:
+def raw(server: Testbed) -> Iterator[redis.Redis]:
     """A plain redis-py connection to inspect what the library stored."""
     r = redis.Redis(port=server.port)
     yield r

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 import rlock
-from conftest import _free_port
+from conftest import Testbed, free_port
 
 
 def test_exception_tree() -> None:
@@ -79,7 +79,7 @@ def test_bad_urls_and_options(url: str) -> None:
 
 
 def test_unreachable_server_is_connection_error() -> None:
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     with pytest.raises(rlock.ConnectionError) as info:
         rlock.Client(f"redis://127.0.0.1:{port}", connect_timeout=2.0)
     assert isinstance(info.value, builtins.ConnectionError)
@@ -102,27 +102,17 @@ def test_key_of_wrong_type(client: rlock.Client, name: str, raw: redis.Redis) ->
 
 
 def test_unresponsive_server_is_timeout_error(name: str) -> None:
-    import signal
-
-    from conftest import RedisServer
-
-    server = RedisServer()
-    try:
+    with Testbed("single") as server:
         with rlock.Client(server.url, command_timeout=0.3, retry_attempts=0) as c:
             lock = c.lock(name)
-            server.proc.send_signal(signal.SIGSTOP)  # Redis stops answering
+            server.stop()  # SIGSTOP: Redis stops answering
             try:
                 with pytest.raises(rlock.TimeoutError) as info:
                     lock.locked()
                 assert isinstance(info.value, builtins.TimeoutError)
             finally:
-                server.proc.send_signal(signal.SIGCONT)
+                server.cont()
             assert lock.locked() is False
-    finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(server.dir, ignore_errors=True)
 
 
 def test_error_classes_and_options_follow_cores_lists() -> None:

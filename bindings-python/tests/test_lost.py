@@ -88,27 +88,20 @@ def test_failing_callback_does_not_stop_others(fast: rlock.Client, client: rlock
 
 
 def test_unreachable_redis_loses_hold_with_renewal_failed(name: str) -> None:
-    import shutil
-    import signal
+    from conftest import Testbed
 
-    from conftest import RedisServer
-
-    server = RedisServer()
-    try:
+    with Testbed("single") as server:
         with rlock.Client(server.url, watchdog_timeout=1.0, command_timeout=0.2, retry_attempts=0) as c:
             lock = c.lock(name)
             events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
             lock.on_lost(events.put)
             assert lock.acquire()
-            server.proc.send_signal(signal.SIGSTOP)  # renewals stop getting answers
+            server.stop()  # SIGSTOP: renewals stop getting answers
             try:
                 event = events.get(timeout=30)
             finally:
-                server.proc.send_signal(signal.SIGCONT)
+                server.cont()
             assert (event.name, event.reason) == (name, "renewal_failed")
             assert lock.lost
             with pytest.raises(rlock.LockLostError):
                 lock.release()
-    finally:
-        server.stop()
-        shutil.rmtree(server.dir, ignore_errors=True)

@@ -7,13 +7,12 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::eventually;
-use common::topology::{wait_for, Cluster};
+use common::{cluster_calls, conn_to, eventually, wait_for, Cluster};
 use redis::Commands as _;
 use rlock::{Client, ClientOptions, ErrorKind, LostEvent, LostReason, Topology};
 
 fn slot_of(cluster: &Cluster, key: &str) -> u16 {
-    let mut c = cluster.conn(cluster.nodes[0].port);
+    let mut c = conn_to(cluster.nodes()[0].port());
     redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut c).unwrap()
 }
 
@@ -26,7 +25,7 @@ fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_on_many_names_across_all_slots() {
-    let cluster = Cluster::start(3, 0);
+    let cluster = Cluster::start(3, 0).unwrap();
     let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1500));
     let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
     let b = Client::connect(&cluster.url(), options).await.unwrap();
@@ -47,9 +46,9 @@ async fn locks_on_many_names_across_all_slots() {
     let field = owner.as_str().to_owned();
     let mut masters = HashSet::new();
     for n in names.iter().step_by(97) {
-        let shard = cluster.shard_of(n);
+        let shard = cluster.shard_of(n).unwrap();
         masters.insert(shard.master);
-        let count: Option<i64> = cluster.conn(shard.master).hget(n, &field).unwrap();
+        let count: Option<i64> = conn_to(shard.master).hget(n, &field).unwrap();
         assert_eq!(count, Some(1), "{n} on {}", shard.master);
     }
     assert_eq!(masters.len(), 3, "locks on every master");
@@ -63,18 +62,18 @@ async fn locks_on_many_names_across_all_slots() {
     // The window is the measurement: more than two renewal periods of 500 ms.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(lost.lock().unwrap().is_empty(), "lost: {:?}", lost.lock().unwrap());
-    assert_eq!(cluster.calls("wait"), 0);
+    assert_eq!(cluster_calls(&cluster, "wait"), 0);
 
     futures_util::future::try_join_all(locks.iter().map(|l| l.release(&owner))).await.unwrap();
     assert_eq!(a.tracked_holds(), 0);
     for n in names.iter().step_by(97) {
-        let exists: bool = cluster.conn(cluster.shard_of(n).master).exists(n).unwrap();
+        let exists: bool = conn_to(cluster.shard_of(n).unwrap().master).exists(n).unwrap();
         assert!(!exists, "{n} released");
     }
     // Release latches share their lock's slot and are deleted in per-slot batches.
     let latches_gone = eventually(Duration::from_secs(10), || {
-        cluster.nodes.iter().all(|n| {
-            let keys: Vec<String> = cluster.conn(n.port).keys("redisson_unlock_latch*").unwrap();
+        cluster.nodes().iter().all(|n| {
+            let keys: Vec<String> = conn_to(n.port()).keys("redisson_unlock_latch*").unwrap();
             keys.is_empty()
         })
     })
@@ -85,9 +84,9 @@ async fn locks_on_many_names_across_all_slots() {
     // of 100) cost a few script calls per period, where one call per lock would be 300.
     let tagged: Vec<_> = (0..300).map(|i| a.lock(&format!("{{tag-{}}}:{i}", i % 3)).unwrap()).collect();
     futures_util::future::try_join_all(tagged.iter().map(|l| l.acquire(&owner))).await.unwrap();
-    let before = cluster.calls("evalsha");
+    let before = cluster_calls(&cluster, "evalsha");
     tokio::time::sleep(Duration::from_millis(2000)).await; // the window: 4 renewal periods
-    let renew_calls = cluster.calls("evalsha") - before;
+    let renew_calls = cluster_calls(&cluster, "evalsha") - before;
     println!("renewal script calls for 300 locks on 3 slots over 4 periods: {renew_calls}");
     // 3 calls a period when the acquires share a tick of the timer wheel; allow 3 ticks apart
     // and a fifth period.
@@ -105,21 +104,18 @@ async fn locks_on_many_names_across_all_slots() {
 /// master for sharded pub/sub.
 async fn wait_subscribed(cluster: &Cluster, name: &str, sharded: bool) {
     let channel = format!("redisson_lock__channel:{{{name}}}");
-    let master = cluster.shard_of(name).master;
+    let master = cluster.shard_of(name).unwrap().master;
     let ok = eventually(Duration::from_secs(10), || {
-        let mut c = cluster.conn(master);
+        let mut c = conn_to(master);
         if sharded {
             let v: Vec<redis::Value> =
                 redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(&channel).query(&mut c).unwrap();
             v.get(1) == Some(&redis::Value::Int(1))
         } else {
             // Classic subscriptions live on whichever node the client picked.
-            cluster.nodes.iter().any(|n| {
-                let v: Vec<redis::Value> = redis::cmd("PUBSUB")
-                    .arg("NUMSUB")
-                    .arg(&channel)
-                    .query(&mut cluster.conn(n.port))
-                    .unwrap();
+            cluster.nodes().iter().any(|n| {
+                let v: Vec<redis::Value> =
+                    redis::cmd("PUBSUB").arg("NUMSUB").arg(&channel).query(&mut conn_to(n.port())).unwrap();
                 v.get(1) == Some(&redis::Value::Int(1))
             })
         }
@@ -130,7 +126,7 @@ async fn wait_subscribed(cluster: &Cluster, name: &str, sharded: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_off_wakes_through_sharded_and_classic_pubsub() {
-    let cluster = Cluster::start(3, 0);
+    let cluster = Cluster::start(3, 0).unwrap();
     for sharded in [true, false] {
         let options = ClientOptions::default().with_sharded_pubsub(Some(sharded));
         let holder = Client::connect(&cluster.url(), options.clone()).await.unwrap();
@@ -148,71 +144,29 @@ async fn hand_off_wakes_through_sharded_and_classic_pubsub() {
         });
         wait_subscribed(&cluster, name, sharded).await;
         let publish = if sharded { "spublish" } else { "publish" };
-        let published = cluster.calls(publish);
+        let published = cluster_calls(&cluster, publish);
         let released = Instant::now();
         lock.release(&h).await.unwrap();
         let woke = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
         let handoff = woke - released;
         println!("hand-off through {} pub/sub: {handoff:?}", if sharded { "sharded" } else { "classic" });
         assert!(handoff < Duration::from_secs(2), "{handoff:?}");
-        assert!(cluster.calls(publish) > published, "{publish} sent by the release script");
+        assert!(cluster_calls(&cluster, publish) > published, "{publish} sent by the release script");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acl_user_connects_and_a_wrong_password_is_a_typed_error() {
-    // Every node has an ACL user; cluster nodes talk to each other on the bus without it.
-    let cluster = {
-        let nodes: Vec<_> = (0..3)
-            .map(|_| {
-                common::RedisServer::launch(None, None, &|_| {
-                    [
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-node-timeout",
-                        "1000",
-                        // One word per argument: redis-server quotes each as one token.
-                        "--user",
-                        "app",
-                        "on",
-                        ">s3cret-pass",
-                        "~*",
-                        "&*",
-                        "+@all",
-                        "--user",
-                        "default",
-                        "off",
-                        "--cluster-port",
-                    ]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .chain([common::free_port().to_string()])
-                    .collect()
-                })
-            })
-            .collect();
-        let mut cmd = std::process::Command::new("redis-cli");
-        cmd.args(["--user", "app", "--pass", "s3cret-pass", "--no-auth-warning", "--cluster", "create"]);
-        for n in &nodes {
-            cmd.arg(format!("127.0.0.1:{}", n.port));
-        }
-        assert!(cmd.arg("--cluster-yes").output().unwrap().status.success());
-        nodes
-    };
-    let hosts: Vec<String> = cluster.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-    let url = |auth: &str| format!("redis+cluster://{auth}@{}/", hosts.join(","));
-    let mut connected = None;
-    for _ in 0..100 {
-        match Client::connect(&url("app:s3cret-pass"), ClientOptions::default()).await {
-            Ok(c) => {
-                connected = Some(c);
-                break;
-            }
-            // The cluster may still be converging.
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-    let client = connected.expect("ACL user connects");
+    // Every node has an ACL user and no default user; cluster nodes talk to each other on the
+    // bus without it. The testbed creates the cluster and checks it as that user.
+    let cluster = Cluster::builder()
+        // One word per argument: redis-server quotes each as one token.
+        .args(["--user", "app", "on", ">s3cret-pass", "~*", "&*", "+@all", "--user", "default", "off"])
+        .auth("app", "s3cret-pass")
+        .start()
+        .unwrap();
+    let url = |auth: &str| format!("redis+cluster://{auth}@{}/", cluster.hosts());
+    let client = Client::connect(&url("app:s3cret-pass"), ClientOptions::default()).await.unwrap();
     let owner = client.new_owner();
     let lock = client.lock("acl-lock").unwrap();
     lock.acquire(&owner).await.unwrap();
@@ -230,7 +184,7 @@ async fn killing_a_master_with_and_without_replica_sync() {
     // 3 masters + 3 replicas. `cluster-require-full-coverage` stays at its default (yes): while
     // a master is down and not yet replaced, the whole cluster refuses commands, so leases
     // must outlast the failover (about 2-4 s here); a 10 s watchdog lease does.
-    let mut cluster = Cluster::start(3, 1);
+    let mut cluster = Cluster::start(3, 1).unwrap();
     let long = ClientOptions::default().with_watchdog_timeout(Duration::from_secs(10));
 
     // --- A: healthy replicas, replica sync on (the default off a single server).
@@ -240,20 +194,20 @@ async fn killing_a_master_with_and_without_replica_sync() {
     let owner = a.new_owner();
     let names: Vec<String> = (0..60).map(|i| format!("job-{i}")).collect();
     let locks: Vec<_> = names.iter().map(|n| a.lock(n).unwrap()).collect();
-    let waits = cluster.calls("wait");
+    let waits = cluster_calls(&cluster, "wait");
     for l in &locks {
         l.acquire(&owner).await.unwrap();
     }
-    assert!(cluster.calls("wait") >= waits + 60, "each acquire waited for a replica");
+    assert!(cluster_calls(&cluster, "wait") >= waits + 60, "each acquire waited for a replica");
     // When acquire returned, a replica had the lock.
     for n in &names {
-        let shard = cluster.shard_of(n);
-        let on_replica: bool = cluster.conn(shard.replicas[0]).hexists(n, owner.as_str()).unwrap();
+        let shard = cluster.shard_of(n).unwrap();
+        let on_replica: bool = conn_to(shard.replicas[0]).hexists(n, owner.as_str()).unwrap();
         assert!(on_replica, "{n} on the replica of {}", shard.master);
     }
 
     // A contender waits on a lock of the shard whose master we kill.
-    let victim = cluster.shard_of(&names[0]);
+    let victim = cluster.shard_of(&names[0]).unwrap();
     // The waiter rides out the failover: its attempts fail with Connection errors (the master
     // is gone, then CLUSTERDOWN) and are retried.
     let b = Client::connect(&cluster.url(), long.clone().with_retry_attempts(20)).await.unwrap();
@@ -266,10 +220,10 @@ async fn killing_a_master_with_and_without_replica_sync() {
     wait_subscribed(&cluster, &names[0], true).await;
 
     let killed = Instant::now();
-    cluster.node(victim.master).kill();
+    cluster.node(victim.master).unwrap().kill();
     let new_master = victim.replicas[0];
     wait_for(Duration::from_secs(30), "the replica to take over", || {
-        let shards = cluster.shards_from(new_master);
+        let shards = cluster.shards_from(new_master).unwrap_or_default();
         shards.iter().any(|s| s.master == new_master)
     });
     let failover = killed.elapsed();
@@ -280,10 +234,9 @@ async fn killing_a_master_with_and_without_replica_sync() {
     // Renewals that were in flight when the master died stall until the cluster client has
     // the new topology, then are retried; one lands on the new master well inside the lease
     // (a fresh renewal puts the PTTL back near 10 s; without one it only falls).
-    let renewed = eventually(Duration::from_secs(9), || {
-        cluster.conn(new_master).pttl::<_, i64>(&names[0]).unwrap() > 8500
-    })
-    .await;
+    let renewed =
+        eventually(Duration::from_secs(9), || conn_to(new_master).pttl::<_, i64>(&names[0]).unwrap() > 8500)
+            .await;
     assert!(renewed, "renewed on the new master within the lease");
     assert!(a_lost.lock().unwrap().is_empty(), "lost: {:?}", a_lost.lock().unwrap());
     if contender.is_finished() {
@@ -309,12 +262,12 @@ async fn killing_a_master_with_and_without_replica_sync() {
     let payments = (0..)
         .map(|i| format!("payments-{i}"))
         .find(|n| {
-            let s = cluster.shard_of(n);
+            let s = cluster.shard_of(n).unwrap();
             s.master != victim.master && s.master != new_master && !s.replicas.is_empty()
         })
         .unwrap();
     let payments = payments.as_str();
-    let shard = cluster.shard_of(payments);
+    let shard = cluster.shard_of(payments).unwrap();
     let unsynced =
         Client::connect(&cluster.url(), long.clone().with_replica_sync(Some(false))).await.unwrap();
     let synced = Client::connect(
@@ -325,7 +278,7 @@ async fn killing_a_master_with_and_without_replica_sync() {
     .unwrap();
     let u_lost = lost_events(&unsynced);
     let (u, s) = (unsynced.new_owner(), synced.new_owner());
-    cluster.node(shard.replicas[0]).signal("STOP");
+    cluster.node(shard.replicas[0]).unwrap().sigstop().unwrap();
     // With sync the acquire fails, and is undone: the lock is not left behind. (Same slot as
     // the unsynced lock below, so the same stopped replica.)
     let refunds = format!("{{{payments}}}:refunds");
@@ -334,21 +287,21 @@ async fn killing_a_master_with_and_without_replica_sync() {
     let err = synced.lock(refunds).unwrap().acquire(&s).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert!(err.to_string().contains("no replica acknowledged"), "{err}");
-    let left: bool = cluster.conn(shard.master).exists(refunds).unwrap();
+    let left: bool = conn_to(shard.master).exists(refunds).unwrap();
     assert!(!left, "an unsynced acquire is undone");
     // The replica lags behind a big write: 32 MB overflow the loopback socket buffers (about
     // 10 MB), so what the master replicates next waits in its own memory...
     let filler = format!("{{{payments}}}:filler");
-    let _: () = cluster.conn(shard.master).set(&filler, vec![b'x'; 32 << 20]).unwrap();
+    let _: () = conn_to(shard.master).set(&filler, vec![b'x'; 32 << 20]).unwrap();
     // ...and without sync the acquire succeeds although no replica has it.
     unsynced.lock(payments).unwrap().acquire(&u).await.unwrap();
 
     let killed = Instant::now();
-    cluster.node(shard.master).kill();
-    cluster.node(shard.replicas[0]).signal("CONT");
+    cluster.node(shard.master).unwrap().kill();
+    cluster.node(shard.replicas[0]).unwrap().sigcont().unwrap();
     let promoted = shard.replicas[0];
     wait_for(Duration::from_secs(30), "the lagging replica to take over", || {
-        cluster.shards_from(promoted).iter().any(|s| s.master == promoted)
+        cluster.shards_from(promoted).unwrap_or_default().iter().any(|s| s.master == promoted)
     });
     let failover = killed.elapsed();
     // The promoted replica never saw the unsynced hold: another client gets the lock, and the

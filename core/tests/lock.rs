@@ -7,15 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, RedisServer};
+use common::{eventually, Inspect as _, Server};
 use redis::Commands;
 use rlock::{Client, ClientOptions, ErrorKind, LostReason, Released, Ttl};
 
-async fn client(server: &RedisServer) -> Client {
+async fn client(server: &Server) -> Client {
     Client::connect(&server.url(), ClientOptions::default()).await.unwrap()
 }
 
-async fn client_with(server: &RedisServer, options: ClientOptions) -> Client {
+async fn client_with(server: &Server, options: ClientOptions) -> Client {
     Client::connect(&server.url(), options).await.unwrap()
 }
 
@@ -25,7 +25,7 @@ fn short_watchdog() -> ClientOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_release_and_reentrancy_in_redisson_layout() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let owner = c.new_owner();
     let lock = c.lock("orders").unwrap();
@@ -75,7 +75,7 @@ async fn acquire_release_and_reentrancy_in_redisson_layout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_publishes_unlock_message_on_redisson_channel() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let owner = c.new_owner();
     let lock = c.lock("chan").unwrap();
@@ -92,7 +92,7 @@ async fn release_publishes_unlock_message_on_redisson_channel() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_acquire_honours_the_wait_bound() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let (a, b) = (c.new_owner(), c.new_owner());
     let lock = c.lock("bound").unwrap();
@@ -109,7 +109,7 @@ async fn try_acquire_honours_the_wait_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_lease_lets_another_owner_in_and_late_release_is_not_held() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let (a, b) = (c.new_owner(), c.new_owner());
     let lock = c.lock("lease").unwrap();
@@ -128,7 +128,7 @@ async fn expired_lease_lets_another_owner_in_and_late_release_is_not_held() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_keeps_a_one_second_lease_alive_for_five_seconds() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client_with(&server, short_watchdog()).await;
     let owner = c.new_owner();
     let lock = c.lock("dog").unwrap();
@@ -144,7 +144,7 @@ async fn watchdog_keeps_a_one_second_lease_alive_for_five_seconds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explicit_lease_is_not_renewed() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client_with(&server, short_watchdog()).await;
     let owner = c.new_owner();
     let lock = c.lock("fixed").unwrap();
@@ -157,7 +157,7 @@ async fn explicit_lease_is_not_renewed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_hold_stops_renewal() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let opts = ClientOptions::default()
         .with_watchdog_timeout(Duration::from_millis(300))
         .with_max_hold(Some(Duration::from_millis(600)));
@@ -176,7 +176,7 @@ async fn max_hold_stops_renewal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiter_wakes_by_pubsub_and_sends_nothing_while_waiting() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let c2 = client(&server).await;
     let (a, b) = (c.new_owner(), c2.new_owner());
@@ -206,7 +206,7 @@ async fn waiter_wakes_by_pubsub_and_sends_nothing_while_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_subscription_per_name_shared_by_local_waiters() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let holder = c.new_owner();
     let lock = c.lock("shared").unwrap();
@@ -236,7 +236,7 @@ async fn one_subscription_per_name_shared_by_local_waiters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_acquires_leave_no_hold_renewal_or_subscription() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client_with(&server, short_watchdog()).await;
     let holder = c.new_owner();
     let lock = c.lock("cancel").unwrap();
@@ -285,7 +285,7 @@ async fn cancelled_acquires_leave_no_hold_renewal_or_subscription() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_acquire_after_the_script_ran_is_undone() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let lock = c.lock("undo").unwrap();
     let mut undone = 0;
@@ -314,7 +314,7 @@ async fn cancelled_acquire_after_the_script_ran_is_undone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_owners_keep_a_non_atomic_counter_exact() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let mut tasks = Vec::new();
     for _ in 0..200 {
@@ -344,7 +344,7 @@ async fn two_hundred_owners_keep_a_non_atomic_counter_exact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let holder_client = client_with(&server, short_watchdog()).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     holder_client.on_lost(rlock::LostFilter::all(), move |e| {
@@ -383,7 +383,7 @@ async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_failure_longer_than_the_lease_marks_the_hold_lost() {
-    let mut server = RedisServer::start();
+    let mut server = Server::start().unwrap();
     let opts = short_watchdog().with_retry_attempts(0).with_command_timeout(Some(Duration::from_millis(200)));
     let c = client_with(&server, opts).await;
     let lost = Arc::new(AtomicUsize::new(0));
@@ -402,7 +402,7 @@ async fn renewal_failure_longer_than_the_lease_marks_the_hold_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_renews_in_batches() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let opts = ClientOptions::default()
         .with_watchdog_timeout(Duration::from_millis(600))
         .with_renewal_batch_size(100);
@@ -437,7 +437,7 @@ async fn futures_join<F: std::future::Future<Output = rlock::Result<()>>>(futs: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_dropped_mid_call_runs_to_the_end() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let lock = c.lock("dropped-release").unwrap();
     for i in 0..50u64 {
@@ -483,7 +483,7 @@ async fn a_release_dropped_mid_call_runs_to_the_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guard_releases_on_drop() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let owner = c.new_owner();
     let lock = c.lock("guard").unwrap();
@@ -510,7 +510,7 @@ async fn guard_releases_on_drop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_rejected_and_changes_nothing() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let owner = c.new_owner();
     let mut conn = server.conn();
@@ -569,7 +569,7 @@ async fn bad_input_is_rejected_and_changes_nothing() {
         let e = Client::connect(url, ClientOptions::default()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}: {e}");
     }
-    let dead_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead_port = rlock_testbed::ports::free_port().unwrap();
     let quick = ClientOptions::default().with_retry_attempts(0).with_connect_timeout(Duration::from_secs(2));
     let e = Client::connect(&format!("redis://127.0.0.1:{dead_port}/"), quick).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
@@ -583,15 +583,15 @@ async fn bad_input_is_rejected_and_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_password_is_a_typed_error_that_hides_the_password() {
-    let server = RedisServer::start_with(&["--requirepass", "s3cret-pw"]);
-    let url = |pw: &str| format!("redis://default:{pw}@127.0.0.1:{}/", server.port);
+    let server = Server::with_args(&["--requirepass", "s3cret-pw"]).unwrap();
+    let url = |pw: &str| format!("redis://default:{pw}@127.0.0.1:{}/", server.port());
     let e = Client::connect(&url("wrong-pw"), ClientOptions::default()).await.unwrap_err();
     // Redis refused the login: a Redis error (RLOCK_REDIS in C, as rlock.h promises), not a
     // connection failure that callers would retry.
     assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
     assert!(!e.to_string().contains("wrong-pw"), "the password leaked into: {e}");
     assert!(!format!("{e:?}").contains("wrong-pw"), "the password leaked into: {e:?}");
-    let e = Client::connect(&format!("redis://127.0.0.1:{}/", server.port), ClientOptions::default()).await;
+    let e = Client::connect(&format!("redis://127.0.0.1:{}/", server.port()), ClientOptions::default()).await;
     let e = match e {
         Ok(c) => c.lock("x").unwrap().is_locked().await.unwrap_err(),
         Err(e) => e,
@@ -606,7 +606,7 @@ async fn wrong_password_is_a_typed_error_that_hides_the_password() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_wakes_waiters_with_closed() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let (a, b) = (c.new_owner(), c.new_owner());
     let lock = c.lock("closing").unwrap();
@@ -638,7 +638,7 @@ async fn unix_socket_url_works() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("redis.sock");
     let sock_s = sock.to_str().unwrap().to_owned();
-    let server = RedisServer::start_with(&["--unixsocket", &sock_s, "--unixsocketperm", "700"]);
+    let server = Server::with_args(&["--unixsocket", &sock_s, "--unixsocketperm", "700"]).unwrap();
     assert!(eventually(Duration::from_secs(5), || sock.exists()).await);
     let c = Client::connect(&format!("redis+unix://{sock_s}"), ClientOptions::default()).await.unwrap();
     let owner = c.new_owner();
@@ -650,7 +650,7 @@ async fn unix_socket_url_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_are_reloaded_after_script_flush() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let owner = c.new_owner();
     let lock = c.lock("flush").unwrap();
@@ -664,7 +664,7 @@ async fn scripts_are_reloaded_after_script_flush() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_pubsub_connection_resubscribes_and_waiters_still_wake() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let c = client(&server).await;
     let holder_client = client(&server).await;
     let holder = holder_client.new_owner();
@@ -687,8 +687,7 @@ async fn killed_pubsub_connection_resubscribes_and_waiters_still_wake() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holders_and_waiters_survive_a_server_restart() {
-    let mut server = RedisServer::start();
-    let port = server.port;
+    let mut server = Server::start().unwrap();
     let opts = short_watchdog().with_retry_delay(Duration::from_millis(200)).with_retry_attempts(20);
     let c = client_with(&server, opts.clone()).await;
     let lost = Arc::new(AtomicUsize::new(0));
@@ -706,7 +705,7 @@ async fn holders_and_waiters_survive_a_server_restart() {
     );
     server.kill();
     // The same port, an empty dataset: the hold is gone.
-    let restarted = RedisServer::start_on(port);
+    server.restart().unwrap();
     assert!(
         eventually(Duration::from_secs(15), || lost.load(Ordering::SeqCst) == 1).await,
         "no lost notification"
@@ -715,7 +714,6 @@ async fn holders_and_waiters_survive_a_server_restart() {
     assert!(lock.is_held(&o).await.unwrap());
     assert_eq!(lock.release(&holder).await.unwrap_err().kind(), ErrorKind::Lost);
     lock.release(&o).await.unwrap();
-    drop(restarted);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -724,8 +722,7 @@ async fn a_waiter_done_after_an_outage_leaves_no_subscription_behind() {
     // attempts, so the waiter's UNSUBSCRIBE (after it acquired) fails; the crate keeps the channel
     // in its resubscription set and subscribes it again when it reconnects. The client must drop
     // that stray subscription again.
-    let mut server = RedisServer::start();
-    let port = server.port;
+    let mut server = Server::start().unwrap();
     let c = client(&server).await;
     let holder_client = client(&server).await;
     let holder = holder_client.new_owner();
@@ -736,14 +733,14 @@ async fn a_waiter_done_after_an_outage_leaves_no_subscription_behind() {
     assert!(eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await);
     server.kill();
     tokio::time::sleep(Duration::from_secs(2)).await; // the outage
-    let restarted = RedisServer::start_on(port); // empty: the lock is free
+    server.restart().unwrap(); // the same port, empty: the lock is free
     let o = tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
     assert_eq!(c.lock("outage").unwrap().release(&o).await.unwrap(), Released::Unlocked);
     assert_eq!(c.waited_channels(), 0);
     assert!(
-        eventually(Duration::from_secs(10), || restarted.pubsub_channels().is_empty()).await,
+        eventually(Duration::from_secs(10), || server.pubsub_channels().is_empty()).await,
         "subscribed after the waiter left: {:?}",
-        restarted.pubsub_channels()
+        server.pubsub_channels()
     );
 }
 
@@ -753,11 +750,7 @@ async fn subscriptions_come_back_after_an_outage_longer_than_the_reconnect_attem
     // the next request, so after a long outage nothing brought the pub/sub connection back and a
     // waiter slept until the holder's lease ran out (here 30 s) instead of waking on the unlock.
     // The server keeps its data (AOF), so the hold survives the restart.
-    let data = tempfile::tempdir().unwrap();
-    let dir = data.path().to_str().unwrap().to_owned();
-    let persistent = ["--appendonly", "yes", "--appendfsync", "always", "--dir", &dir];
-    let mut server = RedisServer::start_with(&persistent);
-    let port = server.port;
+    let mut server = Server::builder().appendonly(true).start().unwrap();
     let c = client(&server).await;
     let holder_client = client(&server).await;
     let holder = holder_client.new_owner();
@@ -769,17 +762,17 @@ async fn subscriptions_come_back_after_an_outage_longer_than_the_reconnect_attem
     assert!(eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await);
     server.kill();
     tokio::time::sleep(Duration::from_secs(2)).await; // the outage
-    let restarted = RedisServer::start_on_with(port, &persistent);
-    // Until it has loaded the AOF the server answers LOADING.
+    server.restart().unwrap(); // the same port and directory: the AOF comes back
+                               // The hold came back with the append-only file.
     let kept = || {
-        redis::Client::open(restarted.url())
+        redis::Client::open(server.url())
             .and_then(|c| c.get_connection())
             .and_then(|mut c| c.exists::<_, bool>("kept"))
             .unwrap_or(false)
     };
     assert!(eventually(Duration::from_secs(10), kept).await, "the AOF should have kept the lock");
     assert!(
-        eventually(Duration::from_secs(10), || restarted.numsub(channel) == 1).await,
+        eventually(Duration::from_secs(10), || server.numsub(channel) == 1).await,
         "the waiter's subscription did not come back"
     );
     hl.release(&holder).await.unwrap();
@@ -793,7 +786,7 @@ async fn subscriptions_come_back_after_an_outage_longer_than_the_reconnect_attem
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     let opts = ClientOptions::default()
         .with_command_timeout(Some(Duration::from_millis(300)))
         .with_retry_attempts(0)
@@ -802,7 +795,7 @@ async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
     let (a, b) = (c.new_owner(), c.new_owner());
     let lock = c.lock("stopped").unwrap();
     lock.acquire(&a).await.unwrap();
-    server.signal("STOP");
+    server.sigstop().unwrap();
     let start = Instant::now();
     assert_eq!(lock.is_locked().await.unwrap_err().kind(), ErrorKind::Timeout);
     assert_eq!(
@@ -810,7 +803,7 @@ async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
         ErrorKind::Timeout
     );
     assert!(start.elapsed() < Duration::from_secs(5));
-    server.signal("CONT");
+    server.sigcont().unwrap();
     // The connection comes back by itself; the hold survived the pause (lease 5 s).
     let mut ok = false;
     for _ in 0..50 {
@@ -829,7 +822,7 @@ async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_command_connections_keep_locks_exact() {
-    let server = RedisServer::start();
+    let server = Server::start().unwrap();
     for bad in [0, 9] {
         let e = Client::connect(&server.url(), ClientOptions::default().with_command_connections(bad))
             .await

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::Inspect as _;
 use redis::{Commands, Script};
 
 const ACQUIRE: &str = include_str!("../src/scripts/lua/acquire.lua");
@@ -11,7 +12,7 @@ const RENEW: &str = include_str!("../src/scripts/lua/renew.lua");
 
 #[test]
 fn a_retried_release_reads_back_the_first_outcome() {
-    let server = common::RedisServer::start();
+    let server = common::Server::start().unwrap();
     let mut c = server.conn();
     let acquire = Script::new(ACQUIRE);
     let release = Script::new(RELEASE);
@@ -50,7 +51,7 @@ fn a_retried_release_reads_back_the_first_outcome() {
 
 #[test]
 fn renew_reports_each_hold_and_survives_a_wrong_type_key() {
-    let server = common::RedisServer::start();
+    let server = common::Server::start().unwrap();
     let mut c = server.conn();
     let acquire = Script::new(ACQUIRE);
     let renew = Script::new(RENEW);

@@ -7,8 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::eventually;
-use common::topology::{wait_for, SentinelSet};
+use common::{eventually, numsub_on as numsub, wait_for, Inspect as _, SentinelSet};
 use redis::Commands as _;
 use rlock::{Client, ClientOptions, ErrorKind, LostEvent, LostReason, Topology};
 
@@ -19,15 +18,6 @@ fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
     events
 }
 
-fn numsub(port: u16, channel: &str) -> i64 {
-    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
-    let v: Vec<redis::Value> = redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query(&mut c).unwrap();
-    match v.get(1) {
-        Some(redis::Value::Int(n)) => *n,
-        _ => 0,
-    }
-}
-
 /// A 10 s lease outlasts the failover (about 3-6 s here); calls during it are retried.
 fn options() -> ClientOptions {
     ClientOptions::default().with_watchdog_timeout(Duration::from_secs(10)).with_retry_attempts(10)
@@ -35,7 +25,7 @@ fn options() -> ClientOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
-    let mut set = SentinelSet::start();
+    let mut set = SentinelSet::start().unwrap();
     let a = Client::connect(&set.url(), options()).await.unwrap();
     assert_eq!(a.topology(), Topology::Sentinel);
     assert!(a.replica_sync(), "on by default behind Sentinel, as Redisson");
@@ -46,7 +36,7 @@ async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
     lock.acquire(&owner).await.unwrap();
     // The acquire waited for the replica, which has the hold.
     assert!(set.master.calls("wait") >= 1);
-    let on_replica: bool = set.replica.conn().hexists("orders", owner.as_str()).unwrap();
+    let on_replica: bool = set.replicas[0].conn().hexists("orders", owner.as_str()).unwrap();
     assert!(on_replica);
 
     let b = Client::connect(&set.url(), options().with_retry_attempts(30)).await.unwrap();
@@ -57,12 +47,12 @@ async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
         tokio::spawn(async move { l.acquire(&o).await.map(|_| Instant::now()) })
     };
     let channel = "redisson_lock__channel:{orders}";
-    let master_port = set.master.port;
+    let master_port = set.master.port();
     assert!(eventually(Duration::from_secs(5), || numsub(master_port, channel) == 1).await);
 
     let killed = Instant::now();
     set.master.kill();
-    let new_master = set.replica.port;
+    let new_master = set.replicas[0].port();
     wait_for(Duration::from_secs(60), "the sentinels to promote the replica", || {
         set.reported_master() == Some(new_master)
     });
@@ -82,9 +72,10 @@ async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
         eventually(Duration::from_secs(10), || numsub(new_master, channel) == 1).await,
         "waiter resubscribed"
     );
-    let renewed =
-        eventually(Duration::from_secs(9), || set.replica.conn().pttl::<_, i64>("orders").unwrap() > 8500)
-            .await;
+    let renewed = eventually(Duration::from_secs(9), || {
+        set.replicas[0].conn().pttl::<_, i64>("orders").unwrap() > 8500
+    })
+    .await;
     assert!(renewed, "renewed on the new master within the lease");
     assert!(a_lost.lock().unwrap().is_empty(), "lost: {:?}", a_lost.lock().unwrap());
     if waiter.is_finished() {
@@ -109,7 +100,7 @@ async fn the_client_follows_a_failover_with_its_holds_and_waiters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_replica_sync_a_fresh_hold_can_vanish_in_a_failover() {
-    let mut set = SentinelSet::start();
+    let mut set = SentinelSet::start().unwrap();
     let unsynced = Client::connect(&set.url(), options().with_replica_sync(Some(false))).await.unwrap();
     let synced = Client::connect(
         &set.url(),
@@ -120,7 +111,7 @@ async fn without_replica_sync_a_fresh_hold_can_vanish_in_a_failover() {
     let u_lost = lost_events(&unsynced);
     let (u, s) = (unsynced.new_owner(), synced.new_owner());
 
-    set.replica.signal("STOP");
+    set.replicas[0].sigstop().unwrap();
     // With sync, no replica acknowledges: the acquire fails and is undone.
     let err = synced.lock("refunds").unwrap().acquire(&s).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
@@ -133,8 +124,8 @@ async fn without_replica_sync_a_fresh_hold_can_vanish_in_a_failover() {
 
     let killed = Instant::now();
     set.master.kill();
-    set.replica.signal("CONT");
-    let new_master = set.replica.port;
+    set.replicas[0].sigcont().unwrap();
+    let new_master = set.replicas[0].port();
     wait_for(Duration::from_secs(60), "the sentinels to promote the replica", || {
         set.reported_master() == Some(new_master)
     });

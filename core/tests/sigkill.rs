@@ -27,7 +27,7 @@ fn main() {
         return;
     }
 
-    let server = common::RedisServer::start();
+    let server = common::Server::start().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env("RLOCK_TEST_HOLDER_URL", server.url())
         .stdout(Stdio::piped())

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make chaos: the fault suite across all surfaces (Rust, Python, Node, C).
 
-Each case starts its own redis-server on a free 127.0.0.1 port in a temporary directory, starts
+Each case starts its own redis-server (through rlock-testbed, tests/testbed.py: 127.0.0.1, a port
+outside the kernel's ephemeral range, a temporary directory), starts
 workers of every surface (tests/chaos/worker.*, core/examples/chaos.rs) that speak one
 line protocol (a command per stdin line, JSON event lines on stdout), injects its fault, and
 asserts on the workers' events and on what Redis holds. Every case runs under a hard time bound
@@ -18,7 +19,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +31,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import redis
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from testbed import Testbed, free_port  # noqa: E402
 SURFACES = ("rust", "python", "node", "c")
 # Where each surface's waiter comes from in the holder/waiter cases: never its own surface.
 NEXT = {"rust": "python", "python": "node", "node": "c", "c": "rust"}
@@ -69,52 +71,25 @@ def eventually(cond: Callable[[], bool], limit: float, what: str, step: float = 
     return time.monotonic() - start
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def channel(name: str) -> str:
     return f"redisson_lock__channel:{{{name}}}"
 
 
 class Server:
-    """A private redis-server: loopback only, a free port, a temporary directory, no persistence."""
+    """A private redis-server from rlock-testbed: loopback only, a port outside the ephemeral
+    range, a temporary directory, no persistence unless asked (then an append-only file that
+    survives restart()). rlock-testbed kills and restarts it, and removes it when closed."""
 
-    def __init__(self, tmp: Path, password: Optional[str] = None, persistent: bool = False) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="redis-", dir=tmp))
+    def __init__(self, password: Optional[str] = None, persistent: bool = False) -> None:
+        args = (["--requirepass", password] if password else []) + (["--appendonly"] if persistent else [])
+        self.testbed = Testbed("single", *args)
         self.password = password
-        self.persistent = persistent  # an append-only file in self.dir survives restart()
-        self.proc: Optional[subprocess.Popen[bytes]] = None
-        for _ in range(20):
-            self.port = free_port()
-            if self._launch():
-                return
-        raise Fail("could not start redis-server")
-
-    def _launch(self) -> bool:
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always",
-                "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log")]
-        if self.password:
-            args += ["--requirepass", self.password]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                if self.conn(timeout=1).ping():
-                    return True
-            except redis.exceptions.RedisError:
-                pass
-            time.sleep(0.01)
-        self.kill()
-        return False
+        self.port = self.testbed.port
+        self.paused = False
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}"
+        return self.testbed.url
 
     def conn(self, timeout: float = 5) -> redis.Redis:
         return redis.Redis(port=self.port, password=self.password, socket_timeout=timeout, decode_responses=True)
@@ -122,23 +97,24 @@ class Server:
     def restart(self, down: float) -> None:
         """SIGKILL, `down` seconds without a server, then a new server on the same port (with an
         empty dataset, unless persistent)."""
-        self.kill()
+        self.testbed.kill()
         time.sleep(down)  # the length of the outage, not a wait for anything
-        deadline = time.monotonic() + 10
-        while not self._launch():
-            if time.monotonic() > deadline:
-                raise Fail("could not restart redis-server on its port")
+        self.testbed.restart()
 
     def signal(self, sig: int) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
+        """SIGSTOP or SIGCONT."""
+        if sig == signal.SIGSTOP:
+            self.testbed.stop()
+            self.paused = True
+        elif sig == signal.SIGCONT:
+            self.testbed.cont()
+            self.paused = False
+        else:
+            raise ValueError(f"signal {sig}: only SIGSTOP and SIGCONT")
 
     def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-        if self.proc:
-            self.proc.wait()
+        """Stops the server for good (rlock-testbed kills it and removes its directory)."""
+        self.testbed.close()
 
     def evals(self) -> int:
         """Script calls recorded by INFO commandstats (EVALSHA and EVAL)."""
@@ -246,7 +222,7 @@ class Ctx:
         self.workers: List[Worker] = []
 
     def server(self, password: Optional[str] = None, persistent: bool = False) -> Server:
-        s = Server(self.tmp, password, persistent)
+        s = Server(password, persistent)
         self.servers.append(s)
         return s
 
@@ -262,8 +238,11 @@ class Ctx:
 
     def cleanup(self) -> None:
         for s in self.servers:  # a stopped server must not keep workers hanging
-            if s.proc and s.proc.poll() is None:
-                s.proc.send_signal(signal.SIGCONT)
+            if s.paused:
+                try:
+                    s.signal(signal.SIGCONT)
+                except Exception:  # the case was interrupted mid-command: killing it is enough
+                    pass
         for w in self.workers:
             w.kill()
         for s in self.servers:

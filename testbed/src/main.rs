@@ -1,0 +1,329 @@
+//! `rlock-testbed`: private redis-servers for the test suites that are not written in Rust.
+//!
+//! It starts a topology, prints ONE JSON line describing it on stdout, then stays in the
+//! foreground as its supervisor: it stops everything and exits when its stdin reaches EOF (so a
+//! test process that dies takes its servers with it), on `quit`, or on SIGTERM/SIGINT/SIGHUP.
+//! Meanwhile it takes one command per stdin line and answers each with one JSON line.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rlock_testbed::describe::Topology;
+use rlock_testbed::server::LOG_LINES;
+use rlock_testbed::{ports, Certs, Cluster, Error, Result, SentinelSet, Server, TlsFiles};
+use serde_json::{json, Value};
+
+const USAGE: &str = "\
+usage: rlock-testbed TOPOLOGY [OPTIONS] [-- REDIS-SERVER-ARGS...]
+
+Starts private redis-servers on 127.0.0.1 (ports outside the kernel's ephemeral range), prints one
+JSON line describing them (url, host, ports, pids, dirs, logs, nodes), and keeps them until its
+stdin reaches EOF, `quit`, or SIGTERM/SIGINT/SIGHUP; then stops them and removes their directories.
+
+topologies:
+  single     one server      [--requirepass P] [--appendonly] [--tls]
+  tls        single --tls    (TLS port with a CA and certificate made by openssl)
+  cluster    Redis Cluster   [--masters 3] [--replicas 0] [--node-timeout 1000] [--tls]
+  tls-cluster cluster --tls
+  sentinel   master + replica(s) + 3 sentinels watching 'mymaster'  [--replicas 1] [--down-after 1000]
+  port       print {\"port\": N}, a free port outside the ephemeral range, and exit
+
+arguments after `--` go to every data node's redis-server command line.
+
+stdin commands (NODE: a name from \"nodes\", a port, or an index; may be left out with one node):
+  kill [NODE]       SIGKILL
+  restart [NODE]    start again on the same ports in the same directory (AOF data comes back)
+  stop [NODE]       SIGSTOP
+  cont [NODE]       SIGCONT
+  log [NODE] [N]    the last N (60) lines of its log
+  info              the description again (current pids)
+  quit              stop everything and exit
+each answered with one JSON line: {\"ok\": true, ...} or {\"ok\": false, \"error\": \"...\"}.
+";
+
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Args {
+    kind: String,
+    requirepass: Option<String>,
+    appendonly: bool,
+    tls: bool,
+    masters: Option<usize>,
+    replicas: Option<usize>,
+    node_timeout_ms: Option<u64>,
+    down_after_ms: Option<u64>,
+    extra: Vec<String>,
+}
+
+fn parse(argv: &[String]) -> std::result::Result<Args, String> {
+    let mut it = argv.iter();
+    let kind = it.next().ok_or("no topology given")?.clone();
+    let mut a = Args { kind, ..Args::default() };
+    match a.kind.as_str() {
+        "single" | "cluster" | "sentinel" | "port" | "help" | "--help" | "-h" => {}
+        "tls" => {
+            a.kind = "single".into();
+            a.tls = true;
+        }
+        "tls-cluster" => {
+            a.kind = "cluster".into();
+            a.tls = true;
+        }
+        other => return Err(format!("unknown topology {other:?}")),
+    }
+    fn value<'a, T: std::str::FromStr>(
+        flag: &str,
+        it: &mut impl Iterator<Item = &'a String>,
+    ) -> std::result::Result<T, String> {
+        let v = it.next().ok_or(format!("{flag} needs a value"))?;
+        v.parse().map_err(|_| format!("{flag}: bad value {v:?}"))
+    }
+    while let Some(arg) = it.next() {
+        let k = a.kind.as_str();
+        match arg.as_str() {
+            "--" => {
+                a.extra = it.by_ref().cloned().collect();
+            }
+            "--requirepass" if k == "single" => a.requirepass = Some(value("--requirepass", &mut it)?),
+            "--appendonly" if k == "single" => a.appendonly = true,
+            "--tls" if k == "single" || k == "cluster" => a.tls = true,
+            "--masters" if k == "cluster" => a.masters = Some(value("--masters", &mut it)?),
+            "--replicas" if k == "cluster" || k == "sentinel" => {
+                a.replicas = Some(value("--replicas", &mut it)?)
+            }
+            "--node-timeout" if k == "cluster" => a.node_timeout_ms = Some(value("--node-timeout", &mut it)?),
+            "--down-after" if k == "sentinel" => a.down_after_ms = Some(value("--down-after", &mut it)?),
+            other => return Err(format!("{k}: unknown option {other:?}")),
+        }
+    }
+    Ok(a)
+}
+
+fn start(a: &Args, tls: Option<&TlsFiles>) -> Result<Topology> {
+    Ok(match a.kind.as_str() {
+        "single" => {
+            let mut b = Server::builder().name("server").die_with_parent(true).appendonly(a.appendonly);
+            if let Some(pw) = &a.requirepass {
+                b = b.password(pw.clone());
+            }
+            if let Some(files) = tls {
+                b = b.tls(files);
+            }
+            Topology::Single(b.args(a.extra.iter().cloned()).start()?)
+        }
+        "cluster" => {
+            let mut b = Cluster::builder().die_with_parent(true).args(a.extra.iter().cloned());
+            if let Some(n) = a.masters {
+                b = b.masters(n);
+            }
+            if let Some(n) = a.replicas {
+                b = b.replicas(n);
+            }
+            if let Some(ms) = a.node_timeout_ms {
+                b = b.node_timeout(Duration::from_millis(ms));
+            }
+            if let Some(files) = tls {
+                b = b.tls(files);
+            }
+            Topology::Cluster(b.start()?)
+        }
+        "sentinel" => {
+            let mut b = SentinelSet::builder().die_with_parent(true);
+            if let Some(n) = a.replicas {
+                b = b.replicas(n);
+            }
+            if let Some(ms) = a.down_after_ms {
+                b = b.down_after(Duration::from_millis(ms));
+            }
+            Topology::Sentinel(b.start()?)
+        }
+        other => return Err(Error::new(format!("cannot start {other:?}"))),
+    })
+}
+
+fn fail(command: &str, e: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "command": command, "error": e.to_string()})
+}
+
+/// Runs one stdin command; returns its answer and whether to quit.
+fn handle(topo: &mut Topology, tls: Option<&TlsFiles>, line: &str) -> (Value, bool) {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let Some((&command, rest)) = words.split_first() else {
+        return (fail("", "empty command"), false);
+    };
+    let node_command = |topo: &mut Topology, node: Option<&str>| -> Value {
+        let (name, server) = match topo.node_mut(node) {
+            Ok(x) => x,
+            Err(e) => return fail(command, e),
+        };
+        let done = match command {
+            "kill" => {
+                server.kill();
+                Ok(())
+            }
+            "restart" => server.restart(),
+            "stop" => server.sigstop(),
+            "cont" => server.sigcont(),
+            _ => Err(Error::new("unknown command")),
+        };
+        match done {
+            Ok(()) => {
+                json!({"ok": true, "command": command, "node": name, "port": server.port(), "pid": server.pid()})
+            }
+            Err(e) => fail(command, e),
+        }
+    };
+    let answer = match (command, rest) {
+        ("kill" | "restart" | "stop" | "cont", [] | [_]) => node_command(topo, rest.first().copied()),
+        ("log", [] | [_] | [_, _]) => {
+            let (node, lines) = match rest {
+                [n] if n.parse::<usize>().is_ok() && topo.nodes().len() == 1 => (None, n.parse().ok()),
+                [n] => (Some(*n), None),
+                [n, l] => (Some(*n), l.parse().ok()),
+                _ => (None, None),
+            };
+            match topo.node_mut(node) {
+                Ok((name, s)) => json!({
+                    "ok": true, "command": "log", "node": name, "path": s.log_path(),
+                    "log": s.log_tail(lines.unwrap_or(LOG_LINES)),
+                }),
+                Err(e) => fail(command, e),
+            }
+        }
+        ("info", []) => {
+            let mut v = topo.summary(tls).to_json();
+            if let Some(m) = v.as_object_mut() {
+                m.insert("ok".into(), json!(true));
+                m.insert("command".into(), json!("info"));
+            }
+            v
+        }
+        ("quit", []) => return (json!({"ok": true, "command": "quit"}), true),
+        ("kill" | "restart" | "stop" | "cont" | "log" | "info" | "quit", _) => {
+            fail(command, format!("bad arguments: {line:?}"))
+        }
+        _ => {
+            fail(command, format!("unknown command {command:?} (kill, restart, stop, cont, log, info, quit)"))
+        }
+    };
+    (answer, false)
+}
+
+enum Event {
+    Line(String),
+    Eof,
+    Signal,
+}
+
+fn say(out: &mut impl Write, v: &Value) {
+    // A reader that went away is not our problem: stdin EOF will stop us.
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+fn run(argv: &[String]) -> Result<()> {
+    let args = parse(argv).map_err(|e| Error::new(format!("{e}\n\n{USAGE}")))?;
+    let mut stdout = std::io::stdout();
+    match args.kind.as_str() {
+        "help" | "--help" | "-h" => {
+            let _ = stdout.write_all(USAGE.as_bytes());
+            return Ok(());
+        }
+        "port" => {
+            say(&mut stdout, &json!({"port": ports::free_port()?}));
+            return Ok(());
+        }
+        _ => {}
+    }
+    // Both listeners first: a signal or EOF during start-up still stops what was started.
+    let (tx, rx) = mpsc::channel();
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    let to_main = tx.clone();
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if to_main.send(Event::Signal).is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(Event::Line(l)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Event::Eof);
+    });
+
+    let certs = if args.tls { Some(Certs::generate()?) } else { None };
+    let files = certs.as_ref().map(Certs::files);
+    let mut topo = start(&args, files.as_ref())?;
+    say(&mut stdout, &topo.summary(files.as_ref()).to_json());
+    while let Ok(event) = rx.recv() {
+        match event {
+            Event::Line(l) if l.trim().is_empty() => {}
+            Event::Line(l) => {
+                let (answer, quit) = handle(&mut topo, files.as_ref(), &l);
+                say(&mut stdout, &answer);
+                if quit {
+                    break;
+                }
+            }
+            Event::Eof | Event::Signal => break,
+        }
+    }
+    drop(topo); // kills every server, removes the directories
+    drop(certs);
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match run(&argv) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rlock-testbed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> std::result::Result<Args, String> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn parses_each_topology() {
+        let a = args("single --requirepass pw --appendonly -- --maxmemory 10mb").unwrap();
+        assert_eq!(a.kind, "single");
+        assert_eq!(a.requirepass.as_deref(), Some("pw"));
+        assert!(a.appendonly && !a.tls);
+        assert_eq!(a.extra, ["--maxmemory", "10mb"]);
+        let a = args("cluster --masters 4 --replicas 1 --node-timeout 2000").unwrap();
+        assert_eq!((a.masters, a.replicas, a.node_timeout_ms), (Some(4), Some(1), Some(2000)));
+        let a = args("tls-cluster").unwrap();
+        assert!(a.kind == "cluster" && a.tls);
+        let a = args("tls").unwrap();
+        assert!(a.kind == "single" && a.tls);
+        assert_eq!(args("sentinel --replicas 2").unwrap().replicas, Some(2));
+        assert!(args("").is_err());
+        assert!(args("galaxy").is_err());
+        assert!(args("single --masters 3").is_err());
+        assert!(args("cluster --replicas").is_err());
+        assert!(args("cluster --replicas x").is_err());
+    }
+}

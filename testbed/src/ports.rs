@@ -1,0 +1,240 @@
+//! Ports for private servers, chosen outside the kernel's ephemeral range.
+//!
+//! "bind port 0" hands out a port inside the ephemeral range (32768-60999 by default), where the
+//! kernel also takes the local ports of outgoing connections: between choosing such a port and
+//! redis-server binding it, any connection on the machine may take it. So the launcher reads
+//! `/proc/sys/net/ipv4/ip_local_port_range` and chooses at random among the ports from 10000 up
+//! to just below its low end (or above its high end when that range is too small), checks each
+//! is free by binding it, and never uses Redis's default ports. Ports handed out in this process
+//! stay reserved until their [`Reserved`] guard drops, so parallel tests never share one.
+
+use std::collections::hash_map::RandomState;
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, Hasher};
+use std::net::TcpListener;
+use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::{Error, Result, HOST};
+
+/// The lowest port the launcher uses.
+pub const LOWEST: u16 = 10_000;
+/// The Linux default when the range cannot be read.
+pub const DEFAULT_EPHEMERAL: (u16, u16) = (32_768, 60_999);
+/// Redis's default ports (server, cluster bus, sentinel): never used, a real server may be there.
+pub const AVOID: [u16; 3] = [6379, 16_379, 26_379];
+/// A side of the ephemeral range with fewer ports than this is too small to choose from.
+pub const MIN_RANGE: u32 = 1000;
+const RANGE_FILE: &str = "/proc/sys/net/ipv4/ip_local_port_range";
+
+/// Parses the contents of `ip_local_port_range` ("32768\t60999\n").
+pub fn parse_ephemeral(text: &str) -> Option<(u16, u16)> {
+    let mut it = text.split_whitespace().map(|w| w.parse::<u16>());
+    match (it.next(), it.next(), it.next()) {
+        (Some(Ok(low)), Some(Ok(high)), None) if low <= high => Some((low, high)),
+        _ => None,
+    }
+}
+
+/// This machine's ephemeral range, or [`DEFAULT_EPHEMERAL`].
+pub fn ephemeral_range() -> (u16, u16) {
+    std::fs::read_to_string(RANGE_FILE).ok().and_then(|t| parse_ephemeral(&t)).unwrap_or(DEFAULT_EPHEMERAL)
+}
+
+/// Where to choose ports given the ephemeral range `(low, high)`: `LOWEST..low` when it has at
+/// least [`MIN_RANGE`] ports, else `high+1..=65535` when that has, else the larger of the two
+/// (and when the ephemeral range covers everything, all of `LOWEST..=65535`).
+pub fn safe_range((low, high): (u16, u16)) -> RangeInclusive<u16> {
+    let below = u32::from(low).saturating_sub(u32::from(LOWEST));
+    let above = 65_535 - u32::from(high.max(LOWEST - 1));
+    let below_range = LOWEST..=low.saturating_sub(1);
+    let above_range = high.max(LOWEST - 1).saturating_add(1)..=65_535;
+    if below >= MIN_RANGE {
+        below_range
+    } else if above >= MIN_RANGE {
+        above_range
+    } else if below > 0 && below >= above {
+        below_range
+    } else if above > 0 {
+        above_range
+    } else {
+        LOWEST..=65_535
+    }
+}
+
+/// Whether `port` may be handed out at all (not one of [`AVOID`], not below [`LOWEST`]).
+pub fn allowed(port: u16) -> bool {
+    port >= LOWEST && !AVOID.contains(&port)
+}
+
+/// A random number from the standard library's per-process random hash keys.
+fn random() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// A port of `range` chosen with `rand`.
+pub fn pick(range: &RangeInclusive<u16>, rand: u64) -> u16 {
+    let (start, end) = (u64::from(*range.start()), u64::from(*range.end()));
+    if end < start {
+        return *range.start();
+    }
+    // The value is at most `end`, a u16.
+    u16::try_from(start + rand % (end - start + 1)).unwrap_or(*range.start())
+}
+
+/// Whether nothing listens on (or holds) 127.0.0.1:`port` right now.
+pub fn is_free(port: u16) -> bool {
+    TcpListener::bind((HOST, port)).is_ok()
+}
+
+fn taken() -> std::sync::MutexGuard<'static, BTreeSet<u16>> {
+    static TAKEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    // A panic while holding the lock cannot leave the set inconsistent: take it anyway.
+    TAKEN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Ports handed out to this process; released when dropped.
+#[derive(Debug)]
+pub struct Reserved {
+    ports: Vec<u16>,
+}
+
+impl Reserved {
+    /// The reserved ports, in the order asked for.
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let mut set = taken();
+        for p in &self.ports {
+            set.remove(p);
+        }
+    }
+}
+
+/// Reserves `n` distinct free ports outside the ephemeral range.
+pub fn reserve(n: usize) -> Result<Reserved> {
+    let range = safe_range(ephemeral_range());
+    let mut ports = Vec::with_capacity(n);
+    let mut set = taken();
+    for _ in 0..n {
+        let mut found = None;
+        for _ in 0..2000 {
+            let p = pick(&range, random());
+            if allowed(p) && !set.contains(&p) && !ports.contains(&p) && is_free(p) {
+                found = Some(p);
+                break;
+            }
+        }
+        match found {
+            Some(p) => ports.push(p),
+            None => {
+                return Err(Error::new(format!(
+                    "no free port found in {}-{} after 2000 tries",
+                    range.start(),
+                    range.end()
+                )))
+            }
+        }
+    }
+    set.extend(ports.iter().copied());
+    Ok(Reserved { ports })
+}
+
+/// A port that was free a moment ago, outside the ephemeral range (for "nothing listens here"
+/// addresses). It is not kept reserved.
+pub fn free_port() -> Result<u16> {
+    let r = reserve(1)?;
+    r.ports.first().copied().ok_or_else(|| Error::new("no port reserved"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_proc_file() {
+        assert_eq!(parse_ephemeral("32768\t60999\n"), Some((32768, 60999)));
+        assert_eq!(parse_ephemeral("  1024 65535 "), Some((1024, 65535)));
+        assert_eq!(parse_ephemeral("60999 32768"), None);
+        assert_eq!(parse_ephemeral("32768"), None);
+        assert_eq!(parse_ephemeral("a b"), None);
+        assert_eq!(parse_ephemeral("1 2 3"), None);
+        assert_eq!(parse_ephemeral(""), None);
+        assert_eq!(parse_ephemeral("32768 70000"), None);
+    }
+
+    #[test]
+    fn the_safe_range_lies_outside_the_ephemeral_range() {
+        assert_eq!(safe_range((32768, 60999)), 10_000..=32_767);
+        // Too few ports below: above the high end.
+        assert_eq!(safe_range((10_500, 60_999)), 61_000..=65_535);
+        assert_eq!(safe_range((1024, 50_000)), 50_001..=65_535);
+        // Too few on both sides: the larger.
+        assert_eq!(safe_range((10_600, 65_000)), 10_000..=10_599);
+        assert_eq!(safe_range((10_100, 65_000)), 65_001..=65_535);
+        // Nothing outside: everything from LOWEST.
+        assert_eq!(safe_range((1024, 65_535)), 10_000..=65_535);
+        for eph in [(32768, 60999), (10_500, 60_999), (1024, 50_000), (10_600, 65_000), (40_000, 40_100)] {
+            let r = safe_range(eph);
+            for rand in [0, 1, 7, 12_345, u64::MAX, u64::MAX / 3] {
+                let p = pick(&r, rand);
+                assert!(r.contains(&p));
+                assert!(p >= LOWEST);
+                assert!(p < eph.0 || p > eph.1, "{p} in {eph:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn pick_covers_the_range_ends() {
+        let r = 10_000..=10_002;
+        assert_eq!(pick(&r, 0), 10_000);
+        assert_eq!(pick(&r, 2), 10_002);
+        assert_eq!(pick(&r, 3), 10_000);
+        assert_eq!(pick(&(5..=5), 99), 5);
+    }
+
+    #[test]
+    fn redis_default_ports_are_never_allowed() {
+        for p in AVOID {
+            assert!(!allowed(p));
+        }
+        assert!(!allowed(80));
+        assert!(allowed(10_000));
+    }
+
+    #[test]
+    fn reserved_ports_are_free_distinct_outside_the_range_and_released_on_drop() {
+        let eph = ephemeral_range();
+        let r = reserve(20).unwrap();
+        let ports = r.ports().to_vec();
+        assert_eq!(ports.len(), 20);
+        let distinct: BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), 20);
+        for p in &ports {
+            assert!(allowed(*p));
+            assert!(*p < eph.0 || *p > eph.1, "{p} inside {eph:?}");
+            assert!(is_free(*p));
+            assert!(taken().contains(p));
+        }
+        drop(r);
+        let set = taken();
+        assert!(ports.iter().all(|p| !set.contains(p)));
+    }
+
+    #[test]
+    fn a_bound_port_is_not_free() {
+        let l = TcpListener::bind((HOST, 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(!is_free(port));
+    }
+}

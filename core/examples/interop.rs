@@ -377,14 +377,14 @@ async fn force(ctx: &Ctx) -> R<()> {
     ctx.send("held").await?;
     ctx.await_subscriber(a.name()).await?;
     let t0 = now_us();
-    check(a.force_unlock().await?, "force_release found no lock")?;
+    check(a.force_unlock().await?, "force_unlock found no lock")?;
     ctx.send(&format!("forced {t0}")).await?;
     // The forced-out owner's release must fail and must not touch the hold a Redisson waiter
     // may have taken meanwhile (Java checks its unlocks succeed).
     match a.release(&holder).await {
         Err(e) if matches!(e.kind(), ErrorKind::NotHeld | ErrorKind::Lost) => {}
         other => {
-            return Err(format!("release after force_release gave {other:?}, expected NotHeld or Lost").into())
+            return Err(format!("release after force_unlock gave {other:?}, expected NotHeld or Lost").into())
         }
     }
     ctx.recv("woken").await?;

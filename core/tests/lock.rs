@@ -343,7 +343,7 @@ async fn two_hundred_owners_keep_a_non_atomic_counter_exact() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn force_release_wakes_waiter_and_holder_learns_it_lost_the_lock() {
+async fn force_unlock_wakes_waiter_and_holder_learns_it_lost_the_lock() {
     let server = Server::start().unwrap();
     let holder_client = client_with(&server, short_watchdog()).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

@@ -13,7 +13,7 @@ use crate::lock::Lock;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::shared::Shared;
-use crate::watchdog::{LostEvent, LostFilter};
+use crate::watchdog::{ListenerId, LostEvent, LostFilter};
 
 /// First id handed out by [`Client::new_owner`]; explicit ids below it never collide with it.
 const AUTO_OWNER_BASE: u64 = 1 << 62;
@@ -27,22 +27,6 @@ const AUTO_OWNER_BASE: u64 = 1 << 62;
 pub struct Client {
     shared: Arc<Shared>,
     next_owner: Arc<AtomicU64>,
-}
-
-/// Identifies a listener added with [`Client::on_lost`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ListenerId(pub(crate) u64);
-
-impl ListenerId {
-    /// The id as a number, for surfaces that hand it across their boundary.
-    pub fn into_raw(self) -> u64 {
-        self.0
-    }
-
-    /// The id of a number [`ListenerId::into_raw`] gave (an unknown number removes nothing).
-    pub fn from_raw(id: u64) -> Self {
-        ListenerId(id)
-    }
 }
 
 impl std::fmt::Debug for Client {
@@ -140,12 +124,12 @@ impl Client {
     /// `filter` matches ([`LostFilter::all`] for every hold). A panicking listener is caught and
     /// logged. Returns an id for [`Client::remove_lost_listener`].
     pub fn on_lost(&self, filter: LostFilter, f: impl Fn(&LostEvent) + Send + Sync + 'static) -> ListenerId {
-        ListenerId(self.shared.watchdog().add_listener(filter, Arc::new(f)))
+        self.shared.watchdog().add_listener(filter, Arc::new(f))
     }
 
     /// Removes a listener; false when it was already removed.
     pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
-        self.shared.watchdog().remove_listener(id.0)
+        self.shared.watchdog().remove_listener(id)
     }
 
     /// Number of holds the client tracks (held, or lost and not yet released).

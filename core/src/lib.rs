@@ -31,7 +31,7 @@ mod shared;
 mod url;
 mod watchdog;
 
-pub use client::{Client, ListenerId};
+pub use client::Client;
 pub use conn::Topology;
 pub use error::{Error, ErrorKind, Result};
 pub use keys::MAX_NAME_LEN;
@@ -41,7 +41,7 @@ pub use options::{
 };
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use url::{default_url, DEFAULT_URL};
-pub use watchdog::{LostEvent, LostFilter, LostReason};
+pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 
 #[cfg(feature = "capi")]
 pub mod ffi;

@@ -18,7 +18,7 @@ use crate::pubsub::Wake;
 use crate::replicas::Synced;
 use crate::scripts;
 use crate::shared::{Attempt, Shared};
-use crate::watchdog::{Forgotten, HoldKey, HoldKind, LostEvent, LostFilter};
+use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter};
 
 /// The reentrant lock's hold, renewed with its renewal step (also used by the fenced lock and
 /// the write lock in Redisson's layout).
@@ -434,12 +434,12 @@ impl Lock {
         &self,
         owner: Option<&Owner>,
         f: impl Fn(&LostEvent) + Send + Sync + 'static,
-    ) -> crate::ListenerId {
+    ) -> ListenerId {
         let filter = match owner {
             Some(o) => LostFilter::hold(self.name(), o),
             None => LostFilter::name(self.name()),
         };
-        crate::ListenerId(self.inner.shared.watchdog().add_listener(filter, Arc::new(f)))
+        self.inner.shared.watchdog().add_listener(filter, Arc::new(f))
     }
 }
 

@@ -102,6 +102,22 @@ impl LostFilter {
     }
 }
 
+/// Identifies a listener added with [`Client::on_lost`](crate::Client::on_lost) or [`Lock::on_lost`](crate::Lock::on_lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListenerId(pub(crate) u64);
+
+impl ListenerId {
+    /// The id as a number, for surfaces that hand it across their boundary.
+    pub fn into_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The id of a number [`ListenerId::into_raw`] gave (an unknown number removes nothing).
+    pub fn from_raw(id: u64) -> Self {
+        ListenerId(id)
+    }
+}
+
 /// A batch renewal step: renews holds `(name, owner)` of one kind, all in one hash slot, to a
 /// lease of the given milliseconds; one flag per hold, true when it was still held.
 pub(crate) type RenewStep =
@@ -320,15 +336,15 @@ impl Watchdog {
 
     /// Adds a lost-hold listener for the holds `filter` matches; returns its id for
     /// [`Self::remove_listener`].
-    pub(crate) fn add_listener(&self, filter: LostFilter, f: Listener) -> u64 {
+    pub(crate) fn add_listener(&self, filter: LostFilter, f: Listener) -> ListenerId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.listeners).insert(id, (filter, f));
-        id
+        ListenerId(id)
     }
 
     /// Removes a listener; false when the id is unknown.
-    pub(crate) fn remove_listener(&self, id: u64) -> bool {
-        lock(&self.listeners).remove(&id).is_some()
+    pub(crate) fn remove_listener(&self, id: ListenerId) -> bool {
+        lock(&self.listeners).remove(&id.0).is_some()
     }
 
     fn mark_lost(&self, key: &HoldKey, generation: u64, reason: LostReason) {

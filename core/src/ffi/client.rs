@@ -9,9 +9,10 @@ use tokio::runtime::Handle;
 
 use super::options_object::rlock_options;
 use super::{block_on, guard, rlock_result, runtime, str_arg, Failure};
-use crate::client::{Client, ListenerId};
+use crate::client::Client;
 use crate::conn::Topology;
 use crate::options::ClientOptions;
+use crate::watchdog::ListenerId;
 use crate::watchdog::LostFilter;
 
 /// An opaque client: connections to Redis and a watchdog that renews its holds. Create with

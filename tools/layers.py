@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Checks that core's modules import only downward (README, "Layout of this repository").
+
+Each module of core/src belongs to a layer; a module may import modules of its own layer or of
+layers below it, and imports within a layer must not form a circle. Prints the import graph by
+layer and fails on an upward import or a circle.
+"""
+import re
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "core/src"
+LAYERS = [
+    ("foundation", ["error", "options", "keys", "url", "owner", "runtime"]),
+    ("connection", ["conn"]),
+    ("scripts", ["scripts"]),
+    ("machinery", ["finish", "latches", "replicas", "watchdog", "pubsub", "shared"]),
+    ("primitives", ["lock"]),
+    ("client", ["client"]),
+    ("ffi", ["ffi"]),
+]
+LAYER_OF = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
+# Re-exports of lib.rs, by the module that defines them.
+REEXPORTS = {}
+lib = (SRC / "lib.rs").read_text()
+for module, names in re.findall(r"pub use (\w+)::\{?([\w, ]+)\}?;", lib):
+    for n in names.split(","):
+        REEXPORTS[n.strip()] = module
+
+
+def module_of(path: Path) -> str:
+    rel = path.relative_to(SRC).parts
+    return rel[0].removesuffix(".rs")
+
+
+imports = {}
+for path in SRC.rglob("*.rs"):
+    me = module_of(path)
+    if me == "lib":
+        continue
+    text = re.split(r"\n#\[cfg\(test\)\]\nmod tests", path.read_text())[0]
+    # Doc links and comments name items without importing them.
+    text = re.sub(r"//.*", "", text)
+    for name in re.findall(r"crate::(\w+)", text):
+        target = name if name in LAYER_OF else REEXPORTS.get(name)
+        if target and target != me:
+            imports.setdefault(me, set()).add(target)
+
+problems = []
+for me, targets in sorted(imports.items()):
+    for t in sorted(targets):
+        if LAYER_OF[t] > LAYER_OF[me]:
+            problems.append(f"{me} ({LAYERS[LAYER_OF[me]][0]}) imports {t} ({LAYERS[LAYER_OF[t]][0]}): upward")
+
+
+def circle(start: str) -> list:
+    stack = [(start, [start])]
+    while stack:
+        node, path = stack.pop()
+        for nxt in imports.get(node, ()):
+            if nxt == start:
+                return path + [start]
+            if nxt not in path and LAYER_OF[nxt] == LAYER_OF[start]:
+                stack.append((nxt, path + [nxt]))
+    return []
+
+
+for m in sorted(imports):
+    c = circle(m)
+    if c:
+        problems.append("circle: " + " -> ".join(c))
+
+for i, (layer, mods) in enumerate(LAYERS):
+    print(f"{i} {layer:11s} " + "; ".join(f"{m} -> {', '.join(sorted(imports.get(m, []))) or '-'}" for m in mods))
+if problems:
+    print("\n".join(problems))
+    sys.exit(1)
+print("core imports only downward; no circle")

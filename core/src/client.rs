@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::conn::Topology;
 use crate::error::{Error, Result};
+use crate::fenced_lock::FencedLock;
 use crate::keys::MAX_NAME_LEN;
 use crate::lock::Lock;
 use crate::options::ClientOptions;
@@ -102,6 +103,21 @@ impl Client {
     /// Fails with `InvalidArgument` for an empty name or one over 64 KiB, and on a cluster for
     /// a name whose auxiliary keys would hash to another slot (an empty `{}` or unclosed `{`).
     pub fn lock(&self, name: &str) -> Result<Lock> {
+        self.check_name(name)?;
+        Ok(Lock::new(self.shared.clone(), name, false))
+    }
+
+    /// A handle on the fenced lock `name` (Redisson `RFencedLock`): a reentrant lock whose every
+    /// acquire returns a fencing token from the counter `redisson_lock_token:{name}`, which
+    /// never expires. Fails as [`Client::lock`] does.
+    pub fn fenced_lock(&self, name: &str) -> Result<FencedLock> {
+        self.check_name(name)?;
+        Ok(FencedLock::new(self.shared.clone(), name))
+    }
+
+    /// Checks a primitive's name: not empty, at most [`MAX_NAME_LEN`] bytes, and on a cluster
+    /// one whose auxiliary keys share its slot.
+    fn check_name(&self, name: &str) -> Result<()> {
         if name.is_empty() {
             return Err(Error::invalid("lock name must not be empty"));
         }
@@ -117,7 +133,7 @@ impl Client {
                  its channel and latch keys would hash to another slot",
             ));
         }
-        Ok(Lock::new(self.shared.clone(), name))
+        Ok(())
     }
 
     /// Calls `f` (on a library task) whenever the watchdog loses a hold of this client that

@@ -17,6 +17,11 @@ pub(crate) fn lock_channel(name: &str) -> String {
     prefixed("redisson_lock__channel", name)
 }
 
+/// The fencing-token counter of a fenced lock (never expires: see the README).
+pub(crate) fn token_key(name: &str) -> String {
+    prefixed("redisson_lock_token", name)
+}
+
 /// The latch key prefix of a release; the request id is appended after a `:`.
 pub(crate) fn unlock_latch_prefix(name: &str) -> String {
     let mut p = prefixed("redisson_unlock_latch", name);
@@ -43,7 +48,7 @@ pub(crate) fn slot(key: &[u8]) -> u16 {
 /// has the same limit: its scripts fail with CROSSSLOT on such names).
 pub(crate) fn shares_one_slot(name: &str) -> bool {
     let s = slot(name.as_bytes());
-    s == slot(lock_channel(name).as_bytes()) && s == slot(unlock_latch_prefix(name).as_bytes())
+    [lock_channel(name), unlock_latch_prefix(name), token_key(name)].iter().all(|k| slot(k.as_bytes()) == s)
 }
 
 #[cfg(test)]
@@ -70,5 +75,7 @@ mod tests {
         assert_eq!(lock_channel("orders"), "redisson_lock__channel:{orders}");
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch_prefix("orders"), "redisson_unlock_latch:{orders}:");
+        assert_eq!(token_key("orders"), "redisson_lock_token:{orders}");
+        assert_eq!(token_key("a{b}c"), "redisson_lock_token:a{b}c");
     }
 }

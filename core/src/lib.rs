@@ -18,6 +18,7 @@
 mod client;
 mod conn;
 mod error;
+mod fenced_lock;
 mod finish;
 mod keys;
 mod latches;
@@ -34,6 +35,7 @@ mod watchdog;
 pub use client::Client;
 pub use conn::Topology;
 pub use error::{Error, ErrorKind, Result};
+pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
 pub use options::{

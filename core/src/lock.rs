@@ -54,6 +54,8 @@ pub struct Lock {
 struct LockInner {
     shared: Arc<Shared>,
     name: Arc<str>,
+    /// The fencing-token counter, for a fenced lock (whose acquire step also takes a token).
+    token_key: Option<String>,
     channel: String,
     latch_prefix: String,
     group: u16,
@@ -103,17 +105,23 @@ impl std::fmt::Debug for Lock {
     }
 }
 
+/// What one acquire step did: `Ok(token)` acquired (the fencing token; 0 for a lock that is not
+/// fenced), `Err(pttl)` held by another owner (its PTTL in ms; -1: a key without expiry).
+type Step = std::result::Result<u64, i64>;
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Lock {
-    pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Lock {
+    /// A handle on lock `name`; `fenced` adds the fencing-token step of [`crate::FencedLock`].
+    pub(crate) fn new(shared: Arc<Shared>, name: &str, fenced: bool) -> Lock {
         let group = shared.group(name);
         Lock {
             inner: Arc::new(LockInner {
                 shared,
                 name: name.into(),
+                token_key: fenced.then(|| keys::token_key(name)),
                 channel: keys::lock_channel(name),
                 latch_prefix: keys::unlock_latch_prefix(name),
                 group,
@@ -134,19 +142,19 @@ impl Lock {
     /// lock increments its hold count. Cancel-safe: dropping the future leaves no hold,
     /// renewal or subscription behind.
     pub async fn acquire(&self, owner: &Owner) -> Result<()> {
-        self.acquire_inner(owner, None, None).await.map(|_| ())
+        self.acquire_inner(owner, None, None).await.map(drop)
     }
 
     /// Waits until `owner` holds the lock with a fixed `lease` (no watchdog: the hold ends by
     /// itself when the lease runs out). `InvalidArgument` when `lease` is under 1 ms.
     pub async fn acquire_with_lease(&self, owner: &Owner, lease: Duration) -> Result<()> {
-        self.acquire_inner(owner, None, Some(lease)).await.map(|_| ())
+        self.acquire_inner(owner, None, Some(lease)).await.map(drop)
     }
 
     /// Tries to acquire for at most `wait` (zero tries once). `lease` `None` uses the watchdog.
     /// Returns false when the wait ran out; the bound is kept to within a command round trip.
     pub async fn try_acquire(&self, owner: &Owner, wait: Duration, lease: Option<Duration>) -> Result<bool> {
-        self.acquire_inner(owner, Some(wait), lease).await
+        Ok(self.acquire_inner(owner, Some(wait), lease).await?.is_some())
     }
 
     /// Like [`Lock::acquire`], returning a guard that releases on drop (on the client's
@@ -168,19 +176,21 @@ impl Lock {
         lease: Option<Duration>,
     ) -> Result<Option<Guard>> {
         let got = self.acquire_inner(owner, wait, lease).await?;
-        Ok(got.then(|| self.guard(owner)))
+        Ok(got.is_some().then(|| self.guard(owner)))
     }
 
     fn guard(&self, owner: &Owner) -> Guard {
         Guard { lock: Some(self.clone()), owner: owner.clone() }
     }
 
-    async fn acquire_inner(
+    /// Acquires (see [`Lock::acquire_guard`]); the fencing token when the wait did not run out
+    /// (0 for a lock that is not fenced), `None` when it did.
+    pub(crate) async fn acquire_inner(
         &self,
         owner: &Owner,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> Result<bool> {
+    ) -> Result<Option<u64>> {
         let shared = &self.inner.shared;
         shared.check_owner(owner)?;
         let (lease, renew) = match lease {
@@ -198,32 +208,30 @@ impl Lock {
             None => None,
         };
         shared.check_open()?;
-        let got = shared
+        shared
             .wait_until(&self.inner.channel, lock_message, deadline, || async {
                 Ok(match self.attempt(owner, lease, renew).await? {
-                    None => Attempt::Done(()),
+                    Ok(token) => Attempt::Done(token),
                     // Bounded by the holder's lease (a key without expiry: no bound).
-                    Some(ttl) if ttl >= 0 => Attempt::Busy(Some(Duration::from_millis(ttl as u64 + 1))),
-                    Some(_) => Attempt::Busy(None),
+                    Err(ttl) if ttl >= 0 => Attempt::Busy(Some(Duration::from_millis(ttl as u64 + 1))),
+                    Err(_) => Attempt::Busy(None),
                 })
             })
-            .await?;
-        Ok(got.is_some())
+            .await
     }
 
     /// One acquire step (and, with replica sync, its WAIT). It runs in place, inside a
     /// [`Finish`]: a caller who gives up mid-call hands the call to a task that finishes it, so
     /// no untracked hold is left. The call registers the hold with the watchdog before
-    /// answering, and an answer nobody takes (an [`Undo`]) releases the hold again. `None`
-    /// when acquired, else the holder's PTTL.
-    async fn attempt(&self, owner: &Owner, lease: Duration, renew: bool) -> Result<Option<i64>> {
+    /// answering, and an answer nobody takes (an [`Undo`]) releases the hold again.
+    async fn attempt(&self, owner: &Owner, lease: Duration, renew: bool) -> Result<Step> {
         let lock = self.clone();
         let owner = owner.clone();
         let shared = &self.inner.shared;
         let call = Finish::new(shared.handle(), async move {
             let inner = &lock.inner;
             match lock.run_acquire(&owner, millis(lease)).await? {
-                None => {
+                Ok(token) => {
                     inner.shared.watchdog().acquired(
                         &REENTRANT,
                         lock.key(&owner),
@@ -233,9 +241,9 @@ impl Lock {
                         inner.group,
                     );
                     let undo = lock.undo(&owner);
-                    Ok(Ok(undo))
+                    Ok(Ok((undo, token)))
                 }
-                Some(ttl) => Ok(Err(ttl)),
+                Err(ttl) => Ok(Err(ttl)),
             }
         });
         let answer = tokio::select! {
@@ -244,11 +252,11 @@ impl Lock {
         };
         // No await from here on: the hold is handed to the caller in the same poll.
         match answer? {
-            Ok(hold) => {
+            Ok((hold, token)) => {
                 hold.keep();
-                Ok(None)
+                Ok(Ok(token))
             }
-            Err(ttl) => Ok(Some(ttl)),
+            Err(ttl) => Ok(Err(ttl)),
         }
     }
 
@@ -263,18 +271,25 @@ impl Lock {
     }
 
     /// The acquire step, followed by a replica `WAIT` when replica sync is on and the key's
-    /// master has replicas. `None` (acquired) or the holder's PTTL. An acquire no replica
-    /// acknowledged is undone and fails with `Timeout`, which the wait loop retries.
-    async fn run_acquire(&self, owner: &Owner, lease_ms: u64) -> Result<Option<i64>> {
+    /// master has replicas. An acquire no replica acknowledged is undone and fails with
+    /// `Timeout`, which the wait loop retries.
+    async fn run_acquire(&self, owner: &Owner, lease_ms: u64) -> Result<Step> {
         let inner = &self.inner;
         let failed = |e| Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e);
         let step = |mut conn| async move {
-            scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await
+            match &inner.token_key {
+                Some(token_key) => {
+                    scripts::fenced_acquire(&mut conn, &inner.name, token_key, lease_ms, owner.as_str()).await
+                }
+                None => scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str())
+                    .await
+                    .map(|busy| busy.map_or(Ok(0), Err)),
+            }
         };
         let Some(replicas) = inner.shared.replicas_for(inner.group) else {
             return step(inner.shared.conn()).await.map_err(failed);
         };
-        match replicas.run(&inner.name, inner.group, step, Option::is_none).await.map_err(failed)? {
+        match replicas.run(&inner.name, inner.group, step, Step::is_ok).await.map_err(failed)? {
             Synced::Acknowledged(ttl) => Ok(ttl),
             Synced::Unacknowledged(_) => {
                 if let Err(e) = self.release_now(owner).await {

@@ -26,6 +26,7 @@ macro_rules! lua {
 }
 
 static ACQUIRE: Lua = lua!("lua/acquire.lua");
+static FENCED_ACQUIRE: Lua = lua!("lua/fenced_acquire.lua");
 static RELEASE: Lua = lua!("lua/release.lua");
 static FORCE_UNLOCK: Lua = lua!("lua/force_unlock.lua");
 static RENEW: Lua = lua!("lua/renew.lua");
@@ -85,6 +86,31 @@ pub(crate) async fn acquire(
             conn,
         )
         .await
+}
+
+/// The fenced lock's acquire step (Redisson `RFencedLock`): [`acquire`], plus a new token from
+/// the counter `token_key` on every acquire, re-entries included. `Ok(token)` when `owner`
+/// holds the lock now, `Err(pttl)` with the holder's PTTL otherwise.
+pub(crate) async fn fenced_acquire(
+    conn: &mut Commands,
+    name: &str,
+    token_key: &str,
+    lease_ms: u64,
+    owner: &str,
+) -> RedisResult<std::result::Result<u64, i64>> {
+    let (ttl, token): (i64, i64) = FENCED_ACQUIRE
+        .run(
+            &[name, token_key],
+            |c| {
+                c.arg(lease_ms).arg(owner);
+            },
+            conn,
+        )
+        .await?;
+    Ok(match u64::try_from(token) {
+        Ok(t) if t > 0 => Ok(t),
+        _ => Err(ttl),
+    })
 }
 
 /// One call of the reentrant lock's release step (Redisson `unlockInnerAsync`), idempotent

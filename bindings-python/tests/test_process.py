@@ -16,7 +16,10 @@ import rlock
 
 CHILD = textwrap.dedent(
     """
-    import sys, time, rlock
+    import signal, sys, time, rlock
+    # A process started in the background of a non-interactive shell inherits SIGINT ignored,
+    # and Python then installs no handler: install it, so the test does not hang there.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     url, name = sys.argv[1], sys.argv[2]
     client = rlock.Client(url)
     lock = client.lock(name)

@@ -25,6 +25,11 @@ export declare class NativeClient {
   /** A handle on lock `name` with a fresh owner of its own (Node holds belong to handles). */
   lock(name: string): NativeLock
   /**
+   * A handle on the fenced lock `name` with a fresh owner: its acquires take fencing tokens
+   * (`NativeLock.token`).
+   */
+  fencedLock(name: string): NativeLock
+  /**
    * Removes a listener added with `NativeLock.onLost` (dropping its threadsafe function);
    * false when it was already removed.
    */
@@ -79,6 +84,8 @@ export declare class NativeLock {
    * rlock/Redisson lock).
    */
   remainingTtl(): Promise<number | null>
+  /** For a fenced lock: this handle's latest fencing token while it holds the lock, else null. */
+  token(): number | null
   /** Whether the watchdog lost this handle's hold (until `release` is called). */
   isLost(): boolean
   /**

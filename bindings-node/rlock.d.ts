@@ -94,10 +94,14 @@ export declare class Lock {
   readonly name: string
   /** Aborts (reason: an RLockError with code RLOCK_LOST) when the watchdog loses the hold. */
   readonly lostSignal: AbortSignal
-  /** Resolves once this handle holds the lock. */
-  acquire(options?: AcquireOptions): Promise<void>
-  /** Resolves whether it got the lock within `waitMs` (default 0: try once). */
-  tryAcquire(options?: AcquireOptions): Promise<boolean>
+  /** Whether acquires take fencing tokens (made by `client.fencedLock`). */
+  readonly fenced: boolean
+  /** Resolves once this handle holds the lock (a fenced lock: with the new fencing token). */
+  acquire(options?: AcquireOptions): Promise<void | number>
+  /** Resolves whether it got the lock within `waitMs` (default 0: try once); a fenced lock resolves the token instead of `true`. */
+  tryAcquire(options?: AcquireOptions): Promise<boolean | number>
+  /** A fenced lock's latest token while this handle holds it; null otherwise. */
+  token(): Promise<number | null>
   /** Releases one hold level; true when the lock is now free, false when still re-entered. */
   release(): Promise<boolean>
   /** Whether anyone holds the lock. */
@@ -135,6 +139,8 @@ export declare class Client {
   ready(): Promise<void>
   /** A new handle (a new owner) on lock `name`. */
   lock(name: string): Lock
+  /** A new handle on the fenced lock `name`: `acquire()` resolves a fencing token. */
+  fencedLock(name: string): Lock
   /** Acquires `name` on a new handle. */
   acquire(name: string, options?: AcquireOptions): Promise<HeldLock>
   /** Runs `fn` holding `name`, releasing afterwards; `signal` is the hold's `lostSignal`. */

@@ -65,10 +65,12 @@ class Lock {
   #lost = null
   #listening = false
 
-  constructor(nativePromise, name) {
+  constructor(nativePromise, name, fenced = false) {
     this.#native = nativePromise
     /** The lock name (its Redis key). */
     this.name = name
+    /** Whether acquires take fencing tokens (a `client.fencedLock`). */
+    this.fenced = fenced
   }
 
   /**
@@ -135,11 +137,21 @@ class Lock {
    */
   async acquire(options) {
     await this.#acquireWith('acquire', options)
+    if (this.fenced) return (await this.#native).token()
   }
 
-  /** Like `acquire`, but resolves `false` instead of waiting past `waitMs` (default 0). */
+  /**
+   * Like `acquire`, but resolves `false` instead of waiting past `waitMs` (default 0); `true`
+   * when held (a fenced lock: the new fencing token).
+   */
   async tryAcquire(options) {
-    return this.#acquireWith('tryAcquire', options)
+    const got = await this.#acquireWith('tryAcquire', options)
+    return got && this.fenced ? (await this.#native).token() : got
+  }
+
+  /** A fenced lock's latest token while this handle holds it; null otherwise. */
+  async token() {
+    return (await this.#native).token()
   }
 
   async #call(method) {
@@ -257,20 +269,32 @@ class Client {
 
   /** A new `Lock` handle (a fresh owner) on lock `name`. Bad names reject its calls. */
   lock(name) {
+    return this.#handle(name, false)
+  }
+
+  /**
+   * A new handle on the fenced lock `name`: a `Lock` whose `acquire()` resolves a fencing token,
+   * strictly larger than any before for that name (Redisson's RFencedLock).
+   */
+  fencedLock(name) {
+    return this.#handle(name, true)
+  }
+
+  #handle(name, fenced) {
     let p
     if (typeof name !== 'string') {
       p = quietReject(invalid(`lock name must be a string (got ${typeof name})`))
     } else {
       p = this.#ready.then((c) => {
         try {
-          return c.lock(name)
+          return fenced ? c.fencedLock(name) : c.lock(name)
         } catch (e) {
           throw mapError(e)
         }
       })
       p.catch(() => {})
     }
-    const lock = new Lock(p, name)
+    const lock = new Lock(p, name, fenced)
     lock._client = this.#ready
     return lock
   }

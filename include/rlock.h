@@ -180,6 +180,28 @@ enum rlock_result rlock_acquire(const struct rlock_client *client,
                                 const char *name,
                                 int64_t lease_ms);
 
+// `rlock_acquire` on the fenced lock `name` (Redisson's `RFencedLock`): also takes a new
+// fencing token, strictly larger than any before for that name by any client, and writes it to
+// `*out_token` (required). Every acquire takes one, re-entries included. Release it with
+// `rlock_release`. The token's counter, `redisson_lock_token:{name}`, never expires.
+//
+// Thread-safe. Errors as `rlock_acquire`, and `RLOCK_INVALID_ARGUMENT` for a NULL `out_token`
+// (nothing is sent to Redis then).
+enum rlock_result rlock_fenced_acquire(const struct rlock_client *client,
+                                       const char *name,
+                                       int64_t lease_ms,
+                                       uint64_t *out_token);
+
+// `rlock_try_acquire` on the fenced lock `name`: on `RLOCK_OK`, the new fencing token is in
+// `*out_token` (required); `RLOCK_NOT_ACQUIRED` when the wait ran out (no token is taken).
+//
+// Thread-safe. Errors as `rlock_fenced_acquire`.
+enum rlock_result rlock_fenced_try_acquire(const struct rlock_client *client,
+                                           const char *name,
+                                           int64_t wait_ms,
+                                           int64_t lease_ms,
+                                           uint64_t *out_token);
+
 // Tries to take lock `name` for the calling thread, waiting at most `wait_ms` milliseconds
 // (0 tries once). Returns `RLOCK_OK` when held, `RLOCK_NOT_ACQUIRED` when the wait ran out
 // while another owner held it. `lease_ms` as in `rlock_acquire`.

@@ -104,6 +104,14 @@ impl NativeClient {
         Ok(NativeLock { lock, owner: self.client.new_owner() })
     }
 
+    /// A handle on the fenced lock `name` with a fresh owner: its acquires take fencing tokens
+    /// (`NativeLock.token`).
+    #[napi]
+    pub fn fenced_lock(&self, name: String) -> napi::Result<NativeLock> {
+        let lock = self.client.fenced_lock(&name).map_err(js_error)?.lock().clone();
+        Ok(NativeLock { lock, owner: self.client.new_owner() })
+    }
+
     /// Removes a listener added with `NativeLock.onLost` (dropping its threadsafe function);
     /// false when it was already removed.
     #[napi]
@@ -303,6 +311,12 @@ impl NativeLock {
             Ttl::NoExpiry => Some(-1.0),
             Ttl::Remaining(d) => Some(d.as_millis() as f64),
         })
+    }
+
+    /// For a fenced lock: this handle's latest fencing token while it holds the lock, else null.
+    #[napi]
+    pub fn token(&self) -> Option<f64> {
+        self.lock.token_of(&self.owner).map(|t| t as f64)
     }
 
     /// Whether the watchdog lost this handle's hold (until `release` is called).

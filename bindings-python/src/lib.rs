@@ -102,6 +102,13 @@ impl Client {
         Ok(Lock { inner: lock, client: self.inner.clone(), rt: self.rt.clone() })
     }
 
+    /// A handle on the fenced lock `name`: a `Lock` whose acquires take fencing tokens
+    /// (`Lock.token`).
+    fn fenced_lock(&self, name: &str) -> PyResult<Lock> {
+        let lock = self.check()?.fenced_lock(name).map_err(map_err)?.lock().clone();
+        Ok(Lock { inner: lock, client: self.inner.clone(), rt: self.rt.clone() })
+    }
+
     /// A fresh owner id, distinct from every thread id and from earlier calls (asyncio tasks).
     fn new_owner_id(&self) -> PyResult<u64> {
         Ok(self.check()?.new_owner().id())
@@ -344,6 +351,14 @@ impl Lock {
     fn is_lost(&self, owner: Option<u64>) -> PyResult<bool> {
         let owner = self.owner(owner)?;
         Ok(self.inner.is_lost(&owner))
+    }
+
+    /// For a fenced lock: `owner`'s latest fencing token while it holds the lock; None when it
+    /// holds none (or the lock is not fenced).
+    #[pyo3(signature = (owner = None))]
+    fn token(&self, owner: Option<u64>) -> PyResult<Option<u64>> {
+        let owner = self.owner(owner)?;
+        Ok(self.inner.token_of(&owner))
     }
 
     /// Calls `callback(name, owner, reason)` (on a library thread) when the watchdog loses a

@@ -7,8 +7,7 @@
 //! On the wire: the reentrant lock's hash, channel, release and renewal, plus the counter
 //! `redisson_lock_token:{name}`, which never expires (deleting it would restart tokens at 1).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::AsyncCommands;
@@ -25,8 +24,6 @@ pub struct FencedLock {
     lock: Lock,
     shared: Arc<Shared>,
     token_key: Arc<str>,
-    /// The latest token of each owner of this client that holds the lock through this handle.
-    tokens: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 impl std::fmt::Debug for FencedLock {
@@ -41,7 +38,6 @@ impl FencedLock {
             lock: Lock::new(shared.clone(), name, true),
             shared,
             token_key: keys::token_key(name).into(),
-            tokens: Arc::default(),
         }
     }
 
@@ -56,34 +52,24 @@ impl FencedLock {
         &self.lock
     }
 
-    fn note(&self, owner: &Owner, token: Option<u64>) -> Option<u64> {
-        if let Some(t) = token {
-            self.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(owner.id(), t);
-        }
-        token
+    fn got(token: Option<u64>) -> Result<u64> {
+        token.ok_or_else(|| {
+            Error::new(
+                crate::ErrorKind::Redis,
+                "internal: an acquire without a wait bound ended without the lock",
+            )
+        })
     }
 
     /// Waits until `owner` holds the lock (watchdog-renewed, re-entering when it holds it) and
     /// returns the new fencing token. Cancel-safe as [`Lock::acquire`].
     pub async fn acquire(&self, owner: &Owner) -> Result<u64> {
-        let token = self.lock.acquire_inner(owner, None, None).await?;
-        self.note(owner, token).ok_or_else(|| {
-            Error::new(
-                crate::ErrorKind::Redis,
-                "internal: an acquire without a wait bound ended without the lock",
-            )
-        })
+        Self::got(self.lock.acquire_inner(owner, None, None).await?)
     }
 
     /// Like [`FencedLock::acquire`] with a fixed `lease` (no watchdog).
     pub async fn acquire_with_lease(&self, owner: &Owner, lease: Duration) -> Result<u64> {
-        let token = self.lock.acquire_inner(owner, None, Some(lease)).await?;
-        self.note(owner, token).ok_or_else(|| {
-            Error::new(
-                crate::ErrorKind::Redis,
-                "internal: an acquire without a wait bound ended without the lock",
-            )
-        })
+        Self::got(self.lock.acquire_inner(owner, None, Some(lease)).await?)
     }
 
     /// Tries for at most `wait` (zero tries once); the new token, or `None` when the wait ran
@@ -94,24 +80,19 @@ impl FencedLock {
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<u64>> {
-        let token = self.lock.acquire_inner(owner, Some(wait), lease).await?;
-        Ok(self.note(owner, token))
+        self.lock.acquire_inner(owner, Some(wait), lease).await
     }
 
     /// Releases one hold level of `owner` (see [`Lock::release`]); after the last one, `owner`
     /// has no token any more.
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
-        let released = self.lock.release(owner).await;
-        if matches!(released, Ok(Released::Unlocked) | Err(_)) {
-            self.tokens.lock().unwrap_or_else(|p| p.into_inner()).remove(&owner.id());
-        }
-        released
+        self.lock.release(owner).await
     }
 
-    /// The latest token `owner` got through this handle while it holds the lock; `None` when
-    /// it does not hold it (through this handle).
+    /// The latest token `owner` got while it holds the lock (through this client); `None` when
+    /// it does not hold it.
     pub fn token_of(&self, owner: &Owner) -> Option<u64> {
-        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).get(&owner.id()).copied()
+        self.lock.token_of(owner)
     }
 
     /// The last token given for this name by any client (Redisson's `getToken`): the value of

@@ -183,6 +183,18 @@ impl Lock {
         Guard { lock: Some(self.clone()), owner: owner.clone() }
     }
 
+    /// Whether this is a fenced lock's handle (its acquires take fencing tokens).
+    pub fn is_fenced(&self) -> bool {
+        self.inner.token_key.is_some()
+    }
+
+    /// For a fenced lock: the latest fencing token of `owner` while it holds the lock through
+    /// this client (until its last release). `None` when it holds none, or the lock is not
+    /// fenced.
+    pub fn token_of(&self, owner: &Owner) -> Option<u64> {
+        self.inner.shared.watchdog().token(&self.key(owner))
+    }
+
     /// Acquires (see [`Lock::acquire_guard`]); the fencing token when the wait did not run out
     /// (0 for a lock that is not fenced), `None` when it did.
     pub(crate) async fn acquire_inner(
@@ -232,14 +244,18 @@ impl Lock {
             let inner = &lock.inner;
             match lock.run_acquire(&owner, millis(lease)).await? {
                 Ok(token) => {
+                    let key = lock.key(&owner);
                     inner.shared.watchdog().acquired(
                         &REENTRANT,
-                        lock.key(&owner),
+                        key.clone(),
                         &owner,
                         lease,
                         renew,
                         inner.group,
                     );
+                    if inner.token_key.is_some() {
+                        inner.shared.watchdog().set_token(&key, token);
+                    }
                     let undo = lock.undo(&owner);
                     Ok(Ok((undo, token)))
                 }

@@ -159,6 +159,8 @@ struct Hold {
     /// different tasks), so the loss waits in `gone_while_releasing` for the release's outcome.
     releasing: u32,
     gone_while_releasing: Option<LostReason>,
+    /// The latest fencing token of this hold (fenced locks).
+    token: Option<u64>,
 }
 
 type Listener = Arc<dyn Fn(&LostEvent) + Send + Sync>;
@@ -246,6 +248,7 @@ impl Watchdog {
                     group,
                     releasing: 0,
                     gone_while_releasing: None,
+                    token: None,
                 };
                 holds.insert(key.clone(), hold);
                 renew
@@ -254,6 +257,18 @@ impl Watchdog {
         if schedule {
             lock(&self.fresh).push((key, generation));
         }
+    }
+
+    /// Records the fencing token the latest acquire of `key` got.
+    pub(crate) fn set_token(&self, key: &HoldKey, token: u64) {
+        if let Some(h) = lock(&self.holds).get_mut(key) {
+            h.token = Some(token);
+        }
+    }
+
+    /// The latest fencing token of a hold this client tracks (`None` when it holds none).
+    pub(crate) fn token(&self, key: &HoldKey) -> Option<u64> {
+        lock(&self.holds).get(key).and_then(|h| h.token)
     }
 
     /// The lease to send with a release of `key` (the last acquire's, else the watchdog's).

@@ -584,6 +584,37 @@ static int child_main(const char *path) {
     return 0;
 }
 
+/* Fenced lock: every acquire takes a strictly larger token; NULL out_token changes nothing. */
+static void test_fenced(void) {
+    const char *name = "c:fenced";
+    uint64_t t1 = 0, t2 = 0, t3 = 0, untouched = 77;
+    bool unlocked = true;
+    CHECK_RC(rlock_fenced_acquire(client, name, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_fenced_try_acquire(client, name, 0, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_fenced_acquire(NULL, name, 0, &t1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_fenced_acquire(client, "", 0, &t1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_fenced_try_acquire(client, name, -1, 0, &t1), RLOCK_INVALID_ARGUMENT);
+    bool locked = true;
+    CHECK_RC(rlock_is_locked(client, name, &locked), RLOCK_OK);
+    CHECK(!locked);
+    CHECK_RC(rlock_fenced_acquire(client, name, 0, &t1), RLOCK_OK);
+    CHECK(t1 >= 1);
+    CHECK_RC(rlock_fenced_acquire(client, name, 0, &t2), RLOCK_OK); /* re-entry: a new token */
+    CHECK(t2 > t1);
+    CHECK_RC(rlock_release(client, name, &unlocked), RLOCK_OK);
+    CHECK(!unlocked);
+    CHECK_RC(rlock_release(client, name, &unlocked), RLOCK_OK);
+    CHECK(unlocked);
+    /* Another owner: held by it, a bounded try gets no token and writes nothing. */
+    CHECK_RC(rlock_acquire_as(client, name, 7, 0), RLOCK_OK);
+    CHECK_RC(rlock_fenced_try_acquire(client, name, 20, 0, &untouched), RLOCK_NOT_ACQUIRED);
+    CHECK(untouched == 77);
+    CHECK_RC(rlock_release_as(client, name, 7, NULL), RLOCK_OK);
+    CHECK_RC(rlock_fenced_try_acquire(client, name, 1000, 5000, &t3), RLOCK_OK);
+    CHECK(t3 > t2);
+    CHECK_RC(rlock_release(client, name, NULL), RLOCK_OK);
+}
+
 static void test_fork(void) {
     /* The parent's client is in use (its runtime thread runs) when the children are made. */
     bool b = true;
@@ -749,6 +780,7 @@ int main(void) {
     test_explicit_owner();
     test_force_unlock_and_lost();
     test_threads();
+    test_fenced();
     test_fork();
     test_free_racing_calls();
     test_topologies();

@@ -40,9 +40,11 @@ from ._options import ClientOptions
 __all__ = [
     "Client",
     "ClientOptions",
+    "FencedLock",
     "Lock",
     "LostEvent",
     "lock",
+    "fenced_lock",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -107,6 +109,12 @@ class Client:
     def lock(self, name: str) -> Lock:
         """A handle on the lock ``name`` (also its Redis key). Cheap; make as many as you like."""
         return Lock(self, self._native.lock(name))
+
+    def fenced_lock(self, name: str) -> FencedLock:
+        """A handle on the fenced lock ``name`` (Redisson's ``RFencedLock``): a :class:`Lock`
+        whose every acquire takes a fencing token, strictly larger than any before for that
+        name (see :attr:`FencedLock.token`)."""
+        return FencedLock(self, self._native.fenced_lock(name))
 
     def close(self) -> None:
         """Stops renewals and waiting; later calls raise :class:`ClosedError`. Holds are not
@@ -308,6 +316,39 @@ class Lock:
         return lambda: None if native_client.remove_lost_listener(listener) else None
 
 
+class FencedLock(Lock):
+    """A :class:`Lock` whose every acquire (re-entries included) takes a new fencing token from
+    the counter ``redisson_lock_token:{name}``, which never expires. Pass the token to the
+    storage you write to; it refuses tokens older than the newest it has seen.
+
+    ``with lock as token:`` and ``async with lock as token:`` give the token.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<rlock.FencedLock {self.name!r}>"
+
+    @property
+    def token(self) -> Optional[int]:
+        """The current owner's latest token (the current asyncio task inside one, else the
+        calling thread); None when it does not hold the lock."""
+        return self._native.token(self._client._current_owner())
+
+    def __enter__(self) -> int:  # type: ignore[override]
+        self.acquire()
+        return self._held_token(self._native.token(None))
+
+    async def __aenter__(self) -> int:  # type: ignore[override]
+        await self.acquire_async()
+        return self._held_token(self._native.token(self._client._task_owner()))
+
+    def _held_token(self, token: Optional[int]) -> int:
+        if token is None:  # the hold was lost between the acquire and this line
+            raise LockLostError(f"the hold of fenced lock {self.name!r} was lost right after its acquire")
+        return token
+
+
 _default_guard = threading.Lock()
 _default: Optional[Client] = None
 # Clients inherited over a fork: kept referenced, since they cannot be used or torn down there.
@@ -326,14 +367,22 @@ def configure(url: Optional[str] = None, **options: Unpack[ClientOptions]) -> Cl
     return new
 
 
-def lock(name: str) -> Lock:
-    """The lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+def _default_client() -> Client:
     global _default
     with _default_guard:
         if _default is None:
             _default = Client()
-        client = _default
-    return client.lock(name)
+        return _default
+
+
+def lock(name: str) -> Lock:
+    """The lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().lock(name)
+
+
+def fenced_lock(name: str) -> FencedLock:
+    """The fenced lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().fenced_lock(name)
 
 
 def _after_fork_in_child() -> None:

@@ -34,11 +34,36 @@ unsafe fn target(
     client: *const rlock_client,
     name: *const c_char,
 ) -> Result<(Arc<rlock_client>, Lock), Failure> {
+    // SAFETY: forwarded contract.
+    unsafe { target_of(client, name, false) }
+}
+
+/// [`target`], with the fenced lock's handle when `fenced`.
+///
+/// # Safety
+/// As [`target`].
+unsafe fn target_of(
+    client: *const rlock_client,
+    name: *const c_char,
+    fenced: bool,
+) -> Result<(Arc<rlock_client>, Lock), Failure> {
     let c = client_ref(client)?;
     // SAFETY: forwarded contract.
     let name = unsafe { str_arg(name, "name") }?;
-    let lock = c.core().lock(name)?;
+    let lock = if fenced { c.core().fenced_lock(name)?.lock().clone() } else { c.core().lock(name)? };
     Ok((c, lock))
+}
+
+/// Where a fenced acquire writes its token (`None`: a plain lock's acquire).
+fn token_out(lock: &Lock, owner: &Owner, out_token: Option<*mut u64>) {
+    if let Some(out) = out_token {
+        // Held now: the watchdog has the token the acquire just took.
+        write(out, lock.token_of(owner).unwrap_or(0));
+    }
+}
+
+fn check_token_out(out_token: Option<*mut u64>) -> Result<(), Failure> {
+    out_token.map_or(Ok(()), check_out)
 }
 
 fn lease(lease_ms: i64) -> Option<Duration> {
@@ -63,15 +88,18 @@ unsafe fn acquire_impl(
     name: *const c_char,
     who: Who,
     lease_ms: i64,
+    out_token: Option<*mut u64>,
 ) -> rlock_result {
     guard(|| {
+        check_token_out(out_token)?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, out_token.is_some()) }?;
         let owner = owner(&c, who);
         match lease(lease_ms) {
             Some(l) => c.block_on(lock.acquire_with_lease(&owner, l))??,
             None => c.block_on(lock.acquire(&owner))??,
         }
+        token_out(&lock, &owner, out_token);
         Ok(())
     })
 }
@@ -80,17 +108,19 @@ unsafe fn try_acquire_impl(
     client: *const rlock_client,
     name: *const c_char,
     who: Who,
-    wait_ms: i64,
-    lease_ms: i64,
+    (wait_ms, lease_ms): (i64, i64),
+    out_token: Option<*mut u64>,
 ) -> rlock_result {
     guard(|| {
+        check_token_out(out_token)?;
         let wait = u64::try_from(wait_ms)
             .map(Duration::from_millis)
             .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, out_token.is_some()) }?;
         let owner = owner(&c, who);
         if c.block_on(lock.try_acquire(&owner, wait, lease(lease_ms)))?? {
+            token_out(&lock, &owner, out_token);
             Ok(())
         } else {
             Err(Failure::new(
@@ -164,7 +194,41 @@ pub unsafe extern "C" fn rlock_acquire(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { acquire_impl(client, name, Who::Thread, lease_ms) }
+    unsafe { acquire_impl(client, name, Who::Thread, lease_ms, None) }
+}
+
+/// `rlock_acquire` on the fenced lock `name` (Redisson's `RFencedLock`): also takes a new
+/// fencing token, strictly larger than any before for that name by any client, and writes it to
+/// `*out_token` (required). Every acquire takes one, re-entries included. Release it with
+/// `rlock_release`. The token's counter, `redisson_lock_token:{name}`, never expires.
+///
+/// Thread-safe. Errors as `rlock_acquire`, and `RLOCK_INVALID_ARGUMENT` for a NULL `out_token`
+/// (nothing is sent to Redis then).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_fenced_acquire(
+    client: *const rlock_client,
+    name: *const c_char,
+    lease_ms: i64,
+    out_token: *mut u64,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    unsafe { acquire_impl(client, name, Who::Thread, lease_ms, Some(out_token)) }
+}
+
+/// `rlock_try_acquire` on the fenced lock `name`: on `RLOCK_OK`, the new fencing token is in
+/// `*out_token` (required); `RLOCK_NOT_ACQUIRED` when the wait ran out (no token is taken).
+///
+/// Thread-safe. Errors as `rlock_fenced_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_fenced_try_acquire(
+    client: *const rlock_client,
+    name: *const c_char,
+    wait_ms: i64,
+    lease_ms: i64,
+    out_token: *mut u64,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    unsafe { try_acquire_impl(client, name, Who::Thread, (wait_ms, lease_ms), Some(out_token)) }
 }
 
 /// Tries to take lock `name` for the calling thread, waiting at most `wait_ms` milliseconds
@@ -181,7 +245,7 @@ pub unsafe extern "C" fn rlock_try_acquire(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_acquire_impl(client, name, Who::Thread, wait_ms, lease_ms) }
+    unsafe { try_acquire_impl(client, name, Who::Thread, (wait_ms, lease_ms), None) }
 }
 
 /// Releases one hold level of lock `name` by the calling thread. On success `*out_unlocked`
@@ -293,7 +357,7 @@ pub unsafe extern "C" fn rlock_acquire_as(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { acquire_impl(client, name, Who::Id(owner_id), lease_ms) }
+    unsafe { acquire_impl(client, name, Who::Id(owner_id), lease_ms, None) }
 }
 
 /// `rlock_try_acquire` for the explicit owner `owner_id`.
@@ -306,7 +370,7 @@ pub unsafe extern "C" fn rlock_try_acquire_as(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_acquire_impl(client, name, Who::Id(owner_id), wait_ms, lease_ms) }
+    unsafe { try_acquire_impl(client, name, Who::Id(owner_id), (wait_ms, lease_ms), None) }
 }
 
 /// `rlock_release` for the explicit owner `owner_id` (from any thread).

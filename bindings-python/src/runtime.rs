@@ -7,7 +7,7 @@
 use std::cell::OnceCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -68,22 +68,41 @@ struct Completions {
 }
 
 /// The completion thread of this process (made on first use, and again in a forked child).
-static COMPLETIONS: Mutex<Option<Completions>> = Mutex::new(None);
+/// Swapped with a compare-and-swap, never behind a lock: a tokio worker of the parent may be
+/// queueing a completion at the moment of a fork, and a lock it held would stay held in the
+/// child forever (its first asyncio call would hang). Old entries are leaked, as a forked
+/// child must not drop its parent's.
+static COMPLETIONS: AtomicPtr<Completions> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This process's entry of [`COMPLETIONS`], if it made one.
+fn this_process() -> Option<&'static Completions> {
+    // SAFETY: COMPLETIONS is NULL or a leaked Box that is never freed.
+    unsafe { COMPLETIONS.load(Ordering::Acquire).as_ref() }.filter(|c| c.pid == std::process::id())
+}
 
 /// The queue of this process's completion thread; None when no thread could be started
 /// (the caller then falls back to tokio's blocking pool).
 fn completions() -> Option<mpsc::Sender<Completion>> {
     let pid = std::process::id();
-    let mut slot = COMPLETIONS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(c) = slot.as_ref().filter(|c| c.pid == pid) {
-        return Some(c.queue.clone());
+    loop {
+        let current = COMPLETIONS.load(Ordering::Acquire);
+        // SAFETY: as in `this_process`.
+        if let Some(c) = unsafe { current.as_ref() }.filter(|c| c.pid == pid) {
+            return Some(c.queue.clone());
+        }
+        let (queue, rx) = mpsc::channel::<Completion>();
+        let control = Arc::new(Control { stopped: AtomicBool::new(false), running: Mutex::new(()) });
+        let theirs = control.clone();
+        std::thread::Builder::new().name("rlock-asyncio".into()).spawn(move || complete(rx, &theirs)).ok()?;
+        let fresh = Box::into_raw(Box::new(Completions { pid, queue: queue.clone(), control }));
+        match COMPLETIONS.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Some(queue),
+            // Another thread of this process made one first: use it. Dropping ours closes its
+            // queue, so its thread ends.
+            // SAFETY: `fresh` came from Box::into_raw above and was never published.
+            Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+        }
     }
-    let (queue, rx) = mpsc::channel::<Completion>();
-    let control = Arc::new(Control { stopped: AtomicBool::new(false), running: Mutex::new(()) });
-    let theirs = control.clone();
-    std::thread::Builder::new().name("rlock-asyncio".into()).spawn(move || complete(rx, &theirs)).ok()?;
-    *slot = Some(Completions { pid, queue: queue.clone(), control });
-    Some(queue)
 }
 
 /// Runs completions in order. Each takes the GIL itself; completions that queued up meanwhile
@@ -120,10 +139,7 @@ fn complete(rx: mpsc::Receiver<Completion>, control: &Control) {
 /// script, also with tokio's blocking pool running them before). A forked child that made no
 /// thread of its own has nothing to stop.
 pub(crate) fn stop_completions(py: Python<'_>) {
-    let control = {
-        let slot = COMPLETIONS.lock().unwrap_or_else(|p| p.into_inner());
-        slot.as_ref().filter(|c| c.pid == std::process::id()).map(|c| c.control.clone())
-    };
+    let control = this_process().map(|c| c.control.clone());
     if let Some(control) = control {
         control.stopped.store(true, Ordering::SeqCst);
         py.detach(|| drop(control.running.lock().unwrap_or_else(|p| p.into_inner())));

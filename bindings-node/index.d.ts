@@ -30,11 +30,6 @@ export declare class NativeClient {
    */
   fencedLock(name: string): NativeLock
   /**
-   * Removes a listener added with `NativeLock.onLost` (dropping its threadsafe function);
-   * false when it was already removed.
-   */
-  removeLostListener(id: number): boolean
-  /**
    * Closes the client: stops renewals and pub/sub and fails pending and later calls with
    * `RLOCK_CLOSED`.
    */
@@ -91,10 +86,15 @@ export declare class NativeLock {
   /**
    * Calls `callback(name, owner, reason)` on the JS thread when the watchdog loses this
    * handle's hold (core routes the event to this handle's owner). Returns the listener id
-   * for `NativeClient.removeLostListener`. The threadsafe function is weak, so it never keeps
+   * for `removeLostListener`. The threadsafe function is weak, so it never keeps
    * the process alive by itself.
    */
   onLost(callback: (name: string, owner: string, reason: string) => void): number
+  /**
+   * Removes a listener added with `onLost` (dropping its threadsafe function); false when it
+   * was already removed.
+   */
+  removeLostListener(id: number): boolean
 }
 
 /**

@@ -59,6 +59,9 @@ function abortReason(signal) {
 // The cancel token of every acquire made without an AbortSignal; `cancel()` is never called on it.
 const NEVER_CANCELLED = new native.CancelToken()
 
+// A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
+const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
+
 /** A handle on one lock; each handle is its own owner. Made by `client.lock(name)`. */
 class Lock {
   #native
@@ -78,21 +81,16 @@ class Lock {
    * signal. Core routes the loss to this handle; it listens from the first time this is read.
    */
   get lostSignal() {
-    if (this.#lost === null || (this.#lost.signal.aborted && !this.#isLost())) this.#lost = new AbortController()
+    if (this.#lost === null) this.#lost = new AbortController()
     if (!this.#listening) this.#listen()
     return this.#lost.signal
-  }
-
-  #isLost() {
-    return this._nativeNow?.isLost() ?? false
   }
 
   #listen() {
     this.#listening = true
     this.#native.then((n) => {
-      this._nativeNow = n
       const id = n.onLost(() => this.#abort())
-      Lock._finalizer.register(this, { n, id, client: this._client })
+      lostListeners.register(this, { n, id })
       if (n.isLost()) this.#abort()
     }, () => {})
   }
@@ -294,9 +292,7 @@ class Client {
       })
       p.catch(() => {})
     }
-    const lock = new Lock(p, name, fenced)
-    lock._client = this.#ready
-    return lock
+    return new Lock(p, name, fenced)
   }
 
   /** Acquires `name` on a new handle; the result releases with `release()` or `await using`. */
@@ -354,9 +350,5 @@ class Client {
   }
 }
 
-// A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
-Lock._finalizer = new FinalizationRegistry(({ n, id, client }) => {
-  client.then((c) => c.removeLostListener(id), () => {})
-})
 
 module.exports = { Client, Lock, HeldLock, RLockError, codes }

@@ -112,13 +112,6 @@ impl NativeClient {
         Ok(NativeLock { lock, owner: self.client.new_owner() })
     }
 
-    /// Removes a listener added with `NativeLock.onLost` (dropping its threadsafe function);
-    /// false when it was already removed.
-    #[napi]
-    pub fn remove_lost_listener(&self, id: f64) -> bool {
-        self.client.remove_lost_listener(ListenerId::from_raw(id as u64))
-    }
-
     /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
     /// `RLOCK_CLOSED`.
     #[napi]
@@ -327,7 +320,7 @@ impl NativeLock {
 
     /// Calls `callback(name, owner, reason)` on the JS thread when the watchdog loses this
     /// handle's hold (core routes the event to this handle's owner). Returns the listener id
-    /// for `NativeClient.removeLostListener`. The threadsafe function is weak, so it never keeps
+    /// for `removeLostListener`. The threadsafe function is weak, so it never keeps
     /// the process alive by itself.
     #[napi(ts_args_type = "callback: (name: string, owner: string, reason: string) => void")]
     pub fn on_lost(&self, callback: Function<FnArgs<(String, String, String)>, ()>) -> napi::Result<f64> {
@@ -344,5 +337,12 @@ impl NativeLock {
             tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
         });
         Ok(id.into_raw() as f64)
+    }
+
+    /// Removes a listener added with `onLost` (dropping its threadsafe function); false when it
+    /// was already removed.
+    #[napi]
+    pub fn remove_lost_listener(&self, id: f64) -> bool {
+        self.lock.remove_lost_listener(ListenerId::from_raw(id as u64))
     }
 }

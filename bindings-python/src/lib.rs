@@ -91,11 +91,6 @@ impl Client {
         Ok(Client { inner, rt })
     }
 
-    /// Removes a listener added with `Lock.on_lost`; False when it was already removed.
-    fn remove_lost_listener(&self, id: u64) -> bool {
-        self.inner.remove_lost_listener(rlock::ListenerId::from_raw(id))
-    }
-
     /// A handle on the lock `name`.
     fn lock(&self, name: &str) -> PyResult<Lock> {
         let lock = self.check()?.lock(name).map_err(map_err)?;
@@ -363,7 +358,7 @@ impl Lock {
 
     /// Calls `callback(name, owner, reason)` (on a library thread) when the watchdog loses a
     /// hold of this lock by any owner of this client; core routes the event. Returns the
-    /// listener id for `Client.remove_lost_listener`. An exception in the callback is reported
+    /// listener id for `remove_lost_listener`. An exception in the callback is reported
     /// as unraisable, never propagated.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {
         self.rt.check_pid()?;
@@ -382,6 +377,11 @@ impl Lock {
             });
         });
         Ok(id.into_raw())
+    }
+
+    /// Removes a listener added with `on_lost`; False when it was already removed.
+    fn remove_lost_listener(&self, id: u64) -> bool {
+        self.inner.remove_lost_listener(rlock::ListenerId::from_raw(id))
     }
 }
 

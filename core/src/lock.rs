@@ -472,6 +472,12 @@ impl Lock {
         };
         self.inner.shared.watchdog().add_listener(filter, Arc::new(f))
     }
+
+    /// Removes a listener added with [`Lock::on_lost`] (or the client's); false when it was
+    /// already removed.
+    pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
+        self.inner.shared.watchdog().remove_listener(id)
+    }
 }
 
 /// The error of a release Redis answered "not held" for.

@@ -311,9 +311,13 @@ class Lock:
             except Exception:
                 _log.exception("rlock: on_lost callback for lock %r raised", name)
 
-        native_client = self._client._native
         listener = self._native.on_lost(call)
-        return lambda: None if native_client.remove_lost_listener(listener) else None
+        native = self._native
+
+        def remove() -> None:
+            native.remove_lost_listener(listener)
+
+        return remove
 
 
 class FencedLock(Lock):

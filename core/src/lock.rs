@@ -183,11 +183,6 @@ impl Lock {
         Guard { lock: Some(self.clone()), owner: owner.clone() }
     }
 
-    /// Whether this is a fenced lock's handle (its acquires take fencing tokens).
-    pub fn is_fenced(&self) -> bool {
-        self.inner.token_key.is_some()
-    }
-
     /// For a fenced lock: the latest fencing token of `owner` while it holds the lock through
     /// this client (until its last release). `None` when it holds none, or the lock is not
     /// fenced.

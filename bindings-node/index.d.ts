@@ -22,13 +22,16 @@ export declare class CancelToken {
 
 /** A connected core client. */
 export declare class NativeClient {
-  /** A handle on lock `name` with a fresh owner of its own (Node holds belong to handles). */
-  lock(name: string): NativeLock
   /**
-   * A handle on the fenced lock `name` with a fresh owner: its acquires take fencing tokens
-   * (`NativeLock.token`).
+   * A handle on lock `name` of `kind` (`'lock'`, `'fenced'` or `'fair'`; default `'lock'`)
+   * with a fresh owner of its own (Node holds belong to handles).
    */
-  fencedLock(name: string): NativeLock
+  lock(name: string, kind?: 'lock' | 'fenced' | 'fair'): NativeLock
+  /**
+   * The read and write sides of read-write lock `name`, sharing one fresh owner (so the
+   * writer may downgrade to a read hold).
+   */
+  readWriteLock(name: string): Array<NativeLock>
   /**
    * Closes the client: stops renewals and pub/sub and fails pending and later calls with
    * `RLOCK_CLOSED`.
@@ -52,6 +55,8 @@ export declare class NativeClient {
 export declare class NativeLock {
   /** The lock name (its Redis key). */
   get name(): string
+  /** Which lock of the family: `'lock'`, `'fenced'`, `'read'`, `'write'` or `'fair'`. */
+  get kind(): 'lock' | 'fenced' | 'read' | 'write' | 'fair'
   /** The owner of this handle as stored in Redis (`<client uuid>:<id>`). */
   get owner(): string
   /**

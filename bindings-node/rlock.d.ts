@@ -34,6 +34,8 @@ export interface ClientOptions {
   replicaSyncTimeoutMs?: number
   /** Connections for commands to a single server, used in turn (1 to 8). Default 1: one multiplexed connection already pipelines concurrent requests; 2 raises throughput with tens of concurrent owners. Ignored for Cluster and Sentinel URLs. */
   commandConnections?: number
+  /** How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's `fairLockWaitTimeout`); every client sharing fair locks should use the same. */
+  fairLockWaitTimeoutMs?: number
 }
 
 /** The `.code` of every error rlock rejects with. */
@@ -47,6 +49,7 @@ export type RLockErrorCode =
   | 'RLOCK_REDIS'
   | 'RLOCK_CLOSED'
   | 'RLOCK_FORKED'
+  | 'RLOCK_WOULD_DEADLOCK'
 
 /** The codes by short name: `codes.NOT_HELD === 'RLOCK_NOT_HELD'`. */
 export declare const codes: Readonly<{
@@ -59,6 +62,7 @@ export declare const codes: Readonly<{
   REDIS: 'RLOCK_REDIS'
   CLOSED: 'RLOCK_CLOSED'
   FORKED: 'RLOCK_FORKED'
+  WOULD_DEADLOCK: 'RLOCK_WOULD_DEADLOCK'
 }>
 // END GENERATED
 
@@ -94,6 +98,8 @@ export declare class Lock {
   readonly name: string
   /** Aborts (reason: an RLockError with code RLOCK_LOST) when the watchdog loses the hold. */
   readonly lostSignal: AbortSignal
+  /** Which lock of the family: made by `client.lock`, `fencedLock`, `fairLock`, or a `ReadWriteLock`'s side. */
+  readonly kind: 'lock' | 'fenced' | 'read' | 'write' | 'fair'
   /** Whether acquires take fencing tokens (made by `client.fencedLock`). */
   readonly fenced: boolean
   /** Resolves once this handle holds the lock (a fenced lock: with the new fencing token). */
@@ -102,9 +108,9 @@ export declare class Lock {
   tryAcquire(options?: AcquireOptions): Promise<boolean | number>
   /** A fenced lock's latest token while this handle holds it; null otherwise. */
   token(): Promise<number | null>
-  /** Releases one hold level; true when the lock is now free, false when still re-entered. */
+  /** Releases one hold level; true when the lock is now free, false when still re-entered or other holds remain (other readers, or the writer's own read holds). */
   release(): Promise<boolean>
-  /** Whether anyone holds the lock. */
+  /** Whether anyone holds the lock (a read side: whether read holds exist; a write side: whether write locked). */
   isLocked(): Promise<boolean>
   /** Whether this handle holds the lock. */
   isHeld(): Promise<boolean>
@@ -114,6 +120,21 @@ export declare class Lock {
   remainingTtl(): Promise<number | null>
   /** Deletes the lock whoever holds it and wakes a waiter; resolves whether it existed. */
   forceUnlock(): Promise<boolean>
+}
+
+/**
+ * Redisson's read-write lock: many readers, or one writer. Both sides share one owner, so the
+ * writer may also take read holds (a downgrade). A reader asking for the write lock rejects
+ * RLOCK_WOULD_DEADLOCK at once; nothing changes in Redis.
+ */
+export declare class ReadWriteLock {
+  private constructor()
+  /** The lock name (its Redis key). */
+  readonly name: string
+  /** The read side: shared with other readers. */
+  readLock(): Lock
+  /** The write side: excludes every other owner's reads and writes. */
+  writeLock(): Lock
 }
 
 /** A hold made by `client.acquire`; `await using` releases it at the end of the block. */
@@ -141,6 +162,10 @@ export declare class Client {
   lock(name: string): Lock
   /** A new handle on the fenced lock `name`: `acquire()` resolves a fencing token. */
   fencedLock(name: string): Lock
+  /** A new handle on the fair lock `name`: granted in arrival order across all clients; a waiter that stops waiting leaves the queue. */
+  fairLock(name: string): Lock
+  /** A new handle on the read-write lock `name`. */
+  readWriteLock(name: string): ReadWriteLock
   /** Acquires `name` on a new handle. */
   acquire(name: string, options?: AcquireOptions): Promise<HeldLock>
   /** Runs `fn` holding `name`, releasing afterwards; `signal` is the hold's `lostSignal`. */
@@ -158,6 +183,7 @@ export declare class Client {
 declare const rlock: {
   Client: typeof Client
   Lock: typeof Lock
+  ReadWriteLock: typeof ReadWriteLock
   HeldLock: typeof HeldLock
   RLockError: typeof RLockError
   codes: typeof codes

@@ -62,18 +62,23 @@ const NEVER_CANCELLED = new native.CancelToken()
 // A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
 const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
 
-/** A handle on one lock; each handle is its own owner. Made by `client.lock(name)`. */
+/**
+ * A handle on one lock; each handle is its own owner. Made by `client.lock(name)`,
+ * `client.fencedLock(name)`, `client.fairLock(name)` or a `ReadWriteLock`'s sides.
+ */
 class Lock {
   #native
   #lost = null
   #listening = false
 
-  constructor(nativePromise, name, fenced = false) {
+  constructor(nativePromise, name, kind = 'lock') {
     this.#native = nativePromise
     /** The lock name (its Redis key). */
     this.name = name
+    /** Which lock of the family: 'lock', 'fenced', 'read', 'write' or 'fair'. */
+    this.kind = kind
     /** Whether acquires take fencing tokens (a `client.fencedLock`). */
-    this.fenced = fenced
+    this.fenced = kind === 'fenced'
   }
 
   /**
@@ -217,6 +222,33 @@ class HeldLock {
   }
 }
 
+/**
+ * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
+ * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
+ * waits forever); nothing changes in Redis.
+ */
+class ReadWriteLock {
+  #read
+  #write
+
+  constructor(name, sides) {
+    /** The lock name (its Redis key). */
+    this.name = name
+    this.#read = new Lock(sides.then((s) => s[0]), name, 'read')
+    this.#write = new Lock(sides.then((s) => s[1]), name, 'write')
+  }
+
+  /** The read side: shared with other readers, excluded by another owner's write hold. */
+  readLock() {
+    return this.#read
+  }
+
+  /** The write side: excludes every other owner's reads and writes. */
+  writeLock() {
+    return this.#write
+  }
+}
+
 /** A connection to Redis that makes locks. Call `await client.close()` when done. */
 class Client {
   #ready
@@ -267,7 +299,7 @@ class Client {
 
   /** A new `Lock` handle (a fresh owner) on lock `name`. Bad names reject its calls. */
   lock(name) {
-    return this.#handle(name, false)
+    return this.#handle(name, 'lock')
   }
 
   /**
@@ -275,24 +307,46 @@ class Client {
    * strictly larger than any before for that name (Redisson's RFencedLock).
    */
   fencedLock(name) {
-    return this.#handle(name, true)
+    return this.#handle(name, 'fenced')
   }
 
-  #handle(name, fenced) {
+  /**
+   * A new handle on the fair lock `name` (Redisson's RFairLock): granted in arrival order across
+   * every client, Java's included. An acquire that stops waiting (waitMs ran out, its signal
+   * aborted, the client closed) leaves the queue.
+   */
+  fairLock(name) {
+    return this.#handle(name, 'fair')
+  }
+
+  /**
+   * A new handle on the read-write lock `name` (Redisson's RReadWriteLock). Its `readLock()` and
+   * `writeLock()` share one owner, so the writer may also take read holds (a downgrade).
+   */
+  readWriteLock(name) {
+    const sides = this.#native(name, (c) => c.readWriteLock(name))
+    return new ReadWriteLock(name, sides)
+  }
+
+  #native(name, make) {
     let p
     if (typeof name !== 'string') {
       p = quietReject(invalid(`lock name must be a string (got ${typeof name})`))
     } else {
       p = this.#ready.then((c) => {
         try {
-          return fenced ? c.fencedLock(name) : c.lock(name)
+          return make(c)
         } catch (e) {
           throw mapError(e)
         }
       })
       p.catch(() => {})
     }
-    return new Lock(p, name, fenced)
+    return p
+  }
+
+  #handle(name, kind) {
+    return new Lock(this.#native(name, (c) => c.lock(name, kind)), name, kind)
   }
 
   /** Acquires `name` on a new handle; the result releases with `release()` or `await using`. */
@@ -351,4 +405,4 @@ class Client {
 }
 
 
-module.exports = { Client, Lock, HeldLock, RLockError, codes }
+module.exports = { Client, Lock, ReadWriteLock, HeldLock, RLockError, codes }

@@ -31,6 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The owner id that means "the calling thread" in the `rlock_family_*` functions.
+#define RLOCK_THREAD UINT64_MAX
+
 // Result of every fallible librlock call. The numbers are stable.
 typedef enum rlock_result {
   // Success.
@@ -57,6 +60,10 @@ typedef enum rlock_result {
   // The client was created in another process and inherited over `fork()`: it cannot be
   // used here. Create a new client in the child (the parent's client keeps working there).
   RLOCK_FORKED = 10,
+  // The call would wait forever on a hold of the same owner: a read holder of a read-write
+  // lock asked for its write lock (an upgrade). Nothing changed; release the read holds
+  // first.
+  RLOCK_WOULD_DEADLOCK = 11,
 } rlock_result;
 
 // The kind of deployment a URL named.
@@ -68,6 +75,22 @@ typedef enum rlock_topology {
   // A master found through Sentinels: `redis+sentinel://`.
   RLOCK_TOPOLOGY_SENTINEL = 2,
 } rlock_topology;
+
+// The locks of the family, for the `rlock_family_*` functions (which take the kind as an
+// `int`: any other value gives `RLOCK_INVALID_ARGUMENT`).
+typedef enum rlock_lock_kind {
+  // The reentrant lock (Redisson `RLock`), as `rlock_acquire` and the other plain functions.
+  RLOCK_LOCK = 0,
+  // The fenced lock (Redisson `RFencedLock`): acquires take fencing tokens.
+  RLOCK_FENCED_LOCK = 1,
+  // The read side of the read-write lock (Redisson `RReadWriteLock`): shared by readers.
+  RLOCK_READ_LOCK = 2,
+  // The write side of the read-write lock: one writer, who may also take read holds. A
+  // reader asking for it gets `RLOCK_WOULD_DEADLOCK` at once.
+  RLOCK_WRITE_LOCK = 3,
+  // The fair lock (Redisson `RFairLock`): granted in arrival order across all clients.
+  RLOCK_FAIR_LOCK = 4,
+} rlock_lock_kind;
 
 // An opaque client: connections to Redis and a watchdog that renews its holds. Create with
 // `rlock_client_new`, free with `rlock_client_free`. Thread-safe: one client may be used by
@@ -106,6 +129,8 @@ typedef void (*rlock_lost_callback)(void *userdata,
                                     const char *name,
                                     const char *owner,
                                     const char *reason);
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -146,7 +171,9 @@ enum rlock_result rlock_client_get_info(const struct rlock_client *client,
 // Closes a client and gives up the caller's reference to it. Renewals stop (held locks expire
 // within one watchdog timeout); calls in progress on other threads (e.g. waiting in
 // `rlock_acquire`) return `RLOCK_CLOSED`, and the memory is freed when the last of them
-// returns. Does not wait for them. NULL is a no-op.
+// returns. Does not wait for them, but waits (at most 5 s) for the clean-up steps of calls
+// already cut off, so a program may exit right after: a fair-lock waiter leaving its queue, a
+// release finishing. NULL is a no-op.
 //
 // Thread-safety: free may race calls already in progress on other threads; no call on
 // `client` may START after free returned (that is a use-after-free, as with any free), and a
@@ -287,6 +314,69 @@ enum rlock_result rlock_hold_count_as(const struct rlock_client *client,
                                       uint64_t owner_id,
                                       uint32_t *out);
 
+// `rlock_acquire` on the lock of `kind` (an `rlock_lock_kind`) named `name`, for `owner_id`
+// (`RLOCK_THREAD`: the calling thread; else an explicit owner below 2^61, as the `_as`
+// functions). When `out_token` is not NULL it receives the fencing token of a
+// `RLOCK_FENCED_LOCK` acquire (0 for the other kinds).
+//
+// Thread-safe. Errors as `rlock_acquire`; `RLOCK_INVALID_ARGUMENT` for an unknown kind;
+// `RLOCK_WOULD_DEADLOCK` (nothing changed) when the owner holds only read holds and asks for
+// the `RLOCK_WRITE_LOCK`. A fair-lock waiter that stops waiting (the client freed) leaves the
+// queue.
+enum rlock_result rlock_family_acquire(const struct rlock_client *client,
+                                       int kind,
+                                       const char *name,
+                                       uint64_t owner_id,
+                                       int64_t lease_ms,
+                                       uint64_t *out_token);
+
+// `rlock_try_acquire` on the lock of `kind` for `owner_id` (see `rlock_family_acquire`). A
+// fair-lock waiter whose wait runs out leaves the queue before this returns.
+enum rlock_result rlock_family_try_acquire(const struct rlock_client *client,
+                                           int kind,
+                                           const char *name,
+                                           uint64_t owner_id,
+                                           int64_t wait_ms,
+                                           int64_t lease_ms,
+                                           uint64_t *out_token);
+
+// `rlock_release` on the lock of `kind` for `owner_id`. `*out_unlocked` (when not NULL) says
+// whether the lock became free: false while the owner still holds it, and for a read-write lock
+// while other holds remain (other readers, or the writer's own read holds).
+enum rlock_result rlock_family_release(const struct rlock_client *client,
+                                       int kind,
+                                       const char *name,
+                                       uint64_t owner_id,
+                                       bool *out_unlocked);
+
+// `rlock_force_unlock` on the lock of `kind`: the `RLOCK_READ_LOCK` (`RLOCK_WRITE_LOCK`) side
+// deletes the lock only while it is read (write) locked, as Redisson's.
+enum rlock_result rlock_family_force_unlock(const struct rlock_client *client,
+                                            int kind,
+                                            const char *name,
+                                            bool *out_released);
+
+// `rlock_is_locked` on the lock of `kind`: for `RLOCK_READ_LOCK` whether read holds exist, for
+// `RLOCK_WRITE_LOCK` whether it is write locked.
+enum rlock_result rlock_family_is_locked(const struct rlock_client *client,
+                                         int kind,
+                                         const char *name,
+                                         bool *out);
+
+// `rlock_is_held` on the lock of `kind` for `owner_id`.
+enum rlock_result rlock_family_is_held(const struct rlock_client *client,
+                                       int kind,
+                                       const char *name,
+                                       uint64_t owner_id,
+                                       bool *out);
+
+// `rlock_hold_count` on the lock of `kind` for `owner_id`.
+enum rlock_result rlock_family_hold_count(const struct rlock_client *client,
+                                          int kind,
+                                          const char *name,
+                                          uint64_t owner_id,
+                                          uint32_t *out);
+
 // A new options object with every option at its default. Free it with `rlock_options_free`.
 // Returns NULL only on an internal error. Thread-safe.
 struct rlock_options *rlock_options_new(void);
@@ -405,6 +495,16 @@ enum rlock_result rlock_options_set_replica_sync_timeout_ms(struct rlock_options
 // (the previous value is kept). Thread-safe.
 enum rlock_result rlock_options_set_command_connections(struct rlock_options *options,
                                                         uint32_t value);
+
+// How long a fair-lock waiter may go without re-trying before the other waiters drop it
+// from the queue (so a crashed waiter holds up those behind it at most this long), when
+// its acquire has no wait time of its own. Default 300 s (Redisson's
+// `fairLockWaitTimeout`); every client sharing fair locks should use the same.
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_fair_lock_wait_timeout_ms(struct rlock_options *options,
+                                                              int64_t value);
 
 #ifdef __cplusplus
 }  // extern "C"

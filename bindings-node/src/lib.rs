@@ -97,19 +97,36 @@ pub struct NativeClient {
 
 #[napi]
 impl NativeClient {
-    /// A handle on lock `name` with a fresh owner of its own (Node holds belong to handles).
-    #[napi]
-    pub fn lock(&self, name: String) -> napi::Result<NativeLock> {
-        let lock = self.client.lock(&name).map_err(js_error)?;
-        Ok(NativeLock { lock, owner: self.client.new_owner() })
+    /// A handle on lock `name` of `kind` (`'lock'`, `'fenced'` or `'fair'`; default `'lock'`)
+    /// with a fresh owner of its own (Node holds belong to handles).
+    #[napi(ts_args_type = "name: string, kind?: 'lock' | 'fenced' | 'fair'")]
+    pub fn lock(&self, name: String, kind: Option<String>) -> napi::Result<NativeLock> {
+        let c = &self.client;
+        let lock = match kind.as_deref() {
+            None | Some("lock") => c.lock(&name),
+            Some("fenced") => c.fenced_lock(&name).map(|f| f.lock().clone()),
+            Some("fair") => c.fair_lock(&name),
+            Some(k) => {
+                return Err(js_error(rlock::Error::new(
+                    rlock::ErrorKind::InvalidArgument,
+                    format!("unknown lock kind '{k}'"),
+                )))
+            }
+        }
+        .map_err(js_error)?;
+        Ok(NativeLock { lock, owner: c.new_owner() })
     }
 
-    /// A handle on the fenced lock `name` with a fresh owner: its acquires take fencing tokens
-    /// (`NativeLock.token`).
+    /// The read and write sides of read-write lock `name`, sharing one fresh owner (so the
+    /// writer may downgrade to a read hold).
     #[napi]
-    pub fn fenced_lock(&self, name: String) -> napi::Result<NativeLock> {
-        let lock = self.client.fenced_lock(&name).map_err(js_error)?.lock().clone();
-        Ok(NativeLock { lock, owner: self.client.new_owner() })
+    pub fn read_write_lock(&self, name: String) -> napi::Result<Vec<NativeLock>> {
+        let rw = self.client.read_write_lock(&name).map_err(js_error)?;
+        let owner = self.client.new_owner();
+        Ok(vec![
+            NativeLock { lock: rw.read_lock(), owner: owner.clone() },
+            NativeLock { lock: rw.write_lock(), owner },
+        ])
     }
 
     /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
@@ -198,6 +215,12 @@ impl NativeLock {
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.lock.name().to_owned()
+    }
+
+    /// Which lock of the family: `'lock'`, `'fenced'`, `'read'`, `'write'` or `'fair'`.
+    #[napi(getter, ts_return_type = "'lock' | 'fenced' | 'read' | 'write' | 'fair'")]
+    pub fn kind(&self) -> &'static str {
+        self.lock.kind()
     }
 
     /// The owner of this handle as stored in Redis (`<client uuid>:<id>`).

@@ -33,6 +33,7 @@ pub(crate) fn class_of(kind: rlock::ErrorKind) -> &'static str {
         rlock::ErrorKind::Connection => "ConnectionError",
         rlock::ErrorKind::Redis => "RedisError",
         rlock::ErrorKind::Closed => "ClosedError",
+        rlock::ErrorKind::WouldDeadlock => "WouldDeadlockError",
         _ => "RLockError",
     }
 }

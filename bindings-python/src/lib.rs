@@ -74,6 +74,10 @@ impl Client {
         self.rt.check_pid()?;
         Ok(&self.inner)
     }
+
+    fn wrap(&self, lock: rlock::Lock) -> Lock {
+        Lock { inner: lock, client: self.inner.clone(), rt: self.rt.clone() }
+    }
 }
 
 #[pymethods]
@@ -94,14 +98,26 @@ impl Client {
     /// A handle on the lock `name`.
     fn lock(&self, name: &str) -> PyResult<Lock> {
         let lock = self.check()?.lock(name).map_err(map_err)?;
-        Ok(Lock { inner: lock, client: self.inner.clone(), rt: self.rt.clone() })
+        Ok(self.wrap(lock))
     }
 
     /// A handle on the fenced lock `name`: a `Lock` whose acquires take fencing tokens
     /// (`Lock.token`).
     fn fenced_lock(&self, name: &str) -> PyResult<Lock> {
         let lock = self.check()?.fenced_lock(name).map_err(map_err)?.lock().clone();
-        Ok(Lock { inner: lock, client: self.inner.clone(), rt: self.rt.clone() })
+        Ok(self.wrap(lock))
+    }
+
+    /// The read and write sides of the read-write lock `name`.
+    fn read_write_lock(&self, name: &str) -> PyResult<(Lock, Lock)> {
+        let rw = self.check()?.read_write_lock(name).map_err(map_err)?;
+        Ok((self.wrap(rw.read_lock()), self.wrap(rw.write_lock())))
+    }
+
+    /// A handle on the fair lock `name`.
+    fn fair_lock(&self, name: &str) -> PyResult<Lock> {
+        let lock = self.check()?.fair_lock(name).map_err(map_err)?;
+        Ok(self.wrap(lock))
     }
 
     /// A fresh owner id, distinct from every thread id and from earlier calls (asyncio tasks).
@@ -236,9 +252,21 @@ impl Lock {
         F: Future<Output = rlock::Result<T>> + Send + 'static,
     {
         self.rt.check_pid()?;
-        wait::block_on(py, &self.rt, fut)?.map_err(map_err)
+        match wait::block_on(py, &self.rt, fut) {
+            Ok(out) => out.map_err(map_err),
+            Err(interrupt) => {
+                // Ctrl-C usually ends the process next: let the clean-up of the cut-off call
+                // (a release, a fair waiter leaving its queue) finish first.
+                let (client, handle) = (self.client.clone(), self.rt.handle().clone());
+                py.detach(move || handle.block_on(client.settle(SETTLE_LIMIT)));
+                Err(interrupt)
+            }
+        }
     }
 }
+
+/// Longest an interrupted call waits for its clean-up before raising.
+const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 #[pymethods]
 impl Lock {
@@ -246,6 +274,12 @@ impl Lock {
     #[getter]
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    /// Which lock of the family: "lock", "fenced", "read", "write" or "fair".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
     }
 
     /// Blocks until `owner` holds the lock or `timeout` seconds passed (None: no limit, 0: try

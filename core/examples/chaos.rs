@@ -212,9 +212,7 @@ impl Worker {
             }
             match lock.release(&self.me).await {
                 Ok(Released::Unlocked) => {}
-                Ok(Released::StillHeld) => {
-                    return Ok(r#"{"event":"error","op":"mx release","code":"STILL_HELD"}"#.into())
-                }
+                Ok(_) => return Ok(r#"{"event":"error","op":"mx release","code":"STILL_HELD"}"#.into()),
                 Err(e) => return Ok(error_line("mx release", &e)),
             }
             per_name[k] += 1;

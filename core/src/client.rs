@@ -9,10 +9,12 @@ use uuid::Uuid;
 use crate::conn::Topology;
 use crate::error::{Error, Result};
 use crate::fenced_lock::FencedLock;
+use crate::keys;
 use crate::keys::MAX_NAME_LEN;
-use crate::lock::Lock;
+use crate::lock::{Flavor, Lock};
 use crate::options::ClientOptions;
 use crate::owner::Owner;
+use crate::read_write_lock::ReadWriteLock;
 use crate::shared::Shared;
 use crate::watchdog::{ListenerId, LostEvent, LostFilter};
 
@@ -104,7 +106,27 @@ impl Client {
     /// a name whose auxiliary keys would hash to another slot (an empty `{}` or unclosed `{`).
     pub fn lock(&self, name: &str) -> Result<Lock> {
         self.check_name(name)?;
-        Ok(Lock::new(self.shared.clone(), name, false))
+        Ok(Lock::new(self.shared.clone(), name))
+    }
+
+    /// A handle on the read-write lock `name` (Redisson `RReadWriteLock`): its
+    /// [`read_lock`](ReadWriteLock::read_lock) and [`write_lock`](ReadWriteLock::write_lock).
+    /// Fails as [`Client::lock`] does.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
+        self.check_name(name)?;
+        Ok(ReadWriteLock::new(self.shared.clone(), name))
+    }
+
+    /// A handle on the fair lock `name` (Redisson `RFairLock`): granted in arrival order across
+    /// all clients, Java's included, through the queue `redisson_lock_queue:{name}` and the
+    /// deadlines `redisson_lock_timeout:{name}`. A waiter that stops waiting (its wait ran out,
+    /// it was cancelled or dropped, its client closed) leaves the queue. Fails as
+    /// [`Client::lock`] does.
+    pub fn fair_lock(&self, name: &str) -> Result<Lock> {
+        self.check_name(name)?;
+        let flavor =
+            Flavor::Fair { queue: keys::fair_queue_key(name), timeouts: keys::fair_timeout_key(name) };
+        Ok(Lock::with_flavor(self.shared.clone(), name, flavor))
     }
 
     /// A handle on the fenced lock `name` (Redisson `RFencedLock`): a reentrant lock whose every
@@ -127,7 +149,7 @@ impl Client {
                 name.len()
             )));
         }
-        if self.shared.topology() == Topology::Cluster && !crate::keys::shares_one_slot(name) {
+        if self.shared.topology() == Topology::Cluster && !keys::shares_one_slot(name) {
             return Err(Error::invalid(
                 "on a Redis Cluster a lock name must not contain an empty '{}' or an unclosed '{': \
                  its channel and latch keys would hash to another slot",
@@ -156,6 +178,15 @@ impl Client {
     /// Number of lock channels with local waiters (each one subscription).
     pub fn waited_channels(&self) -> usize {
         self.shared.pubsub().channel_count()
+    }
+
+    /// Waits until the clean-up steps of abandoned calls have run, or `limit` passed; true
+    /// when none is left. Those steps run in the background: a hold acquired for a caller who
+    /// had gone is released, a release or acquire step cut off midway is finished, a fair-lock
+    /// waiter that stopped waiting leaves the queue. Call it before the process exits after
+    /// cancelling calls (Python does on Ctrl-C, C in `rlock_client_free`).
+    pub async fn settle(&self, limit: std::time::Duration) -> bool {
+        self.shared.cleanups().settle(limit).await
     }
 
     /// Stops renewals and pub/sub and fails every pending and later call with `Closed`. Holds

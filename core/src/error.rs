@@ -34,11 +34,15 @@ pub enum ErrorKind {
     /// The client was made in another process: it was inherited over `fork()` and cannot be
     /// used in the child (make a new client there).
     Forked,
+    /// The call would wait forever on a hold of its own owner: a read holder of a read-write
+    /// lock asking for the write lock (an upgrade; Redisson's waits forever). Nothing changed
+    /// in Redis: release the read holds first.
+    WouldDeadlock,
 }
 
 impl ErrorKind {
     /// Every kind, in the order of their stable C result codes (1, 2, ...; 0 is success).
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::NotAcquired,
         ErrorKind::NotHeld,
         ErrorKind::Lost,
@@ -48,6 +52,7 @@ impl ErrorKind {
         ErrorKind::Redis,
         ErrorKind::Closed,
         ErrorKind::Forked,
+        ErrorKind::WouldDeadlock,
     ];
 
     /// The stable number of this kind (the C result code; 0 is success, 9 is reserved for
@@ -63,6 +68,7 @@ impl ErrorKind {
             ErrorKind::Redis => 7,
             ErrorKind::Closed => 8,
             ErrorKind::Forked => 10,
+            ErrorKind::WouldDeadlock => 11,
         }
     }
 
@@ -83,6 +89,7 @@ impl ErrorKind {
             ErrorKind::Redis => "redis",
             ErrorKind::Closed => "closed",
             ErrorKind::Forked => "forked",
+            ErrorKind::WouldDeadlock => "would_deadlock",
         }
     }
 }
@@ -185,7 +192,7 @@ mod tests {
         let mut codes: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
         codes.sort_unstable();
         codes.dedup();
-        assert_eq!(codes, [1, 2, 3, 4, 5, 6, 7, 8, 10]);
+        assert_eq!(codes, [1, 2, 3, 4, 5, 6, 7, 8, 10, 11]);
         assert_eq!(ErrorKind::NotHeld.code_name(), "RLOCK_NOT_HELD");
         assert_eq!(ErrorKind::InvalidArgument.code_name(), "RLOCK_INVALID_ARGUMENT");
     }

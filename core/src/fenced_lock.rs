@@ -14,7 +14,7 @@ use redis::AsyncCommands;
 
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::lock::{Lock, Released, Ttl};
+use crate::lock::{Flavor, Lock, Released, Ttl};
 use crate::owner::Owner;
 use crate::shared::Shared;
 
@@ -35,7 +35,11 @@ impl std::fmt::Debug for FencedLock {
 impl FencedLock {
     pub(crate) fn new(shared: Arc<Shared>, name: &str) -> FencedLock {
         FencedLock {
-            lock: Lock::new(shared.clone(), name, true),
+            lock: Lock::with_flavor(
+                shared.clone(),
+                name,
+                Flavor::Fenced { token_key: keys::token_key(name) },
+            ),
             shared,
             token_key: keys::token_key(name).into(),
         }

@@ -8,10 +8,65 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+/// Where the rest of abandoned calls runs: a client's runtime, counting what is under way so
+/// that a process about to exit can wait for it ([`Cleanups::settle`]).
+#[derive(Clone)]
+pub(crate) struct Cleanups {
+    handle: Handle,
+    running: Arc<(AtomicUsize, Notify)>,
+}
+
+impl Cleanups {
+    pub(crate) fn new(handle: Handle) -> Self {
+        Cleanups { handle, running: Arc::new((AtomicUsize::new(0), Notify::new())) }
+    }
+
+    fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        let running = self.running.clone();
+        running.0.fetch_add(1, Ordering::SeqCst);
+        // Counted down when the task ends or is dropped unfinished (a runtime shutting down).
+        struct Done(Arc<(AtomicUsize, Notify)>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                if self.0 .0.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    self.0 .1.notify_waiters();
+                }
+            }
+        }
+        let done = Done(running);
+        self.handle.spawn(async move {
+            fut.await;
+            drop(done);
+        });
+    }
+
+    /// Waits until every clean-up under way has ended, or `limit` passed; true when none is
+    /// left.
+    pub(crate) async fn settle(&self, limit: Duration) -> bool {
+        let (count, notify) = &*self.running;
+        let wait = async {
+            loop {
+                let ended = notify.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if count.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                ended.await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.is_ok()
+    }
+}
 
 /// A future polled in place by its caller that runs to the end even when the caller drops it:
 /// dropped unfinished, it hands the rest of its work to a task on `handle` (its output is then
@@ -19,13 +74,13 @@ use tokio::runtime::Handle;
 /// spawning every call up front cost a task and a channel per call.
 pub(crate) struct Finish<T: Send + 'static> {
     fut: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
-    handle: Handle,
+    cleanups: Cleanups,
 }
 
 impl<T: Send + 'static> Finish<T> {
-    /// Wraps `fut`; `handle` is where it finishes when dropped early.
-    pub(crate) fn new(handle: &Handle, fut: impl Future<Output = T> + Send + 'static) -> Self {
-        Finish { fut: Some(Box::pin(fut)), handle: handle.clone() }
+    /// Wraps `fut`; `cleanups` is where it finishes when dropped early.
+    pub(crate) fn new(cleanups: &Cleanups, fut: impl Future<Output = T> + Send + 'static) -> Self {
+        Finish { fut: Some(Box::pin(fut)), cleanups: cleanups.clone() }
     }
 }
 
@@ -49,7 +104,7 @@ impl<T: Send + 'static> Drop for Finish<T> {
     fn drop(&mut self) {
         if let Some(fut) = self.fut.take() {
             // An unfinished call: let it finish on the client's runtime.
-            self.handle.spawn(async move {
+            self.cleanups.spawn(async move {
                 drop(fut.await);
             });
         }
@@ -60,26 +115,34 @@ impl<T: Send + 'static> Drop for Finish<T> {
 #[must_use = "dropping an Undo gives back what it holds"]
 pub(crate) struct Undo {
     undo: Option<BoxFuture<'static, ()>>,
-    handle: Handle,
+    cleanups: Cleanups,
 }
 
 impl Undo {
-    /// `undo` runs on `handle` when this is dropped without [`keep`](Self::keep). It should
+    /// `undo` runs on `cleanups` when this is dropped without [`keep`](Self::keep). It should
     /// log, not fail: nobody is left to report to.
-    pub(crate) fn new(handle: &Handle, undo: impl Future<Output = ()> + Send + 'static) -> Self {
-        Undo { undo: Some(Box::pin(undo)), handle: handle.clone() }
+    pub(crate) fn new(cleanups: &Cleanups, undo: impl Future<Output = ()> + Send + 'static) -> Self {
+        Undo { undo: Some(Box::pin(undo)), cleanups: cleanups.clone() }
     }
 
     /// The caller took what this holds: nothing is given back.
     pub(crate) fn keep(mut self) {
         self.undo = None;
     }
+
+    /// Gives back now and waits until that is done (run to the end even when this future is
+    /// dropped).
+    pub(crate) async fn now(mut self) {
+        if let Some(undo) = self.undo.take() {
+            Finish::new(&self.cleanups, undo).await;
+        }
+    }
 }
 
 impl Drop for Undo {
     fn drop(&mut self) {
         if let Some(undo) = self.undo.take() {
-            self.handle.spawn(undo);
+            self.cleanups.spawn(undo);
         }
     }
 }
@@ -92,45 +155,40 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_finish_runs_to_the_end_and_drops_its_output_there() {
-        let handle = Handle::current();
+        let cleanups = Cleanups::new(Handle::current());
         let done = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let d = done.clone();
-        let call = Finish::new(&handle, async move {
+        let inner = cleanups.clone();
+        let call = Finish::new(&cleanups, async move {
             let _ = rx.await;
             d.fetch_add(1, Ordering::SeqCst);
             let d = d.clone();
             // The output gives itself back when nobody takes it.
-            Undo::new(&Handle::current(), async move {
+            Undo::new(&inner, async move {
                 d.fetch_add(10, Ordering::SeqCst);
             })
         });
         drop(call);
         let _ = tx.send(());
-        for _ in 0..100 {
-            if done.load(Ordering::SeqCst) == 11 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
+        assert!(cleanups.settle(Duration::from_secs(5)).await, "the finish and its undo ran");
         assert_eq!(done.load(Ordering::SeqCst), 11);
     }
 
     #[tokio::test]
     async fn a_kept_undo_gives_nothing_back() {
+        let cleanups = Cleanups::new(Handle::current());
         let given_back = Arc::new(AtomicUsize::new(0));
         let g = given_back.clone();
-        let undo = Undo::new(&Handle::current(), async move {
+        let undo = Undo::new(&cleanups, async move {
             g.fetch_add(1, Ordering::SeqCst);
         });
         undo.keep();
         let g = given_back.clone();
-        drop(Undo::new(&Handle::current(), async move {
+        drop(Undo::new(&cleanups, async move {
             g.fetch_add(1, Ordering::SeqCst);
         }));
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
+        assert!(cleanups.settle(Duration::from_secs(5)).await);
         assert_eq!(given_back.load(Ordering::SeqCst), 1);
     }
 }

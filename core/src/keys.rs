@@ -12,6 +12,44 @@ pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
     }
 }
 
+/// `suffixed(N, s)`: `N:s` when N already has a `{` hash tag, else `{N}:s` (Redisson's
+/// `suffixName`).
+pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
+    format!("{}:{suffix}", key_prefix(name))
+}
+
+/// `N` when it already has a `{` hash tag, else `{N}`: the part every suffixed key starts with.
+pub(crate) fn key_prefix(name: &str) -> String {
+    if name.contains('{') {
+        name.to_owned()
+    } else {
+        format!("{{{name}}}")
+    }
+}
+
+/// The channel of a read-write lock (both sides).
+pub(crate) fn rwlock_channel(name: &str) -> String {
+    prefixed("redisson_rwlock", name)
+}
+
+/// The prefix of `owner`'s read-hold lease keys on read-write lock `name`; hold n is
+/// `<prefix>:<n>`.
+pub(crate) fn read_timeout_prefix(name: &str, owner: &str) -> String {
+    let mut p = suffixed(name, owner);
+    p.push_str(":rwlock_timeout");
+    p
+}
+
+/// The waiting queue (LIST of owners) of a fair lock.
+pub(crate) fn fair_queue_key(name: &str) -> String {
+    prefixed("redisson_lock_queue", name)
+}
+
+/// The waiters' deadlines (ZSET) of a fair lock.
+pub(crate) fn fair_timeout_key(name: &str) -> String {
+    prefixed("redisson_lock_timeout", name)
+}
+
 /// The unlock channel of a reentrant lock.
 pub(crate) fn lock_channel(name: &str) -> String {
     prefixed("redisson_lock__channel", name)
@@ -48,7 +86,17 @@ pub(crate) fn slot(key: &[u8]) -> u16 {
 /// has the same limit: its scripts fail with CROSSSLOT on such names).
 pub(crate) fn shares_one_slot(name: &str) -> bool {
     let s = slot(name.as_bytes());
-    [lock_channel(name), unlock_latch_prefix(name), token_key(name)].iter().all(|k| slot(k.as_bytes()) == s)
+    [
+        lock_channel(name),
+        unlock_latch_prefix(name),
+        token_key(name),
+        rwlock_channel(name),
+        suffixed(name, "x"),
+        fair_queue_key(name),
+        fair_timeout_key(name),
+    ]
+    .iter()
+    .all(|k| slot(k.as_bytes()) == s)
 }
 
 #[cfg(test)]
@@ -77,5 +125,11 @@ mod tests {
         assert_eq!(unlock_latch_prefix("orders"), "redisson_unlock_latch:{orders}:");
         assert_eq!(token_key("orders"), "redisson_lock_token:{orders}");
         assert_eq!(token_key("a{b}c"), "redisson_lock_token:a{b}c");
+        assert_eq!(rwlock_channel("orders"), "redisson_rwlock:{orders}");
+        assert_eq!(read_timeout_prefix("orders", "u:1"), "{orders}:u:1:rwlock_timeout");
+        assert_eq!(read_timeout_prefix("a{b}c", "u:1"), "a{b}c:u:1:rwlock_timeout");
+        assert_eq!(key_prefix("orders"), "{orders}");
+        assert_eq!(fair_queue_key("orders"), "redisson_lock_queue:{orders}");
+        assert_eq!(fair_timeout_key("orders"), "redisson_lock_timeout:{orders}");
     }
 }

@@ -1,4 +1,4 @@
-//! rlock: Redisson-compatible distributed reentrant locks on Redis.
+//! rlock: Redisson-compatible distributed locks on Redis: reentrant, fenced, read-write and fair.
 //!
 //! Locks live in Redis exactly as Redisson (the Java client) stores them, so Java services and
 //! rlock users in Rust, C, Python and Node share locks. Holds belong to [`Owner`]s; a watchdog
@@ -26,6 +26,7 @@ mod lock;
 mod options;
 mod owner;
 mod pubsub;
+mod read_write_lock;
 mod replicas;
 mod scripts;
 mod shared;
@@ -42,6 +43,7 @@ pub use options::{
     duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
 };
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
+pub use read_write_lock::ReadWriteLock;
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 

@@ -1,8 +1,12 @@
-//! The reentrant lock (Redisson `RLock`): acquire with pub/sub waiting, release, queries.
-//! Built on the shared machinery: the wait loop and pub/sub waiting, the watchdog (through
-//! [`REENTRANT`], its renewal step), replica sync and the cancel-safety of [`crate::finish`].
+//! The lock family of Redisson's `RedissonLock`: the reentrant lock (`RLock`) and the locks
+//! that share its hash, its owners and its steps' shape: the fenced lock, the read and write
+//! sides of a read-write lock, and the fair lock. Each is a [`Lock`] with its [`Flavor`]: the
+//! flavor picks the scripts, the channel and the kind of hold; everything else (the wait loop
+//! and pub/sub waiting, the watchdog, replica sync, release bookkeeping, the cancel-safety of
+//! [`crate::finish`], guards and queries) is shared, so every lock has the full `Lock` API.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::AsyncCommands;
@@ -14,14 +18,13 @@ use crate::keys;
 use crate::latches::request_latch;
 use crate::options::{check_duration, positive_ms};
 use crate::owner::Owner;
-use crate::pubsub::Wake;
+use crate::pubsub::{Meaning, Wake};
 use crate::replicas::Synced;
-use crate::scripts;
+use crate::scripts::{self, ReleaseKind};
 use crate::shared::{Attempt, Shared};
 use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter};
 
-/// The reentrant lock's hold, renewed with its renewal step (also used by the fenced lock and
-/// the write lock in Redisson's layout).
+/// The reentrant lock's hold, renewed with its renewal step (also the fenced and fair locks').
 pub(crate) static REENTRANT: HoldKind = HoldKind {
     id: 0,
     name: "lock",
@@ -32,6 +35,74 @@ pub(crate) static REENTRANT: HoldKind = HoldKind {
         })
     },
 };
+
+/// A write hold of a read-write lock: the reentrant renewal on field `<owner>:write`.
+pub(crate) static WRITE: HoldKind = HoldKind {
+    id: 1,
+    name: "write",
+    renew: |mut conn, lease_ms, holds| {
+        Box::pin(async move {
+            let fields: Vec<String> = holds.iter().map(|(_, o)| write_field(o)).collect();
+            let pairs: Vec<(&str, &str)> =
+                holds.iter().zip(&fields).map(|((n, _), f)| (&**n, f.as_str())).collect();
+            scripts::renew_locks(&mut conn, lease_ms, &pairs).await
+        })
+    },
+};
+
+/// The read holds of one owner on a read-write lock: the lock and only this owner's read-hold
+/// keys are renewed.
+pub(crate) static READ: HoldKind = HoldKind {
+    id: 2,
+    name: "read",
+    renew: |mut conn, lease_ms, holds| {
+        Box::pin(async move {
+            let triples: Vec<(&str, &str, String)> = holds
+                .iter()
+                .map(|(n, o)| (&**n, o.as_str(), keys::read_timeout_prefix(n, o.as_str())))
+                .collect();
+            scripts::renew_reads(&mut conn, lease_ms, &triples).await
+        })
+    },
+};
+
+/// The hash field of `owner`'s write hold.
+fn write_field(owner: &Owner) -> String {
+    format!("{}:write", owner.as_str())
+}
+
+/// Which lock of the family a [`Lock`] is: its scripts, channel and kind of hold.
+pub(crate) enum Flavor {
+    /// Redisson `RLock`.
+    Reentrant,
+    /// Redisson `RFencedLock`: every acquire also takes a token from `token_key`.
+    Fenced { token_key: String },
+    /// The read side of Redisson `RReadWriteLock`; `key_prefix` starts every read-hold key.
+    Read { key_prefix: String },
+    /// The write side of Redisson `RReadWriteLock`.
+    Write,
+    /// Redisson `RFairLock`: waiters queue in `queue`, with deadlines in `timeouts`.
+    Fair { queue: String, timeouts: String },
+}
+
+impl Flavor {
+    fn kind(&self) -> &'static HoldKind {
+        match self {
+            Flavor::Read { .. } => &READ,
+            Flavor::Write => &WRITE,
+            _ => &REENTRANT,
+        }
+    }
+}
+
+/// What a message on a fair-lock waiter's own channel means: its turn may have come.
+fn fair_message(payload: &[u8]) -> Wake {
+    if payload == scripts::UNLOCK_MESSAGE.as_bytes() {
+        Wake::All
+    } else {
+        Wake::Nobody
+    }
+}
 
 /// What a message on a lock channel means: `0` (unlock) wakes one waiter per client, `1` (a
 /// read unlock) wakes every waiter.
@@ -45,7 +116,9 @@ pub(crate) fn lock_message(payload: &[u8]) -> Wake {
     }
 }
 
-/// A handle on one reentrant lock. Cheap to clone; holds belong to [`Owner`]s, not to handles.
+/// A handle on one lock of the family: reentrant ([`Client::lock`](crate::Client::lock)), fenced,
+/// read or write side of a read-write lock, or fair. Cheap to clone; holds belong to
+/// [`Owner`]s, not to handles.
 #[derive(Clone)]
 pub struct Lock {
     inner: Arc<LockInner>,
@@ -54,8 +127,8 @@ pub struct Lock {
 struct LockInner {
     shared: Arc<Shared>,
     name: Arc<str>,
-    /// The fencing-token counter, for a fenced lock (whose acquire step also takes a token).
-    token_key: Option<String>,
+    flavor: Flavor,
+    /// The lock's channel (a fair lock's waiters listen on `<channel>:<owner>`).
     channel: String,
     latch_prefix: String,
     group: u16,
@@ -63,11 +136,15 @@ struct LockInner {
 
 /// What a successful release did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Released {
     /// The owner's last hold level was released: the lock is free and a waiter was woken.
     Unlocked,
     /// The owner still holds the lock (it had re-entered it); the count went down by one.
     StillHeld,
+    /// The owner's hold ended, but the lock stays locked by other holds: other readers, or
+    /// the owner's own read holds after it released its write hold (a downgrade).
+    StillLocked,
 }
 
 impl Released {
@@ -101,28 +178,50 @@ impl Ttl {
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock").field("name", &self.inner.name).finish()
+        f.debug_struct("Lock").field("name", &self.inner.name).field("kind", &self.kind()).finish()
     }
 }
 
 /// What one acquire step did: `Ok(token)` acquired (the fencing token; 0 for a lock that is not
-/// fenced), `Err(pttl)` held by another owner (its PTTL in ms; -1: a key without expiry).
+/// fenced), `Err(pttl)` held by another owner (its PTTL in ms; -1: a key without expiry; for a
+/// fair lock, how long to wait at most), or [`scripts::REFUSED_UPGRADE`].
 type Step = std::result::Result<u64, i64>;
+
+/// What [`Lock::attempt`] hands back when the lock is busy: the wait bound, and for a fair lock
+/// the give-up step of the queue place it holds now.
+type Busy = (i64, Option<Undo>);
+
+/// Milliseconds since the Unix epoch (the fair lock's deadlines use the clients' clocks, as
+/// Redisson's do).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Lock {
-    /// A handle on lock `name`; `fenced` adds the fencing-token step of [`crate::FencedLock`].
-    pub(crate) fn new(shared: Arc<Shared>, name: &str, fenced: bool) -> Lock {
+    /// A handle on the reentrant lock `name`.
+    pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Lock {
+        Self::with_flavor(shared, name, Flavor::Reentrant)
+    }
+
+    /// A handle on lock `name` of the given flavor.
+    pub(crate) fn with_flavor(shared: Arc<Shared>, name: &str, flavor: Flavor) -> Lock {
         let group = shared.group(name);
+        let channel = match flavor {
+            Flavor::Read { .. } | Flavor::Write => keys::rwlock_channel(name),
+            _ => keys::lock_channel(name),
+        };
         Lock {
             inner: Arc::new(LockInner {
                 shared,
                 name: name.into(),
-                token_key: fenced.then(|| keys::token_key(name)),
-                channel: keys::lock_channel(name),
+                flavor,
+                channel,
                 latch_prefix: keys::unlock_latch_prefix(name),
                 group,
             }),
@@ -134,8 +233,27 @@ impl Lock {
         &self.inner.name
     }
 
+    /// Which lock of the family this is: `"lock"`, `"fenced"`, `"read"`, `"write"` or `"fair"`.
+    pub fn kind(&self) -> &'static str {
+        match self.inner.flavor {
+            Flavor::Reentrant => "lock",
+            Flavor::Fenced { .. } => "fenced",
+            Flavor::Read { .. } => "read",
+            Flavor::Write => "write",
+            Flavor::Fair { .. } => "fair",
+        }
+    }
+
     fn key(&self, owner: &Owner) -> HoldKey {
-        HoldKey { kind: REENTRANT.id, name: self.inner.name.clone(), owner: owner.id() }
+        HoldKey { kind: self.inner.flavor.kind().id, name: self.inner.name.clone(), owner: owner.id() }
+    }
+
+    /// The hash field of `owner`'s hold.
+    fn field<'a>(&self, owner: &'a Owner) -> Cow<'a, str> {
+        match self.inner.flavor {
+            Flavor::Write => Cow::Owned(write_field(owner)),
+            _ => Cow::Borrowed(owner.as_str()),
+        }
     }
 
     /// Waits until `owner` holds the lock, with a watchdog-renewed lease. Re-entering a held
@@ -215,46 +333,107 @@ impl Lock {
             None => None,
         };
         shared.check_open()?;
-        shared
-            .wait_until(&self.inner.channel, lock_message, deadline, || async {
-                Ok(match self.attempt(owner, lease, renew).await? {
+        let inner = &self.inner;
+        // A fair waiter listens on its own channel, and queues with a wait: the caller's, else
+        // the client's fair_lock_wait_timeout (as Redisson does).
+        let (channel, meaning, fair_wait_ms): (Cow<'_, str>, Meaning, u64) = match inner.flavor {
+            Flavor::Fair { .. } => (
+                Cow::Owned(format!("{}:{}", inner.channel, owner.as_str())),
+                fair_message,
+                match wait {
+                    Some(w) if !w.is_zero() => millis(w).max(1),
+                    _ => millis(shared.options().fair_lock_wait_timeout).max(1),
+                },
+            ),
+            _ => (Cow::Borrowed(&inner.channel), lock_message, 0),
+        };
+        let queue_up = wait != Some(Duration::ZERO);
+        // The give-up step of the fair-queue place this waiter holds (see `attempt`).
+        let queued: Mutex<Option<Undo>> = Mutex::new(None);
+        let queued = &queued;
+        let poll = shared.options().poll_interval;
+        let got = shared
+            .wait_until(&channel, meaning, deadline, || async move {
+                Ok(match self.attempt(owner, lease, renew, fair_wait_ms, queue_up).await? {
                     Ok(token) => Attempt::Done(token),
-                    // Bounded by the holder's lease (a key without expiry: no bound).
-                    Err(ttl) if ttl >= 0 => Attempt::Busy(Some(Duration::from_millis(ttl as u64 + 1))),
-                    Err(_) => Attempt::Busy(None),
+                    Err((bound, give_up)) => {
+                        if let Some(g) = give_up {
+                            let old = queued.lock().unwrap_or_else(|p| p.into_inner()).replace(g);
+                            if let Some(old) = old {
+                                old.keep();
+                            }
+                        }
+                        if bound == scripts::REFUSED_UPGRADE && matches!(inner.flavor, Flavor::Write) {
+                            return Err(refused_upgrade(&inner.name, owner));
+                        }
+                        match inner.flavor {
+                            // Free, but another waiter is first in line: it was woken, or it
+                            // crashed and is dropped once its deadline passes.
+                            Flavor::Fair { .. } if bound <= 0 => Attempt::Busy(Some(poll)),
+                            // Bounded by the holder's lease (a key without expiry: no bound).
+                            _ if bound >= 0 => Attempt::Busy(Some(Duration::from_millis(bound as u64 + 1))),
+                            _ => Attempt::Busy(None),
+                        }
+                    }
                 })
             })
-            .await
+            .await;
+        let give_up = queued.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(give_up) = give_up {
+            match got {
+                // The acquire step took this waiter out of the queue.
+                Ok(Some(_)) => give_up.keep(),
+                // Out of the queue before answering, so the next waiter is not held up.
+                Ok(None) => give_up.now().await,
+                // Dropped: given up on the client's runtime.
+                Err(_) => drop(give_up),
+            }
+        }
+        got
     }
 
     /// One acquire step (and, with replica sync, its WAIT). It runs in place, inside a
     /// [`Finish`]: a caller who gives up mid-call hands the call to a task that finishes it, so
     /// no untracked hold is left. The call registers the hold with the watchdog before
     /// answering, and an answer nobody takes (an [`Undo`]) releases the hold again.
-    async fn attempt(&self, owner: &Owner, lease: Duration, renew: bool) -> Result<Step> {
+    ///
+    /// A fair waiter that queued up gets the give-up step of its place (an [`Undo`]) in the
+    /// same way, so a caller who gives up mid-call still leaves the queue, after the call.
+    async fn attempt(
+        &self,
+        owner: &Owner,
+        lease: Duration,
+        renew: bool,
+        fair_wait_ms: u64,
+        queue_up: bool,
+    ) -> Result<std::result::Result<u64, Busy>> {
         let lock = self.clone();
         let owner = owner.clone();
         let shared = &self.inner.shared;
-        let call = Finish::new(shared.handle(), async move {
+        let call = Finish::new(shared.cleanups(), async move {
             let inner = &lock.inner;
-            match lock.run_acquire(&owner, millis(lease)).await? {
+            match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await? {
                 Ok(token) => {
                     let key = lock.key(&owner);
                     inner.shared.watchdog().acquired(
-                        &REENTRANT,
+                        inner.flavor.kind(),
                         key.clone(),
                         &owner,
                         lease,
                         renew,
                         inner.group,
                     );
-                    if inner.token_key.is_some() {
+                    if matches!(inner.flavor, Flavor::Fenced { .. }) {
                         inner.shared.watchdog().set_token(&key, token);
                     }
                     let undo = lock.undo(&owner);
                     Ok(Ok((undo, token)))
                 }
-                Err(ttl) => Ok(Err(ttl)),
+                Err(bound) => {
+                    let give_up = (matches!(inner.flavor, Flavor::Fair { .. }) && queue_up)
+                        .then(|| lock.give_up(&owner, fair_wait_ms));
+                    Ok(Err((bound, give_up)))
+                }
             }
         });
         let answer = tokio::select! {
@@ -267,14 +446,45 @@ impl Lock {
                 hold.keep();
                 Ok(Ok(token))
             }
-            Err(ttl) => Ok(Err(ttl)),
+            Err(busy) => Ok(Err(busy)),
         }
+    }
+
+    /// The fair lock's give-up step for `owner` (queued with `wait_ms`), run when dropped
+    /// unkept or through [`Undo::now`].
+    fn give_up(&self, owner: &Owner, wait_ms: u64) -> Undo {
+        let (lock, owner) = (self.clone(), owner.clone());
+        Undo::new(self.inner.shared.cleanups(), async move {
+            let inner = &lock.inner;
+            let Flavor::Fair { queue, timeouts } = &inner.flavor else { return };
+            let keys = scripts::FairKeys { name: &inner.name, queue, timeouts, channel: &inner.channel };
+            let publish = inner.shared.publish_command();
+            let result = inner
+                .shared
+                .retrying_past_close(|mut conn| {
+                    let keys = &keys;
+                    let owner = &owner;
+                    async move {
+                        scripts::fair_give_up(&mut conn, keys, owner.as_str(), wait_ms, publish)
+                            .await
+                            .map_err(|e| Error::from_redis("fair lock give-up failed", e))
+                    }
+                })
+                .await;
+            if let Err(e) = result {
+                log::warn!(
+                    "rlock: a waiter of fair lock '{}' could not leave the queue ({e}); the waiters \
+                     behind it wait until its deadline",
+                    inner.name
+                );
+            }
+        })
     }
 
     /// Releases `owner`'s hold on the client's runtime when dropped unkept.
     fn undo(&self, owner: &Owner) -> Undo {
         let (lock, owner) = (self.clone(), owner.clone());
-        Undo::new(self.inner.shared.handle(), async move {
+        Undo::new(self.inner.shared.cleanups(), async move {
             if let Err(e) = lock.release_now(&owner).await {
                 log::warn!("rlock: could not undo an acquire nobody took on '{}': {e}", lock.name());
             }
@@ -284,18 +494,56 @@ impl Lock {
     /// The acquire step, followed by a replica `WAIT` when replica sync is on and the key's
     /// master has replicas. An acquire no replica acknowledged is undone and fails with
     /// `Timeout`, which the wait loop retries.
-    async fn run_acquire(&self, owner: &Owner, lease_ms: u64) -> Result<Step> {
+    async fn run_acquire(
+        &self,
+        owner: &Owner,
+        lease_ms: u64,
+        fair_wait_ms: u64,
+        queue_up: bool,
+    ) -> Result<Step> {
         let inner = &self.inner;
         let failed = |e| Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e);
         let step = |mut conn| async move {
-            match &inner.token_key {
-                Some(token_key) => {
-                    scripts::fenced_acquire(&mut conn, &inner.name, token_key, lease_ms, owner.as_str()).await
-                }
-                None => scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str())
+            let busy = match &inner.flavor {
+                Flavor::Fenced { token_key } => {
+                    return scripts::fenced_acquire(
+                        &mut conn,
+                        &inner.name,
+                        token_key,
+                        lease_ms,
+                        owner.as_str(),
+                    )
                     .await
-                    .map(|busy| busy.map_or(Ok(0), Err)),
-            }
+                }
+                Flavor::Reentrant => {
+                    scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await?
+                }
+                Flavor::Read { .. } => {
+                    let prefix = keys::read_timeout_prefix(&inner.name, owner.as_str());
+                    let field = write_field(owner);
+                    scripts::read_acquire(&mut conn, &inner.name, &prefix, lease_ms, owner.as_str(), &field)
+                        .await?
+                }
+                Flavor::Write => {
+                    let field = write_field(owner);
+                    scripts::write_acquire(&mut conn, &inner.name, lease_ms, &field, owner.as_str()).await?
+                }
+                Flavor::Fair { queue, timeouts } => {
+                    let keys =
+                        scripts::FairKeys { name: &inner.name, queue, timeouts, channel: &inner.channel };
+                    scripts::fair_acquire(
+                        &mut conn,
+                        &keys,
+                        lease_ms,
+                        owner.as_str(),
+                        fair_wait_ms,
+                        now_ms(),
+                        queue_up,
+                    )
+                    .await?
+                }
+            };
+            Ok(busy.map_or(Ok(0), Err))
         };
         let Some(replicas) = inner.shared.replicas_for(inner.group) else {
             return step(inner.shared.conn()).await.map_err(failed);
@@ -329,7 +577,7 @@ impl Lock {
         self.inner.shared.check_open()?;
         let lock = self.clone();
         let owner = owner.clone();
-        Finish::new(self.inner.shared.handle(), async move { lock.release_now(&owner).await }).await
+        Finish::new(self.inner.shared.cleanups(), async move { lock.release_now(&owner).await }).await
     }
 
     async fn release_now(&self, owner: &Owner) -> Result<Released> {
@@ -337,6 +585,15 @@ impl Lock {
         let shared = &inner.shared;
         let key = self.key(owner);
         let latch = request_latch(&inner.latch_prefix, shared.id());
+        let kind = match &inner.flavor {
+            Flavor::Reentrant | Flavor::Fenced { .. } => ReleaseKind::Reentrant,
+            Flavor::Read { key_prefix } => ReleaseKind::Read {
+                timeout_prefix: keys::read_timeout_prefix(&inner.name, owner.as_str()),
+                key_prefix,
+            },
+            Flavor::Write => ReleaseKind::Write { field: write_field(owner) },
+            Flavor::Fair { queue, timeouts } => ReleaseKind::Fair { queue, timeouts, now_ms: now_ms() },
+        };
         let call = scripts::Release {
             name: &inner.name,
             channel: &inner.channel,
@@ -345,6 +602,7 @@ impl Lock {
             owner: owner.as_str(),
             publish: shared.publish_command(),
             latch_ttl_ms: shared.latch_ttl_ms(),
+            kind,
         };
         shared.watchdog().release_started(&key);
         let result = shared
@@ -358,9 +616,13 @@ impl Lock {
             })
             .await;
         let outcome = match result {
-            Ok(Some(1)) => {
+            Ok(Some(scripts::RELEASE_FREE)) => {
                 shared.watchdog().released(&key);
                 Released::Unlocked
+            }
+            Ok(Some(scripts::RELEASE_LEFT)) => {
+                shared.watchdog().released(&key);
+                Released::StillLocked
             }
             Ok(Some(_)) => {
                 shared.watchdog().release_ended(&key);
@@ -379,40 +641,91 @@ impl Lock {
 
     /// Deletes the lock whoever holds it and wakes a waiter. Returns whether a lock was there.
     /// `Redis` error (and nothing deleted) when the key is not a lock. The holder's watchdog
-    /// reports the loss and its release fails with `Lost`.
+    /// reports the loss and its release fails with `Lost`. The read (write) side of a
+    /// read-write lock deletes the lock only while it is read (write) locked, as Redisson's.
     pub async fn force_unlock(&self) -> Result<bool> {
         let inner = &self.inner;
         let shared = &inner.shared;
         shared.check_open()?;
-        let deleted =
-            scripts::force_unlock(&mut shared.conn(), &inner.name, &inner.channel, shared.publish_command())
+        let publish = shared.publish_command();
+        let mut conn = shared.conn();
+        let (name, channel) = (&*inner.name, inner.channel.as_str());
+        let deleted = match &inner.flavor {
+            Flavor::Reentrant | Flavor::Fenced { .. } => {
+                scripts::force_unlock(&mut conn, name, channel, publish).await
+            }
+            Flavor::Read { .. } => {
+                scripts::rw_force_unlock(&mut conn, name, channel, scripts::UNLOCK_MESSAGE, publish, "read")
+                    .await
+            }
+            Flavor::Write => {
+                scripts::rw_force_unlock(
+                    &mut conn,
+                    name,
+                    channel,
+                    scripts::READ_UNLOCK_MESSAGE,
+                    publish,
+                    "write",
+                )
                 .await
-                .map_err(|e| {
-                    Error::from_redis(&format!("force unlock of lock '{}' failed", inner.name), e)
-                })?;
-        shared.watchdog().forget_name(&inner.name);
+            }
+            Flavor::Fair { queue, timeouts } => {
+                let keys = scripts::FairKeys { name, queue, timeouts, channel };
+                scripts::fair_force_unlock(&mut conn, &keys, now_ms(), publish).await
+            }
+        }
+        .map_err(|e| Error::from_redis(&format!("force unlock of lock '{}' failed", inner.name), e))?;
+        if deleted == 1 {
+            shared.watchdog().forget_name(&inner.name);
+        }
         Ok(deleted == 1)
     }
 
-    /// Whether anyone holds the lock (`EXISTS`).
+    /// Whether the lock is locked: anyone holds it (`EXISTS`); for the read side of a
+    /// read-write lock, whether read holds exist; for the write side, whether it is write
+    /// locked (Redisson's answers).
     pub async fn is_locked(&self) -> Result<bool> {
         let name = &self.inner.name;
+        let flavor = &self.inner.flavor;
         self.inner
             .shared
             .retrying(|mut c| async move {
-                c.exists(&**name).await.map_err(|e| Error::from_redis("EXISTS failed", e))
+                let failed = |e| Error::from_redis("is_locked failed", e);
+                match flavor {
+                    Flavor::Read { .. } => {
+                        let (mode, fields): (Option<String>, i64) = redis::pipe()
+                            .hget(&**name, "mode")
+                            .hlen(&**name)
+                            .query_async(&mut c)
+                            .await
+                            .map_err(failed)?;
+                        // In write mode the fields are the mode, the writer, and its read holds.
+                        Ok(match mode.as_deref() {
+                            Some("read") => true,
+                            Some("write") => fields > 2,
+                            _ => false,
+                        })
+                    }
+                    Flavor::Write => {
+                        let mode: Option<String> = c.hget(&**name, "mode").await.map_err(failed)?;
+                        Ok(mode.as_deref() == Some("write"))
+                    }
+                    _ => c.exists(&**name).await.map_err(failed),
+                }
             })
             .await
     }
 
-    /// Whether `owner` holds the lock (`HEXISTS`).
+    /// Whether `owner` holds the lock (`HEXISTS`; for the write side, its write hold).
     pub async fn is_held(&self, owner: &Owner) -> Result<bool> {
         self.inner.shared.check_owner(owner)?;
         let name = &self.inner.name;
+        let field = self.field(owner);
+        let field = &*field;
         self.inner
             .shared
             .retrying(|mut c| async move {
-                c.hexists(&**name, owner.as_str()).await.map_err(|e| Error::from_redis("HEXISTS failed", e))
+                c.hexists(&**name, field).await.map_err(|e| Error::from_redis("HEXISTS failed", e))
             })
             .await
     }
@@ -421,11 +734,13 @@ impl Lock {
     pub async fn hold_count(&self, owner: &Owner) -> Result<u32> {
         self.inner.shared.check_owner(owner)?;
         let name = &self.inner.name;
+        let field = self.field(owner);
+        let field = &*field;
         let n: Option<i64> = self
             .inner
             .shared
             .retrying(|mut c| async move {
-                c.hget(&**name, owner.as_str()).await.map_err(|e| Error::from_redis("HGET failed", e))
+                c.hget(&**name, field).await.map_err(|e| Error::from_redis("HGET failed", e))
             })
             .await?;
         Ok(n.and_then(|n| u32::try_from(n).ok()).unwrap_or(0))
@@ -473,6 +788,17 @@ impl Lock {
     pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
         self.inner.shared.watchdog().remove_listener(id)
     }
+}
+
+/// The error of a write acquire by an owner that holds only read holds.
+fn refused_upgrade(name: &str, owner: &Owner) -> Error {
+    Error::new(
+        ErrorKind::WouldDeadlock,
+        format!(
+            "{owner} holds read locks on '{name}' and asked for its write lock: that upgrade would \
+             wait forever (Redisson's does); release the read holds first"
+        ),
+    )
 }
 
 /// The error of a release Redis answered "not held" for.

@@ -343,6 +343,11 @@ options! {
     /// multiplexed connection already pipelines concurrent requests; 2 raises throughput with
     /// tens of concurrent owners. Ignored for Cluster and Sentinel URLs.
     command_connections, with_command_connections: usize = 1;
+    /// How long a fair-lock waiter may go without re-trying before the other waiters drop it
+    /// from the queue (so a crashed waiter holds up those behind it at most this long), when
+    /// its acquire has no wait time of its own. Default 300 s (Redisson's
+    /// `fairLockWaitTimeout`); every client sharing fair locks should use the same.
+    fair_lock_wait_timeout, with_fair_lock_wait_timeout: Duration = Duration::from_secs(300);
 }
 
 /// The longest duration rlock accepts anywhere (about 292 million years would overflow Redis'
@@ -377,6 +382,7 @@ impl ClientOptions {
         }
         // WAIT takes whole milliseconds; 0 would mean "wait forever".
         positive_ms("replica_sync_timeout", self.replica_sync_timeout)?;
+        positive_ms("fair_lock_wait_timeout", self.fair_lock_wait_timeout)?;
         Ok(())
     }
 }
@@ -411,7 +417,7 @@ mod tests {
         assert_eq!(spec("watchdog_timeout").spelling(Surface::Python), "watchdog_timeout");
         assert_eq!(spec("tls_ca_file").spelling(Surface::Node), "tlsCaFile");
         assert_eq!(spec("command_connections").spelling(Surface::C), "command_connections");
-        assert_eq!(OPTIONS.len(), 14);
+        assert_eq!(OPTIONS.len(), 15);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::conn::{self, is_transient, retry_transient, Commands, PushHandler, Topology};
 use crate::error::{Error, Result};
+use crate::finish::Cleanups;
 use crate::latches::Latches;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
@@ -28,7 +29,7 @@ pub(crate) struct Shared {
     commands: Commands,
     pubsub: Arc<pubsub::Registry>,
     watchdog: Arc<Watchdog>,
-    handle: Handle,
+    cleanups: Cleanups,
     closed: CancellationToken,
     latch_ttl_ms: u64,
     latches: Latches,
@@ -114,7 +115,7 @@ impl Shared {
             commands,
             pubsub: registry,
             watchdog: wd,
-            handle,
+            cleanups: Cleanups::new(handle),
             closed,
             latch_ttl_ms: u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX),
             latches,
@@ -149,9 +150,9 @@ impl Shared {
         self.replicas.is_some()
     }
 
-    /// The runtime the client's tasks run on.
-    pub(crate) fn handle(&self) -> &Handle {
-        &self.handle
+    /// Where abandoned calls finish (and their results are given back).
+    pub(crate) fn cleanups(&self) -> &Cleanups {
+        &self.cleanups
     }
 
     /// A connection for commands (cheap: a shared multiplexed connection).
@@ -242,6 +243,18 @@ impl Shared {
         let o = &self.options;
         retry_transient(o.retry_attempts, o.retry_delay, Some(&self.closed), || op(self.commands.clone()))
             .await
+    }
+
+    /// Like [`Self::retrying`], but going on after the client closes: for steps that clean up
+    /// after a caller who stopped waiting (a fair-lock waiter leaving the queue), which a close
+    /// must not skip.
+    pub(crate) async fn retrying_past_close<T, F, Fut>(&self, mut op: F) -> Result<T>
+    where
+        F: FnMut(Commands) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let o = &self.options;
+        retry_transient(o.retry_attempts, o.retry_delay, None, || op(self.commands.clone())).await
     }
 
     /// The wait loop of every waiting primitive: runs `attempt` until it is done, sleeping

@@ -324,3 +324,73 @@ async fn killing_a_master_with_and_without_replica_sync() {
     );
     let _ = payments;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_and_fair_locks_hand_off_through_sharded_pubsub() {
+    let cluster = Cluster::start(3, 0).unwrap();
+    let options = ClientOptions::default().with_sharded_pubsub(Some(true));
+    let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
+    let b = Client::connect(&cluster.url(), options).await.unwrap();
+    for name in ["rw:orders", "rw{user7}:cart"] {
+        let (rwa, rwb) = (a.read_write_lock(name).unwrap(), b.read_write_lock(name).unwrap());
+        let (w, r) = (a.new_owner(), b.new_owner());
+        rwa.write_lock().acquire(&w).await.unwrap(); // 30 s lease: only a message wakes fast
+        rwa.read_lock().acquire(&w).await.unwrap(); // downgrade: a read-hold key in the slot
+        let reader = {
+            let (l, r) = (rwb.read_lock(), r.clone());
+            tokio::spawn(async move { l.acquire(&r).await })
+        };
+        let master = cluster.shard_of(name).unwrap().master;
+        let channel = if name.contains('{') {
+            format!("redisson_rwlock:{name}")
+        } else {
+            format!("redisson_rwlock:{{{name}}}")
+        };
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                let v: Vec<redis::Value> = redis::cmd("PUBSUB")
+                    .arg("SHARDNUMSUB")
+                    .arg(&channel)
+                    .query(&mut conn_to(master))
+                    .unwrap();
+                v.get(1) == Some(&redis::Value::Int(1))
+            })
+            .await
+        );
+        assert_eq!(rwa.write_lock().release(&w).await.unwrap(), rlock::Released::StillLocked);
+        tokio::time::timeout(Duration::from_secs(5), reader).await.unwrap().unwrap().unwrap();
+        rwa.read_lock().release(&w).await.unwrap();
+        assert_eq!(rwb.read_lock().release(&r).await.unwrap(), rlock::Released::Unlocked);
+    }
+
+    // Fair: three waiters from two clients are granted in arrival order.
+    let name = "fair:orders";
+    let holder = a.new_owner();
+    let lock = a.fair_lock(name).unwrap();
+    lock.acquire(&holder).await.unwrap();
+    let master = cluster.shard_of(name).unwrap().master;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..3 {
+        let c = if i % 2 == 0 { &b } else { &a };
+        let (l, o) = (c.fair_lock(name).unwrap(), c.new_owner());
+        let id = o.as_str().to_owned();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            l.acquire(&o).await.unwrap();
+            order.lock().unwrap().push(i);
+            l.release(&o).await.unwrap();
+        }));
+        let queued = eventually(Duration::from_secs(10), || {
+            let q: Vec<String> = conn_to(master).lrange("redisson_lock_queue:{fair:orders}", 0, -1).unwrap();
+            q.last() == Some(&id)
+        })
+        .await;
+        assert!(queued);
+    }
+    lock.release(&holder).await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(10), t).await.unwrap().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2]);
+}

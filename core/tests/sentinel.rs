@@ -145,3 +145,39 @@ async fn without_replica_sync_a_fresh_hold_can_vanish_in_a_failover() {
          {noticed_at:?}. With replica sync the acquire failed with Timeout and was undone."
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_and_fair_locks_behind_sentinel() {
+    let set = SentinelSet::start().unwrap();
+    let a = Client::connect(&set.url(), options()).await.unwrap();
+    let b = Client::connect(&set.url(), options()).await.unwrap();
+    let (rwa, rwb) = (a.read_write_lock("rw").unwrap(), b.read_write_lock("rw").unwrap());
+    let (w, r) = (a.new_owner(), b.new_owner());
+    rwa.write_lock().acquire(&w).await.unwrap();
+    // The acquire waited for the replica, which has the write hold.
+    let on_replica: bool = set.replicas[0].conn().hexists("rw", format!("{}:write", w.as_str())).unwrap();
+    assert!(on_replica);
+    let reader = {
+        let (l, r) = (rwb.read_lock(), r.clone());
+        tokio::spawn(async move { l.acquire(&r).await })
+    };
+    let port = set.master.port();
+    assert!(eventually(Duration::from_secs(5), || numsub(port, "redisson_rwlock:{rw}") == 1).await);
+    rwa.write_lock().release(&w).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), reader).await.unwrap().unwrap().unwrap();
+    rwb.read_lock().release(&r).await.unwrap();
+
+    let (fa, fb) = (a.fair_lock("fair").unwrap(), b.fair_lock("fair").unwrap());
+    fa.acquire(&w).await.unwrap();
+    let waiter = {
+        let (l, r) = (fb.clone(), r.clone());
+        tokio::spawn(async move { l.acquire(&r).await })
+    };
+    let channel = format!("redisson_lock__channel:{{fair}}:{}", r.as_str());
+    assert!(eventually(Duration::from_secs(5), || numsub(port, &channel) == 1).await);
+    fa.release(&w).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    fb.release(&r).await.unwrap();
+    let queued: bool = set.master.conn().exists("redisson_lock_queue:{fair}").unwrap();
+    assert!(!queued);
+}

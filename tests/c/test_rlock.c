@@ -615,6 +615,107 @@ static void test_fenced(void) {
     CHECK_RC(rlock_release(client, name, NULL), RLOCK_OK);
 }
 
+/* LLEN of `key` on the test server (redis-cli; redis-tools comes with `make deps`). */
+static long redis_llen(const char *key) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "redis-cli -u '%s' LLEN '%s'", getenv("REDIS_URL"), key);
+    FILE *p = popen(cmd, "r");
+    long n = -1;
+    if (p) {
+        if (fscanf(p, "%ld", &n) != 1) n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+/* Thread body: waits for the fair lock as owner (intptr_t)arg, then releases it. */
+static atomic_int fair_order[4];
+static atomic_int fair_next;
+
+static void *fair_waiter(void *arg) {
+    uint64_t owner = (uint64_t)(intptr_t)arg;
+    if (rlock_family_acquire(client, RLOCK_FAIR_LOCK, "c:fair", owner, 0, NULL) == RLOCK_OK) {
+        fair_order[atomic_fetch_add(&fair_next, 1)] = (int)owner;
+        rlock_family_release(client, RLOCK_FAIR_LOCK, "c:fair", owner, NULL);
+    }
+    return NULL;
+}
+
+static void test_family(void) {
+    const char *rw = "c:rw";
+    bool b = false;
+    uint32_t n = 0;
+    uint64_t token = 5;
+    /* Bad kinds and arguments change nothing. */
+    CHECK_RC(rlock_family_acquire(client, 5, rw, RLOCK_THREAD, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_family_acquire(client, -1, rw, RLOCK_THREAD, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_family_is_locked(client, 9, rw, &b), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_family_acquire(client, RLOCK_READ_LOCK, "", RLOCK_THREAD, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_family_release(client, RLOCK_READ_LOCK, rw, RLOCK_THREAD, NULL), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_is_locked(client, rw, &b), RLOCK_OK);
+    CHECK(!b);
+
+    /* Readers share (this thread and owner 1); a writer (owner 2) waits. */
+    CHECK_RC(rlock_family_acquire(client, RLOCK_READ_LOCK, rw, RLOCK_THREAD, 0, &token), RLOCK_OK);
+    CHECK(token == 0);
+    CHECK_RC(rlock_family_try_acquire(client, RLOCK_READ_LOCK, rw, 1, 0, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_family_hold_count(client, RLOCK_READ_LOCK, rw, RLOCK_THREAD, &n), RLOCK_OK);
+    CHECK(n == 1);
+    CHECK_RC(rlock_family_is_locked(client, RLOCK_READ_LOCK, rw, &b), RLOCK_OK);
+    CHECK(b);
+    CHECK_RC(rlock_family_is_locked(client, RLOCK_WRITE_LOCK, rw, &b), RLOCK_OK);
+    CHECK(!b);
+    CHECK_RC(rlock_family_try_acquire(client, RLOCK_WRITE_LOCK, rw, 2, 20, 0, NULL), RLOCK_NOT_ACQUIRED);
+    /* A reader asking for the write lock: refused at once. */
+    CHECK_RC(rlock_family_acquire(client, RLOCK_WRITE_LOCK, rw, RLOCK_THREAD, 0, NULL), RLOCK_WOULD_DEADLOCK);
+    CHECK(strcmp(rlock_result_str(RLOCK_WOULD_DEADLOCK), "RLOCK_WOULD_DEADLOCK") == 0);
+    CHECK_RC(rlock_family_release(client, RLOCK_READ_LOCK, rw, RLOCK_THREAD, &b), RLOCK_OK);
+    CHECK(!b); /* owner 1 still reads */
+    CHECK_RC(rlock_family_release(client, RLOCK_READ_LOCK, rw, 1, &b), RLOCK_OK);
+    CHECK(b);
+
+    /* The writer downgrades: write, then read, then release the write hold. */
+    CHECK_RC(rlock_family_acquire(client, RLOCK_WRITE_LOCK, rw, 2, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_family_is_held(client, RLOCK_WRITE_LOCK, rw, 2, &b), RLOCK_OK);
+    CHECK(b);
+    CHECK_RC(rlock_family_try_acquire(client, RLOCK_READ_LOCK, rw, 1, 20, 0, NULL), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_family_acquire(client, RLOCK_READ_LOCK, rw, 2, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_family_release(client, RLOCK_WRITE_LOCK, rw, 2, &b), RLOCK_OK);
+    CHECK(!b);
+    CHECK_RC(rlock_family_try_acquire(client, RLOCK_READ_LOCK, rw, 1, 0, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_family_force_unlock(client, RLOCK_WRITE_LOCK, rw, &b), RLOCK_OK);
+    CHECK(!b); /* read locked: the write side does not unlock it */
+    CHECK_RC(rlock_family_force_unlock(client, RLOCK_READ_LOCK, rw, &b), RLOCK_OK);
+    CHECK(b);
+    /* Force-unlocked through this client, which forgot its holds there. */
+    CHECK_RC(rlock_family_release(client, RLOCK_READ_LOCK, rw, 2, NULL), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_family_release(client, RLOCK_READ_LOCK, rw, 1, NULL), RLOCK_NOT_HELD);
+
+    /* Fair: a holder, then 4 waiters queued one after another, granted in that order. */
+    CHECK_RC(rlock_family_acquire(client, RLOCK_FAIR_LOCK, "c:fair", 10, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_family_try_acquire(client, RLOCK_FAIR_LOCK, "c:fair", 11, 50, 0, NULL), RLOCK_NOT_ACQUIRED);
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) {
+        pthread_create(&threads[i], NULL, fair_waiter, (void *)(intptr_t)(20 + i));
+        /* The next waiter starts once this one is queued. */
+        double until = now_ms() + 20000;
+        while (redis_llen("redisson_lock_queue:{c:fair}") != i + 1 && now_ms() < until) sleep_ms(5);
+        CHECK(redis_llen("redisson_lock_queue:{c:fair}") == i + 1);
+    }
+    CHECK_RC(rlock_family_release(client, RLOCK_FAIR_LOCK, "c:fair", 10, &b), RLOCK_OK);
+    CHECK(b);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+    CHECK(atomic_load(&fair_next) == 4);
+    for (int i = 0; i < 4; i++) CHECK(fair_order[i] == 20 + i);
+    CHECK(redis_llen("redisson_lock_queue:{c:fair}") == 0);
+
+    /* A waiter whose wait runs out leaves the queue before the call returns. */
+    CHECK_RC(rlock_family_acquire(client, RLOCK_FAIR_LOCK, "c:fair", 10, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_family_try_acquire(client, RLOCK_FAIR_LOCK, "c:fair", 11, 200, 0, NULL), RLOCK_NOT_ACQUIRED);
+    CHECK(redis_llen("redisson_lock_queue:{c:fair}") == 0);
+    CHECK_RC(rlock_family_release(client, RLOCK_FAIR_LOCK, "c:fair", 10, NULL), RLOCK_OK);
+}
+
 static void test_fork(void) {
     /* The parent's client is in use (its runtime thread runs) when the children are made. */
     bool b = true;
@@ -781,6 +882,7 @@ int main(void) {
     test_force_unlock_and_lost();
     test_threads();
     test_fenced();
+    test_family();
     test_fork();
     test_free_racing_calls();
     test_topologies();

@@ -27,6 +27,7 @@ from ._errors import (
     ClosedError,
     ConnectionError,
     ForkedError,
+    WouldDeadlockError,
     InvalidArgumentError,
     LockLostError,
     NotAcquiredError,
@@ -42,9 +43,12 @@ __all__ = [
     "ClientOptions",
     "FencedLock",
     "Lock",
+    "ReadWriteLock",
     "LostEvent",
     "lock",
     "fenced_lock",
+    "read_write_lock",
+    "fair_lock",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -56,6 +60,7 @@ __all__ = [
     "ClosedError",
     "NotAcquiredError",
     "ForkedError",
+    "WouldDeadlockError",
 ]
 
 for _cls in (
@@ -69,6 +74,7 @@ for _cls in (
     ClosedError,
     NotAcquiredError,
     ForkedError,
+    WouldDeadlockError,
 ):
     _cls.__module__ = "rlock"  # shown as rlock.NotHeldError, where users import it from
 
@@ -115,6 +121,18 @@ class Client:
         whose every acquire takes a fencing token, strictly larger than any before for that
         name (see :attr:`FencedLock.token`)."""
         return FencedLock(self, self._native.fenced_lock(name))
+
+    def read_write_lock(self, name: str) -> ReadWriteLock:
+        """A handle on the read-write lock ``name`` (Redisson's ``RReadWriteLock``): many readers
+        (:meth:`ReadWriteLock.read_lock`) or one writer (:meth:`ReadWriteLock.write_lock`)."""
+        read, write = self._native.read_write_lock(name)
+        return ReadWriteLock(Lock(self, read), Lock(self, write))
+
+    def fair_lock(self, name: str) -> Lock:
+        """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
+        in arrival order across every client, Java's included. A waiter that stops waiting
+        (timeout, Ctrl-C, cancellation, a closed client) leaves the queue."""
+        return Lock(self, self._native.fair_lock(name))
 
     def close(self) -> None:
         """Stops renewals and waiting; later calls raise :class:`ClosedError`. Holds are not
@@ -200,7 +218,14 @@ class Lock:
         return self._native.name
 
     def __repr__(self) -> str:
-        return f"<rlock.Lock {self.name!r}>"
+        kind = self._native.kind
+        return f"<rlock.Lock {self.name!r}>" if kind == "lock" else f"<rlock.Lock {self.name!r} ({kind})>"
+
+    @property
+    def kind(self) -> Literal["lock", "fenced", "read", "write", "fair"]:
+        """Which lock of the family: ``"lock"`` (reentrant), ``"fenced"``, ``"read"`` or
+        ``"write"`` (the sides of a :class:`ReadWriteLock`), or ``"fair"``."""
+        return self._native.kind
 
     def acquire(self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None) -> bool:
         """Acquires for the calling thread, as ``threading.RLock.acquire``: waits up to
@@ -353,6 +378,35 @@ class FencedLock(Lock):
         return token
 
 
+class ReadWriteLock:
+    """Redisson's read-write lock: many readers, or one writer. Both sides are :class:`Lock`\ s
+    with the whole lock API. Holds are reentrant; the writer may also take read holds (a
+    downgrade). A reader asking for the write lock gets :class:`WouldDeadlockError` at once
+    (Redisson's waits forever); nothing changes in Redis."""
+
+    __slots__ = ("_read", "_write")
+
+    def __init__(self, read: Lock, write: Lock) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def name(self) -> str:
+        """The lock name (also its Redis key)."""
+        return self._read.name
+
+    def read_lock(self) -> Lock:
+        """The read side: shared with other readers, excluded by another owner's write hold."""
+        return self._read
+
+    def write_lock(self) -> Lock:
+        """The write side: excludes every other owner's reads and writes."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<rlock.ReadWriteLock {self.name!r}>"
+
+
 _default_guard = threading.Lock()
 _default: Optional[Client] = None
 # Clients inherited over a fork: kept referenced, since they cannot be used or torn down there.
@@ -387,6 +441,16 @@ def lock(name: str) -> Lock:
 def fenced_lock(name: str) -> FencedLock:
     """The fenced lock ``name`` on the default client, made on first use (see :func:`configure`)."""
     return _default_client().fenced_lock(name)
+
+
+def read_write_lock(name: str) -> ReadWriteLock:
+    """The read-write lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().read_write_lock(name)
+
+
+def fair_lock(name: str) -> Lock:
+    """The fair lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().fair_lock(name)
 
 
 def _after_fork_in_child() -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "ClosedError",
     "NotAcquiredError",
     "ForkedError",
+    "WouldDeadlockError",
 ]
 
 
@@ -65,3 +66,8 @@ class NotAcquiredError(RLockError, builtins.TimeoutError):
 class ForkedError(RLockError):
     """The client was created in another process and cannot be used after ``os.fork()``;
     create a new client in the child."""
+
+
+class WouldDeadlockError(RLockError, RuntimeError):
+    """The acquire would wait forever on a hold of the same owner: a reader of a read-write
+    lock asked for its write lock (an upgrade). Nothing changed; release the read holds first."""

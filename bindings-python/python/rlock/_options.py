@@ -57,6 +57,9 @@ class ClientOptions(TypedDict, total=False):
     command_connections: int
     """Connections for commands to a single server, used in turn (1 to 8). Default 1: one multiplexed connection already pipelines concurrent requests; 2 raises throughput with tens of concurrent owners. Ignored for Cluster and Sentinel URLs."""
 
+    fair_lock_wait_timeout: float
+    """How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's ``fairLockWaitTimeout``); every client sharing fair locks should use the same."""
+
 
 #: Every option name, in core's order.
 OPTION_NAMES: Tuple[str, ...] = (
@@ -74,4 +77,5 @@ OPTION_NAMES: Tuple[str, ...] = (
     "replica_sync",
     "replica_sync_timeout",
     "command_connections",
+    "fair_lock_wait_timeout",
 )

@@ -156,7 +156,9 @@ pub unsafe extern "C" fn rlock_client_get_info(
 /// Closes a client and gives up the caller's reference to it. Renewals stop (held locks expire
 /// within one watchdog timeout); calls in progress on other threads (e.g. waiting in
 /// `rlock_acquire`) return `RLOCK_CLOSED`, and the memory is freed when the last of them
-/// returns. Does not wait for them. NULL is a no-op.
+/// returns. Does not wait for them, but waits (at most 5 s) for the clean-up steps of calls
+/// already cut off, so a program may exit right after: a fair-lock waiter leaving its queue, a
+/// release finishing. NULL is a no-op.
 ///
 /// Thread-safety: free may race calls already in progress on other threads; no call on
 /// `client` may START after free returned (that is a use-after-free, as with any free), and a
@@ -179,6 +181,10 @@ pub unsafe extern "C" fn rlock_client_free(client: *mut rlock_client) {
             return Ok(());
         }
         c.client.close();
+        // The clean-up of calls the close cut off (a fair-lock waiter leaving its queue) runs
+        // in the background; the program may exit right after this returns. (Refused, and
+        // skipped, on a librlock callback thread.)
+        let _ = c.block_on(c.client.settle(std::time::Duration::from_secs(5)));
         Ok(())
     });
 }

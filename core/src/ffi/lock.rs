@@ -2,7 +2,7 @@
 //! re-enters, other threads contend, as in Redisson); the `_as` variants take an explicit owner
 //! id for event-loop programs (ids 2^61 and up are reserved for threads).
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +25,47 @@ fn owner(c: &rlock_client, who: Who) -> Owner {
     })
 }
 
+/// The locks of the family, for the `rlock_family_*` functions (which take the kind as an
+/// `int`: any other value gives `RLOCK_INVALID_ARGUMENT`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)]
+pub enum rlock_lock_kind {
+    /// The reentrant lock (Redisson `RLock`), as `rlock_acquire` and the other plain functions.
+    RLOCK_LOCK = 0,
+    /// The fenced lock (Redisson `RFencedLock`): acquires take fencing tokens.
+    RLOCK_FENCED_LOCK = 1,
+    /// The read side of the read-write lock (Redisson `RReadWriteLock`): shared by readers.
+    RLOCK_READ_LOCK = 2,
+    /// The write side of the read-write lock: one writer, who may also take read holds. A
+    /// reader asking for it gets `RLOCK_WOULD_DEADLOCK` at once.
+    RLOCK_WRITE_LOCK = 3,
+    /// The fair lock (Redisson `RFairLock`): granted in arrival order across all clients.
+    RLOCK_FAIR_LOCK = 4,
+}
+
+fn kind_arg(kind: c_int) -> Result<rlock_lock_kind, Failure> {
+    Ok(match kind {
+        0 => rlock_lock_kind::RLOCK_LOCK,
+        1 => rlock_lock_kind::RLOCK_FENCED_LOCK,
+        2 => rlock_lock_kind::RLOCK_READ_LOCK,
+        3 => rlock_lock_kind::RLOCK_WRITE_LOCK,
+        4 => rlock_lock_kind::RLOCK_FAIR_LOCK,
+        k => return Err(Failure::invalid(format!("kind {k} is not an rlock_lock_kind"))),
+    })
+}
+
+/// The owner id that means "the calling thread" in the `rlock_family_*` functions.
+pub const RLOCK_THREAD: u64 = u64::MAX;
+
+fn who(owner_id: u64) -> Who {
+    if owner_id == RLOCK_THREAD {
+        Who::Thread
+    } else {
+        Who::Id(owner_id)
+    }
+}
+
 /// Checks the client and name, takes a reference to the client for the call and makes the
 /// lock handle.
 ///
@@ -35,22 +76,29 @@ unsafe fn target(
     name: *const c_char,
 ) -> Result<(Arc<rlock_client>, Lock), Failure> {
     // SAFETY: forwarded contract.
-    unsafe { target_of(client, name, false) }
+    unsafe { target_of(client, name, rlock_lock_kind::RLOCK_LOCK) }
 }
 
-/// [`target`], with the fenced lock's handle when `fenced`.
+/// [`target`], with the handle of the lock of `kind`.
 ///
 /// # Safety
 /// As [`target`].
 unsafe fn target_of(
     client: *const rlock_client,
     name: *const c_char,
-    fenced: bool,
+    kind: rlock_lock_kind,
 ) -> Result<(Arc<rlock_client>, Lock), Failure> {
     let c = client_ref(client)?;
     // SAFETY: forwarded contract.
     let name = unsafe { str_arg(name, "name") }?;
-    let lock = if fenced { c.core().fenced_lock(name)?.lock().clone() } else { c.core().lock(name)? };
+    let core = c.core();
+    let lock = match kind {
+        rlock_lock_kind::RLOCK_LOCK => core.lock(name)?,
+        rlock_lock_kind::RLOCK_FENCED_LOCK => core.fenced_lock(name)?.lock().clone(),
+        rlock_lock_kind::RLOCK_READ_LOCK => core.read_write_lock(name)?.read_lock(),
+        rlock_lock_kind::RLOCK_WRITE_LOCK => core.read_write_lock(name)?.write_lock(),
+        rlock_lock_kind::RLOCK_FAIR_LOCK => core.fair_lock(name)?,
+    };
     Ok((c, lock))
 }
 
@@ -85,7 +133,7 @@ fn check_out<T>(out: *mut T) -> Result<(), Failure> {
 
 unsafe fn acquire_impl(
     client: *const rlock_client,
-    name: *const c_char,
+    (kind, name): (rlock_lock_kind, *const c_char),
     who: Who,
     lease_ms: i64,
     out_token: Option<*mut u64>,
@@ -93,7 +141,7 @@ unsafe fn acquire_impl(
     guard(|| {
         check_token_out(out_token)?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target_of(client, name, out_token.is_some()) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let owner = owner(&c, who);
         match lease(lease_ms) {
             Some(l) => c.block_on(lock.acquire_with_lease(&owner, l))??,
@@ -106,7 +154,7 @@ unsafe fn acquire_impl(
 
 unsafe fn try_acquire_impl(
     client: *const rlock_client,
-    name: *const c_char,
+    (kind, name): (rlock_lock_kind, *const c_char),
     who: Who,
     (wait_ms, lease_ms): (i64, i64),
     out_token: Option<*mut u64>,
@@ -117,7 +165,7 @@ unsafe fn try_acquire_impl(
             .map(Duration::from_millis)
             .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target_of(client, name, out_token.is_some()) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let owner = owner(&c, who);
         if c.block_on(lock.try_acquire(&owner, wait, lease(lease_ms)))?? {
             token_out(&lock, &owner, out_token);
@@ -133,13 +181,13 @@ unsafe fn try_acquire_impl(
 
 unsafe fn release_impl(
     client: *const rlock_client,
-    name: *const c_char,
+    (kind, name): (rlock_lock_kind, *const c_char),
     who: Who,
     out_unlocked: *mut bool,
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let released = c.block_on(lock.release(&owner(&c, who)))??;
         if !out_unlocked.is_null() {
             write(out_unlocked, released.is_unlocked());
@@ -150,14 +198,14 @@ unsafe fn release_impl(
 
 unsafe fn is_held_impl(
     client: *const rlock_client,
-    name: *const c_char,
+    (kind, name): (rlock_lock_kind, *const c_char),
     who: Who,
     out: *mut bool,
 ) -> rlock_result {
     guard(|| {
         check_out(out)?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         write(out, c.block_on(lock.is_held(&owner(&c, who)))??);
         Ok(())
     })
@@ -165,14 +213,14 @@ unsafe fn is_held_impl(
 
 unsafe fn hold_count_impl(
     client: *const rlock_client,
-    name: *const c_char,
+    (kind, name): (rlock_lock_kind, *const c_char),
     who: Who,
     out: *mut u32,
 ) -> rlock_result {
     guard(|| {
         check_out(out)?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         write(out, c.block_on(lock.hold_count(&owner(&c, who)))??);
         Ok(())
     })
@@ -194,7 +242,7 @@ pub unsafe extern "C" fn rlock_acquire(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { acquire_impl(client, name, Who::Thread, lease_ms, None) }
+    unsafe { acquire_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Thread, lease_ms, None) }
 }
 
 /// `rlock_acquire` on the fenced lock `name` (Redisson's `RFencedLock`): also takes a new
@@ -212,7 +260,15 @@ pub unsafe extern "C" fn rlock_fenced_acquire(
     out_token: *mut u64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { acquire_impl(client, name, Who::Thread, lease_ms, Some(out_token)) }
+    unsafe {
+        acquire_impl(
+            client,
+            (rlock_lock_kind::RLOCK_FENCED_LOCK, name),
+            Who::Thread,
+            lease_ms,
+            Some(out_token),
+        )
+    }
 }
 
 /// `rlock_try_acquire` on the fenced lock `name`: on `RLOCK_OK`, the new fencing token is in
@@ -228,7 +284,15 @@ pub unsafe extern "C" fn rlock_fenced_try_acquire(
     out_token: *mut u64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_acquire_impl(client, name, Who::Thread, (wait_ms, lease_ms), Some(out_token)) }
+    unsafe {
+        try_acquire_impl(
+            client,
+            (rlock_lock_kind::RLOCK_FENCED_LOCK, name),
+            Who::Thread,
+            (wait_ms, lease_ms),
+            Some(out_token),
+        )
+    }
 }
 
 /// Tries to take lock `name` for the calling thread, waiting at most `wait_ms` milliseconds
@@ -245,7 +309,9 @@ pub unsafe extern "C" fn rlock_try_acquire(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_acquire_impl(client, name, Who::Thread, (wait_ms, lease_ms), None) }
+    unsafe {
+        try_acquire_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Thread, (wait_ms, lease_ms), None)
+    }
 }
 
 /// Releases one hold level of lock `name` by the calling thread. On success `*out_unlocked`
@@ -262,7 +328,7 @@ pub unsafe extern "C" fn rlock_release(
     out_unlocked: *mut bool,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { release_impl(client, name, Who::Thread, out_unlocked) }
+    unsafe { release_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Thread, out_unlocked) }
 }
 
 /// Deletes lock `name` whoever holds it and wakes a waiter; `*out_released` (when
@@ -277,9 +343,18 @@ pub unsafe extern "C" fn rlock_force_unlock(
     name: *const c_char,
     out_released: *mut bool,
 ) -> rlock_result {
+    // SAFETY: forwarded contract.
+    unsafe { force_unlock_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), out_released) }
+}
+
+unsafe fn force_unlock_impl(
+    client: *const rlock_client,
+    (kind, name): (rlock_lock_kind, *const c_char),
+    out_released: *mut bool,
+) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let released = c.block_on(lock.force_unlock())??;
         if !out_released.is_null() {
             write(out_released, released);
@@ -296,10 +371,19 @@ pub unsafe extern "C" fn rlock_is_locked(
     name: *const c_char,
     out: *mut bool,
 ) -> rlock_result {
+    // SAFETY: forwarded contract.
+    unsafe { is_locked_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), out) }
+}
+
+unsafe fn is_locked_impl(
+    client: *const rlock_client,
+    (kind, name): (rlock_lock_kind, *const c_char),
+    out: *mut bool,
+) -> rlock_result {
     guard(|| {
         check_out(out)?;
         // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target(client, name) }?;
+        let (c, lock) = unsafe { target_of(client, name, kind) }?;
         write(out, c.block_on(lock.is_locked())??);
         Ok(())
     })
@@ -314,7 +398,7 @@ pub unsafe extern "C" fn rlock_is_held(
     out: *mut bool,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { is_held_impl(client, name, Who::Thread, out) }
+    unsafe { is_held_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Thread, out) }
 }
 
 /// Writes how many times the calling thread holds lock `name` to `*out` (0 when it does not).
@@ -326,7 +410,7 @@ pub unsafe extern "C" fn rlock_hold_count(
     out: *mut u32,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { hold_count_impl(client, name, Who::Thread, out) }
+    unsafe { hold_count_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Thread, out) }
 }
 
 /// Writes the remaining lease of lock `name` in milliseconds to `*out_ms`: -2 when it does not
@@ -357,7 +441,7 @@ pub unsafe extern "C" fn rlock_acquire_as(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { acquire_impl(client, name, Who::Id(owner_id), lease_ms, None) }
+    unsafe { acquire_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Id(owner_id), lease_ms, None) }
 }
 
 /// `rlock_try_acquire` for the explicit owner `owner_id`.
@@ -370,7 +454,15 @@ pub unsafe extern "C" fn rlock_try_acquire_as(
     lease_ms: i64,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { try_acquire_impl(client, name, Who::Id(owner_id), (wait_ms, lease_ms), None) }
+    unsafe {
+        try_acquire_impl(
+            client,
+            (rlock_lock_kind::RLOCK_LOCK, name),
+            Who::Id(owner_id),
+            (wait_ms, lease_ms),
+            None,
+        )
+    }
 }
 
 /// `rlock_release` for the explicit owner `owner_id` (from any thread).
@@ -382,7 +474,7 @@ pub unsafe extern "C" fn rlock_release_as(
     out_unlocked: *mut bool,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { release_impl(client, name, Who::Id(owner_id), out_unlocked) }
+    unsafe { release_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Id(owner_id), out_unlocked) }
 }
 
 /// `rlock_is_held` for the explicit owner `owner_id`.
@@ -394,7 +486,7 @@ pub unsafe extern "C" fn rlock_is_held_as(
     out: *mut bool,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { is_held_impl(client, name, Who::Id(owner_id), out) }
+    unsafe { is_held_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Id(owner_id), out) }
 }
 
 /// `rlock_hold_count` for the explicit owner `owner_id`.
@@ -406,5 +498,130 @@ pub unsafe extern "C" fn rlock_hold_count_as(
     out: *mut u32,
 ) -> rlock_result {
     // SAFETY: forwarded contract.
-    unsafe { hold_count_impl(client, name, Who::Id(owner_id), out) }
+    unsafe { hold_count_impl(client, (rlock_lock_kind::RLOCK_LOCK, name), Who::Id(owner_id), out) }
+}
+
+/// Runs `f` with the checked kind, or fails with `RLOCK_INVALID_ARGUMENT` (recording the
+/// message) for a value that is not an `rlock_lock_kind`.
+fn with_kind(kind: c_int, f: impl FnOnce(rlock_lock_kind) -> rlock_result) -> rlock_result {
+    match kind_arg(kind) {
+        Ok(k) => f(k),
+        Err(e) => guard(|| Err(e)),
+    }
+}
+
+/// A token out-parameter that may be NULL.
+fn optional_out(out: *mut u64) -> Option<*mut u64> {
+    (!out.is_null()).then_some(out)
+}
+
+/// `rlock_acquire` on the lock of `kind` (an `rlock_lock_kind`) named `name`, for `owner_id`
+/// (`RLOCK_THREAD`: the calling thread; else an explicit owner below 2^61, as the `_as`
+/// functions). When `out_token` is not NULL it receives the fencing token of a
+/// `RLOCK_FENCED_LOCK` acquire (0 for the other kinds).
+///
+/// Thread-safe. Errors as `rlock_acquire`; `RLOCK_INVALID_ARGUMENT` for an unknown kind;
+/// `RLOCK_WOULD_DEADLOCK` (nothing changed) when the owner holds only read holds and asks for
+/// the `RLOCK_WRITE_LOCK`. A fair-lock waiter that stops waiting (the client freed) leaves the
+/// queue.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_acquire(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    owner_id: u64,
+    lease_ms: i64,
+    out_token: *mut u64,
+) -> rlock_result {
+    with_kind(kind, |k| {
+        // SAFETY: forwarded contract.
+        unsafe { acquire_impl(client, (k, name), who(owner_id), lease_ms, optional_out(out_token)) }
+    })
+}
+
+/// `rlock_try_acquire` on the lock of `kind` for `owner_id` (see `rlock_family_acquire`). A
+/// fair-lock waiter whose wait runs out leaves the queue before this returns.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_try_acquire(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    owner_id: u64,
+    wait_ms: i64,
+    lease_ms: i64,
+    out_token: *mut u64,
+) -> rlock_result {
+    with_kind(kind, |k| {
+        // SAFETY: forwarded contract.
+        unsafe {
+            try_acquire_impl(client, (k, name), who(owner_id), (wait_ms, lease_ms), optional_out(out_token))
+        }
+    })
+}
+
+/// `rlock_release` on the lock of `kind` for `owner_id`. `*out_unlocked` (when not NULL) says
+/// whether the lock became free: false while the owner still holds it, and for a read-write lock
+/// while other holds remain (other readers, or the writer's own read holds).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_release(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    owner_id: u64,
+    out_unlocked: *mut bool,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    with_kind(kind, |k| unsafe { release_impl(client, (k, name), who(owner_id), out_unlocked) })
+}
+
+/// `rlock_force_unlock` on the lock of `kind`: the `RLOCK_READ_LOCK` (`RLOCK_WRITE_LOCK`) side
+/// deletes the lock only while it is read (write) locked, as Redisson's.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_force_unlock(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    out_released: *mut bool,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    with_kind(kind, |k| unsafe { force_unlock_impl(client, (k, name), out_released) })
+}
+
+/// `rlock_is_locked` on the lock of `kind`: for `RLOCK_READ_LOCK` whether read holds exist, for
+/// `RLOCK_WRITE_LOCK` whether it is write locked.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_is_locked(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    out: *mut bool,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    with_kind(kind, |k| unsafe { is_locked_impl(client, (k, name), out) })
+}
+
+/// `rlock_is_held` on the lock of `kind` for `owner_id`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_is_held(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    owner_id: u64,
+    out: *mut bool,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    with_kind(kind, |k| unsafe { is_held_impl(client, (k, name), who(owner_id), out) })
+}
+
+/// `rlock_hold_count` on the lock of `kind` for `owner_id`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_family_hold_count(
+    client: *const rlock_client,
+    kind: c_int,
+    name: *const c_char,
+    owner_id: u64,
+    out: *mut u32,
+) -> rlock_result {
+    // SAFETY: forwarded contract.
+    with_kind(kind, |k| unsafe { hold_count_impl(client, (k, name), who(owner_id), out) })
 }

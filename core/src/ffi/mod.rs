@@ -67,6 +67,10 @@ pub enum rlock_result {
     /// The client was created in another process and inherited over `fork()`: it cannot be
     /// used here. Create a new client in the child (the parent's client keeps working there).
     RLOCK_FORKED = 10,
+    /// The call would wait forever on a hold of the same owner: a read holder of a read-write
+    /// lock asked for its write lock (an upgrade). Nothing changed; release the read holds
+    /// first.
+    RLOCK_WOULD_DEADLOCK = 11,
 }
 
 impl From<ErrorKind> for rlock_result {
@@ -81,6 +85,7 @@ impl From<ErrorKind> for rlock_result {
             ErrorKind::Redis => rlock_result::RLOCK_REDIS,
             ErrorKind::Closed => rlock_result::RLOCK_CLOSED,
             ErrorKind::Forked => rlock_result::RLOCK_FORKED,
+            ErrorKind::WouldDeadlock => rlock_result::RLOCK_WOULD_DEADLOCK,
         }
     }
 }
@@ -199,6 +204,7 @@ pub extern "C" fn rlock_result_str(r: c_int) -> *const c_char {
         8 => c"RLOCK_CLOSED",
         9 => c"RLOCK_PANIC",
         10 => c"RLOCK_FORKED",
+        11 => c"RLOCK_WOULD_DEADLOCK",
         _ => c"RLOCK_UNKNOWN",
     };
     s.as_ptr()

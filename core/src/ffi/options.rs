@@ -160,3 +160,16 @@ pub unsafe extern "C" fn rlock_options_set_command_connections(options: *mut rlo
     // SAFETY: forwarded contract (the header's).
     unsafe { super::options_object::set_count(options, "command_connections", value) }
 }
+
+/// How long a fair-lock waiter may go without re-trying before the other waiters drop it
+/// from the queue (so a crashed waiter holds up those behind it at most this long), when
+/// its acquire has no wait time of its own. Default 300 s (Redisson's
+/// `fairLockWaitTimeout`); every client sharing fair locks should use the same.
+///
+/// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+/// (the previous value is kept). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_options_set_fair_lock_wait_timeout_ms(options: *mut rlock_options, value: i64) -> rlock_result {
+    // SAFETY: forwarded contract (the header's).
+    unsafe { super::options_object::set_duration(options, "fair_lock_wait_timeout_ms", value) }
+}

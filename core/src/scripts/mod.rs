@@ -30,6 +30,16 @@ static FENCED_ACQUIRE: Lua = lua!("lua/fenced_acquire.lua");
 static RELEASE: Lua = lua!("lua/release.lua");
 static FORCE_UNLOCK: Lua = lua!("lua/force_unlock.lua");
 static RENEW: Lua = lua!("lua/renew.lua");
+static READ_ACQUIRE: Lua = lua!("lua/read_acquire.lua");
+static WRITE_ACQUIRE: Lua = lua!("lua/write_acquire.lua");
+static READ_RELEASE: Lua = lua!("lua/read_release.lua");
+static WRITE_RELEASE: Lua = lua!("lua/write_release.lua");
+static RW_FORCE_UNLOCK: Lua = lua!("lua/rw_force_unlock.lua");
+static RENEW_READS: Lua = lua!("lua/renew_reads.lua");
+static FAIR_ACQUIRE: Lua = lua!("lua/fair_acquire.lua");
+static FAIR_RELEASE: Lua = lua!("lua/fair_release.lua");
+static FAIR_FORCE_UNLOCK: Lua = lua!("lua/fair_force_unlock.lua");
+static FAIR_GIVE_UP: Lua = lua!("lua/fair_give_up.lua");
 
 impl Lua {
     /// `EVALSHA <sha>` (or `EVAL <source>` when `source`) `<number of keys> <keys...>`.
@@ -130,27 +140,259 @@ pub(crate) struct Release<'a> {
     pub(crate) publish: &'static str,
     /// How long the latch outlives the call, in ms.
     pub(crate) latch_ttl_ms: u64,
+    /// Which lock's release step.
+    pub(crate) kind: ReleaseKind<'a>,
 }
 
+/// The release steps of the lock family.
+pub(crate) enum ReleaseKind<'a> {
+    /// The reentrant (and fenced) lock's.
+    Reentrant,
+    /// A read hold's: `timeout_prefix` is the owner's read-hold key prefix, `key_prefix` the
+    /// lock's (`{name}`).
+    Read { timeout_prefix: String, key_prefix: &'a str },
+    /// The write hold's: `field` is `<owner>:write`.
+    Write { field: String },
+    /// The fair lock's: its queue and deadline keys, and the client's clock.
+    Fair { queue: &'a str, timeouts: &'a str, now_ms: u64 },
+}
+
+/// A release step's answer: the lock is free now (waiters were woken).
+pub(crate) const RELEASE_FREE: i64 = 1;
+/// A release step's answer: the owner's hold ended, but other holds of the lock remain (other readers, or the owner's
+/// own read holds after its write hold).
+pub(crate) const RELEASE_LEFT: i64 = 2;
+
 impl Release<'_> {
-    /// Runs the step: `None` when `owner` does not hold the lock, `Some(0)` when it still holds
-    /// it (re-entered), `Some(1)` when the lock is free now (a waiter was woken).
+    /// Runs the step: `None` when `owner` does not hold the lock, `Some(0)` when it still
+    /// holds it (re-entered), else [`RELEASE_FREE`] or [`RELEASE_LEFT`].
     pub(crate) async fn run(&self, conn: &mut Commands) -> RedisResult<Option<i64>> {
-        let keys = [self.name, self.channel, self.latch];
-        RELEASE
-            .run(
-                &keys,
-                |c| {
-                    c.arg(UNLOCK_MESSAGE)
-                        .arg(self.lease_ms)
-                        .arg(self.owner)
-                        .arg(self.publish)
-                        .arg(self.latch_ttl_ms);
-                },
-                conn,
-            )
-            .await
+        match &self.kind {
+            ReleaseKind::Reentrant => {
+                RELEASE
+                    .run(
+                        &[self.name, self.channel, self.latch],
+                        |c| {
+                            c.arg(UNLOCK_MESSAGE)
+                                .arg(self.lease_ms)
+                                .arg(self.owner)
+                                .arg(self.publish)
+                                .arg(self.latch_ttl_ms);
+                        },
+                        conn,
+                    )
+                    .await
+            }
+            ReleaseKind::Read { timeout_prefix, key_prefix } => {
+                READ_RELEASE
+                    .run(
+                        &[self.name, self.channel, timeout_prefix, key_prefix, self.latch],
+                        |c| {
+                            c.arg(UNLOCK_MESSAGE).arg(self.owner).arg(self.publish).arg(self.latch_ttl_ms);
+                        },
+                        conn,
+                    )
+                    .await
+            }
+            ReleaseKind::Write { field } => {
+                WRITE_RELEASE
+                    .run(
+                        &[self.name, self.channel, self.latch],
+                        |c| {
+                            c.arg(READ_UNLOCK_MESSAGE)
+                                .arg(self.lease_ms)
+                                .arg(field)
+                                .arg(self.publish)
+                                .arg(self.latch_ttl_ms);
+                        },
+                        conn,
+                    )
+                    .await
+            }
+            ReleaseKind::Fair { queue, timeouts, now_ms } => {
+                FAIR_RELEASE
+                    .run(
+                        &[self.name, queue, timeouts, self.channel, self.latch],
+                        |c| {
+                            c.arg(UNLOCK_MESSAGE)
+                                .arg(self.lease_ms)
+                                .arg(self.owner)
+                                .arg(now_ms)
+                                .arg(self.publish)
+                                .arg(self.latch_ttl_ms);
+                        },
+                        conn,
+                    )
+                    .await
+            }
+        }
     }
+}
+
+/// What [`write_acquire`] answers when the owner holds only read holds: an upgrade, refused.
+pub(crate) const REFUSED_UPGRADE: i64 = -3;
+
+/// The read lock's acquire step (Redisson `RReadLock`): takes or re-enters a read hold of
+/// `owner` (whose read-hold keys start with `timeout_prefix`; `write_field` is its write field,
+/// for the writer's downgrade). `None` when acquired, else the lock's PTTL.
+pub(crate) async fn read_acquire(
+    conn: &mut Commands,
+    name: &str,
+    timeout_prefix: &str,
+    lease_ms: u64,
+    owner: &str,
+    write_field: &str,
+) -> RedisResult<Option<i64>> {
+    READ_ACQUIRE
+        .run(
+            &[name, timeout_prefix],
+            |c| {
+                c.arg(lease_ms).arg(owner).arg(write_field);
+            },
+            conn,
+        )
+        .await
+}
+
+/// The write lock's acquire step (Redisson `RWriteLock`): takes or re-enters the write hold
+/// (field `write_field`). `None` when acquired, [`REFUSED_UPGRADE`] when `owner` holds only
+/// read holds, else the lock's PTTL.
+pub(crate) async fn write_acquire(
+    conn: &mut Commands,
+    name: &str,
+    lease_ms: u64,
+    write_field: &str,
+    owner: &str,
+) -> RedisResult<Option<i64>> {
+    WRITE_ACQUIRE
+        .run(
+            &[name],
+            |c| {
+                c.arg(lease_ms).arg(write_field).arg(owner);
+            },
+            conn,
+        )
+        .await
+}
+
+/// Force release of one side of a read-write lock: deletes the lock when its mode is `mode`
+/// (`"read"` or `"write"`) and publishes `message`. 1 when deleted, else 0.
+pub(crate) async fn rw_force_unlock(
+    conn: &mut Commands,
+    name: &str,
+    channel: &str,
+    message: &str,
+    publish: &str,
+    mode: &str,
+) -> RedisResult<i64> {
+    RW_FORCE_UNLOCK
+        .run(
+            &[name, channel],
+            |c| {
+                c.arg(message).arg(publish).arg(mode);
+            },
+            conn,
+        )
+        .await
+}
+
+/// A fair lock's keys.
+pub(crate) struct FairKeys<'a> {
+    /// The lock hash.
+    pub(crate) name: &'a str,
+    /// The LIST of waiting owners.
+    pub(crate) queue: &'a str,
+    /// The ZSET of their deadlines.
+    pub(crate) timeouts: &'a str,
+    /// The channel prefix (each waiter listens on `<prefix>:<owner>`).
+    pub(crate) channel: &'a str,
+}
+
+/// The fair lock's acquire step (Redisson `RFairLock`). `queue_up`: join the queue when the
+/// lock is taken (else only try). `wait_ms` is how long this waiter may go without re-trying
+/// before others drop it; `now_ms` the client's clock. `None` when acquired, else how long to
+/// wait at most (ms; <= 0 when the lock is free but another waiter is first in line).
+pub(crate) async fn fair_acquire(
+    conn: &mut Commands,
+    keys: &FairKeys<'_>,
+    lease_ms: u64,
+    owner: &str,
+    wait_ms: u64,
+    now_ms: u64,
+    queue_up: bool,
+) -> RedisResult<Option<i64>> {
+    FAIR_ACQUIRE
+        .run(
+            &[keys.name, keys.queue, keys.timeouts],
+            |c| {
+                c.arg(lease_ms).arg(owner).arg(wait_ms).arg(now_ms).arg(if queue_up { "1" } else { "0" });
+            },
+            conn,
+        )
+        .await
+}
+
+/// The fair lock's force unlock: 1 when a lock was deleted (the first waiter is woken), else 0.
+pub(crate) async fn fair_force_unlock(
+    conn: &mut Commands,
+    keys: &FairKeys<'_>,
+    now_ms: u64,
+    publish: &str,
+) -> RedisResult<i64> {
+    FAIR_FORCE_UNLOCK
+        .run(
+            &[keys.name, keys.queue, keys.timeouts, keys.channel],
+            |c| {
+                c.arg(UNLOCK_MESSAGE).arg(now_ms).arg(publish);
+            },
+            conn,
+        )
+        .await
+}
+
+/// A fair-lock waiter gives up (Redisson `acquireFailedAsync`): `owner` leaves the queue and
+/// the waiters behind it move up. True when it was in the queue.
+pub(crate) async fn fair_give_up(
+    conn: &mut Commands,
+    keys: &FairKeys<'_>,
+    owner: &str,
+    wait_ms: u64,
+    publish: &str,
+) -> RedisResult<bool> {
+    let found: i64 = FAIR_GIVE_UP
+        .run(
+            &[keys.queue, keys.timeouts, keys.name, keys.channel],
+            |c| {
+                c.arg(owner).arg(wait_ms).arg(UNLOCK_MESSAGE).arg(publish);
+            },
+            conn,
+        )
+        .await?;
+    Ok(found == 1)
+}
+
+/// The read lock's renewal step, batched: for each `(name, owner, timeout_prefix)` whose owner
+/// still has read holds, extends the lock to at least `lease_ms` and resets that owner's
+/// read-hold keys to `lease_ms`. One flag per hold. Every name in one hash slot.
+pub(crate) async fn renew_reads(
+    conn: &mut Commands,
+    lease_ms: u64,
+    holds: &[(&str, &str, String)],
+) -> RedisResult<Vec<bool>> {
+    let names: Vec<&str> = holds.iter().map(|h| h.0).collect();
+    let flags: Vec<i64> = RENEW_READS
+        .run(
+            &names,
+            |c| {
+                c.arg(lease_ms);
+                for (_, owner, prefix) in holds {
+                    c.arg(*owner).arg(prefix);
+                }
+            },
+            conn,
+        )
+        .await?;
+    Ok(flags.into_iter().map(|f| f == 1).collect())
 }
 
 /// The force-unlock step (Redisson `forceUnlockAsync`): deletes lock `name` whoever holds it and

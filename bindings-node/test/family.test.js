@@ -1,0 +1,114 @@
+'use strict'
+// The read-write and fair locks through the Node API: both sides of a read-write lock share one
+// owner; a fair lock grants in arrival order and a waiter that stops waiting leaves the queue.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { startRedis, eventually } = require('./redis-server.js')
+const { Client, RLockError, codes } = require('../rlock.js')
+
+let redis
+let client
+let other
+let uniq = 0
+const name = (what) => `family:${what}:${++uniq}`
+
+before(async () => {
+  redis = await startRedis()
+  client = new Client(redis.url)
+  other = new Client(redis.url)
+  await Promise.all([client.ready(), other.ready()])
+})
+
+after(async () => {
+  await client.close()
+  await other.close()
+  await redis.stop()
+})
+
+async function rejectsWith(promise, code) {
+  await assert.rejects(promise, (e) => {
+    assert.ok(e instanceof RLockError, 'an RLockError')
+    assert.equal(e.code, code, e.message)
+    return true
+  })
+}
+
+test('readers share, a writer excludes, the writer downgrades, an upgrade is refused', async () => {
+  const n = name('rw')
+  const a = client.readWriteLock(n)
+  const b = other.readWriteLock(n)
+  assert.equal(a.readLock().kind, 'read')
+  assert.equal(a.writeLock().kind, 'write')
+  assert.equal(a.readLock(), a.readLock(), 'one handle per side')
+
+  await a.readLock().acquire()
+  assert.equal(await b.readLock().tryAcquire(), true, 'readers share')
+  assert.equal(await redis.data.hGet(n, 'mode'), 'read')
+  const c = other.readWriteLock(n) // another owner
+  assert.equal(await c.writeLock().tryAcquire({ waitMs: 50 }), false, 'a writer waits for readers')
+  assert.equal(await a.readLock().release(), false, 'b still reads')
+  assert.equal(await b.readLock().release(), true)
+
+  await a.writeLock().acquire()
+  assert.equal(await b.readLock().tryAcquire({ waitMs: 50 }), false)
+  await a.readLock().acquire() // downgrade: the same owner
+  assert.equal(await a.writeLock().release(), false, 'its read hold remains')
+  assert.equal(await redis.data.hGet(n, 'mode'), 'read')
+
+  const before = await redis.data.hGetAll(n)
+  await rejectsWith(a.writeLock().acquire(), codes.WOULD_DEADLOCK)
+  await rejectsWith(a.writeLock().tryAcquire({ waitMs: 1000 }), codes.WOULD_DEADLOCK)
+  assert.deepEqual(await redis.data.hGetAll(n), before, 'nothing changed')
+  await rejectsWith(a.writeLock().release(), codes.NOT_HELD)
+  assert.equal(await a.readLock().release(), true)
+  assert.equal(await redis.data.exists(n), 0)
+})
+
+test('a write release wakes every waiting reader', async () => {
+  const n = name('wake')
+  const w = client.readWriteLock(n)
+  await w.writeLock().acquire()
+  const readers = [0, 1, 2].map(() => other.readWriteLock(n).readLock())
+  const waiting = readers.map((r) => r.acquire())
+  await eventually(async () => (await redis.data.sendCommand(['PUBSUB', 'NUMSUB', `redisson_rwlock:{${n}}`]))[1] === 1, 10_000, 'readers subscribed')
+  assert.equal(await w.writeLock().release(), true)
+  await Promise.all(waiting)
+  for (const r of readers) assert.equal(await r.release(), readers.indexOf(r) === 2)
+})
+
+test('a fair lock grants in arrival order; aborted and timed-out waiters leave the queue', async () => {
+  const n = name('fair')
+  const queue = `redisson_lock_queue:{${n}}`
+  const holder = client.fairLock(n)
+  assert.equal(holder.kind, 'fair')
+  await holder.acquire()
+
+  assert.equal(await other.fairLock(n).tryAcquire(), false)
+  assert.equal(await redis.data.exists(queue), 0, 'a try without a wait does not queue')
+  await rejectsWith(other.fairLock(n).acquire({ waitMs: 200 }), codes.NOT_ACQUIRED)
+  assert.equal(await redis.data.exists(queue), 0, 'out of the queue when the wait ran out')
+
+  const ac = new AbortController()
+  const aborted = other.fairLock(n).acquire({ signal: ac.signal })
+  await eventually(async () => (await redis.data.lLen(queue)) === 1, 10_000, 'queued')
+  ac.abort()
+  await assert.rejects(aborted, { name: 'AbortError' })
+  await eventually(async () => (await redis.data.exists(queue)) === 0, 10_000, 'the aborted waiter left')
+
+  const order = []
+  const waiters = []
+  for (let i = 0; i < 4; i++) {
+    const l = (i % 2 ? client : other).fairLock(n)
+    waiters.push(l.acquire().then(async () => {
+      order.push(i)
+      await l.release()
+    }))
+    await eventually(async () => (await redis.data.lLen(queue)) === i + 1, 10_000, `waiter ${i} queued`)
+  }
+  await holder.release()
+  await Promise.all(waiters)
+  assert.deepEqual(order, [0, 1, 2, 3])
+  assert.equal(await redis.data.exists(queue), 0)
+  assert.equal(await redis.data.exists(`redisson_lock_timeout:{${n}}`), 0)
+})

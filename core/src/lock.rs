@@ -768,18 +768,21 @@ impl Lock {
         self.inner.shared.watchdog().is_lost(&self.key(owner))
     }
 
-    /// Calls `f` (on a library task) when the watchdog loses a hold of this lock: by `owner`
-    /// only, or by any owner of this client when `owner` is `None`. A panicking listener is
+    /// Calls `f` (on a library task) when the watchdog loses a hold of this lock (of this
+    /// side, for a read-write lock): by `owner` only, or by any owner of this client when
+    /// `owner` is `None`. A panicking listener is
     /// caught and logged. Remove it with [`Client::remove_lost_listener`](crate::Client::remove_lost_listener).
     pub fn on_lost(
         &self,
         owner: Option<&Owner>,
         f: impl Fn(&LostEvent) + Send + Sync + 'static,
     ) -> ListenerId {
-        let filter = match owner {
+        let mut filter = match owner {
             Some(o) => LostFilter::hold(self.name(), o),
             None => LostFilter::name(self.name()),
         };
+        // The read and write sides of one owner are separate holds with separate listeners.
+        filter.kind = Some(self.inner.flavor.kind().name);
         self.inner.shared.watchdog().add_listener(filter, Arc::new(f))
     }
 

@@ -64,7 +64,7 @@ impl LostReason {
 pub struct LostEvent {
     /// The lock name.
     pub name: Arc<str>,
-    /// The kind of hold (`"lock"` for the reentrant lock).
+    /// The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"` or `"write"`.
     pub kind: &'static str,
     /// The owner whose hold was lost.
     pub owner: Owner,
@@ -79,6 +79,9 @@ pub struct LostFilter {
     pub name: Option<Arc<str>>,
     /// Only holds of the owner with this id (`None`: every owner).
     pub owner: Option<u64>,
+    /// Only holds of this kind (`"lock"`: reentrant, fenced and fair locks; `"read"` and
+    /// `"write"`: the sides of a read-write lock; `None`: every kind).
+    pub kind: Option<&'static str>,
 }
 
 impl LostFilter {
@@ -89,16 +92,18 @@ impl LostFilter {
 
     /// Lost holds of lock `name`, by any owner.
     pub fn name(name: &str) -> Self {
-        LostFilter { name: Some(name.into()), owner: None }
+        LostFilter { name: Some(name.into()), ..Self::default() }
     }
 
     /// Lost holds of lock `name` by `owner`.
     pub fn hold(name: &str, owner: &Owner) -> Self {
-        LostFilter { name: Some(name.into()), owner: Some(owner.id()) }
+        LostFilter { name: Some(name.into()), owner: Some(owner.id()), kind: None }
     }
 
     fn matches(&self, e: &LostEvent) -> bool {
-        self.name.as_ref().is_none_or(|n| **n == *e.name) && self.owner.is_none_or(|o| o == e.owner.id())
+        self.name.as_ref().is_none_or(|n| **n == *e.name)
+            && self.owner.is_none_or(|o| o == e.owner.id())
+            && self.kind.is_none_or(|k| k == e.kind)
     }
 }
 

@@ -245,12 +245,17 @@ async fn force_unlock_of_each_side_reports_the_loss() {
     let _id = a.on_lost(rlock::LostFilter::all(), move |ev| {
         e.lock().unwrap().push((ev.kind, ev.reason));
     });
+    // A listener of the write side hears only of write holds.
+    let write_losses = Arc::new(Mutex::new(0));
+    let wl = write_losses.clone();
+    rwa.write_lock().on_lost(None, move |_| *wl.lock().unwrap() += 1);
     let r = a.new_owner();
     let ra = rwa.read_lock();
     ra.acquire(&r).await.unwrap();
     assert!(rwb.read_lock().force_unlock().await.unwrap());
     assert!(common::eventually(Duration::from_secs(10), || !events.lock().unwrap().is_empty()).await);
     assert_eq!(events.lock().unwrap()[0], ("read", LostReason::Gone));
+    assert_eq!(*write_losses.lock().unwrap(), 0);
     assert_eq!(ra.release(&r).await.unwrap_err().kind(), ErrorKind::Lost);
 
     let w = a.new_owner();
@@ -259,4 +264,5 @@ async fn force_unlock_of_each_side_reports_the_loss() {
     assert!(rwb.write_lock().force_unlock().await.unwrap());
     assert!(common::eventually(Duration::from_secs(10), || events.lock().unwrap().len() == 2).await);
     assert_eq!(events.lock().unwrap()[1], ("write", LostReason::Gone));
+    assert!(common::eventually(Duration::from_secs(5), || *write_losses.lock().unwrap() == 1).await);
 }

@@ -95,12 +95,23 @@ struct Worker {
     data: Option<MultiplexedConnection>,
 }
 
+/// A lock spec is `NAME` (the reentrant lock) or `KIND@NAME` with KIND `read`, `write` or
+/// `fair`.
+fn family_lock(client: &Client, spec: &str) -> rlock::Result<Lock> {
+    match spec.split_once('@') {
+        Some(("read", name)) => Ok(client.read_write_lock(name)?.read_lock()),
+        Some(("write", name)) => Ok(client.read_write_lock(name)?.write_lock()),
+        Some(("fair", name)) => client.fair_lock(name),
+        _ => client.lock(spec),
+    }
+}
+
 impl Worker {
     fn lock(&mut self, name: &str) -> rlock::Result<Lock> {
         if let Some(l) = self.locks.get(name) {
             return Ok(l.clone());
         }
-        let l = self.client.lock(name)?;
+        let l = family_lock(&self.client, name)?;
         self.locks.insert(name.to_owned(), l.clone());
         Ok(l)
     }
@@ -179,7 +190,7 @@ impl Worker {
         let mut data = self.data().await?;
         let mut rng = Rng::seeded(7);
         let locks = (0..names)
-            .map(|k| self.client.lock(&format!("{prefix}:{k}")))
+            .map(|k| family_lock(&self.client, &format!("{prefix}:{k}")))
             .collect::<rlock::Result<Vec<_>>>()?;
         let (mut per_name, mut violations, mut crossings) = (vec![0u64; names], 0u64, 0u64);
         let surface = self.label.split('-').next().unwrap_or_default().to_owned();
@@ -236,7 +247,7 @@ impl Worker {
     ) -> Result<String, BoxError> {
         let locks = Arc::new(
             (0..names)
-                .map(|k| self.client.lock(&format!("{prefix}:{k}")))
+                .map(|k| family_lock(&self.client, &format!("{prefix}:{k}")))
                 .collect::<rlock::Result<Vec<_>>>()?,
         );
         let acquired = Arc::new(AtomicU64::new(0));
@@ -292,6 +303,7 @@ async fn run() -> Result<(), BoxError> {
             "command_timeout_ms" => opts.with_command_timeout(Some(ms()?)),
             "retry_attempts" => opts.with_retry_attempts(v.parse()?),
             "retry_delay_ms" => opts.with_retry_delay(ms()?),
+            "fair_wait_ms" => opts.with_fair_lock_wait_timeout(ms()?),
             "label" => {
                 label = v.to_owned();
                 opts

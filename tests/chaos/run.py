@@ -75,6 +75,11 @@ def channel(name: str) -> str:
     return f"redisson_lock__channel:{{{name}}}"
 
 
+def bare(spec: str) -> str:
+    """The lock name of a worker's lock spec (`NAME` or `KIND@NAME`)."""
+    return spec.partition("@")[2] or spec
+
+
 class Server:
     """A private redis-server from rlock-testbed: loopback only, a port outside the ephemeral
     range, a temporary directory, no persistence unless asked (then an append-only file that
@@ -121,8 +126,18 @@ class Server:
         stats = self.conn().info("commandstats")
         return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "eval"))
 
-    def numsub(self, name: str) -> int:
-        return int(self.conn().pubsub_numsub(channel(name))[0][1])
+    def numsub(self, spec: str) -> int:
+        """Subscribers waiting on the lock of `spec` (a read-write lock's channel; a fair lock's
+        waiters each have their own)."""
+        kind, _, name = spec.rpartition("@")
+        r = self.conn()
+        if kind in ("read", "write"):
+            chans = [f"redisson_rwlock:{{{name}}}"]
+        elif kind == "fair":
+            chans = r.pubsub_channels(f"redisson_lock__channel:{{{name}}}:*")
+        else:
+            chans = [channel(name)]
+        return sum(int(n) for _, n in r.pubsub_numsub(*chans)) if chans else 0
 
 
 class Worker:
@@ -621,6 +636,160 @@ def case_bad_input(ctx: Ctx) -> str:
             "expected, no crash, the guard lock (count 2, TTL) and the wrong-type key unchanged after every row")
 
 
+def case_mutex_family(ctx: Ctx) -> str:
+    """Write locks, then fair locks: 8 processes (2 per surface), 8 names, 4000 sections each."""
+    srv = ctx.server()
+    r = srv.conn()
+    parts = []
+    for kind in ("write", "fair"):
+        workers = [ctx.worker(s, srv, f"{s}-{kind}{i}") for s in SURFACES for i in range(2)]
+        ctx.ready(*workers)
+        total, names, base = 4000, 8, f"chaos:mx{kind}"
+        prefix = f"{kind}@{base}"
+        shares = [total // len(workers) + (i < total % len(workers)) for i in range(len(workers))]
+        start = time.monotonic()
+        for w, n in zip(workers, shares):
+            w.send(f"mx {prefix} {names} {n}")
+        per_name = [0] * names
+        violations = crossings = 0
+        for w, n in zip(workers, shares):
+            _, done = w.expect("mx_done", timeout=240)
+            check(sum(done["per_name"]) == n, f"{w.label}: ran {sum(done['per_name'])} sections, asked {n}")
+            violations += done["violations"]
+            crossings += done["crossings"]
+            per_name = [a + b for a, b in zip(per_name, done["per_name"])]
+        took = time.monotonic() - start
+        counters = [int(r.get(f"{prefix}:{k}:counter") or 0) for k in range(names)]
+        check(violations == 0, f"{kind}: {violations} critical sections found another's marker set")
+        check(counters == per_name, f"{kind}: counters {counters} != sections per name {per_name}")
+        check(sum(counters) == total, f"{kind}: {sum(counters)} sections, expected {total}")
+        def left() -> List[str]:
+            return [str(k) for k in r.keys(f"*{base}*") if not str(k).endswith((":counter", ":last"))]
+        try:
+            eventually(lambda: not left(), 10, "no lock, queue, deadline or latch key left")
+        except Fail:
+            raise Fail(f"{kind}: left behind: {left()}")
+        check(crossings > 0, f"{kind}: the lock never passed between surfaces")
+        parts.append(f"{kind}: {total} sections in {took:.1f} s, 0 violations, counters exact, {crossings} hand-offs")
+        for w in workers:
+            w.call("exit", "bye")
+    return "8 processes (2 per surface), 8 names each; " + "; ".join(parts) + "; no lock, queue or deadline key left"
+
+
+def case_sigkill_family(ctx: Ctx) -> str:
+    """Holders of write, read and fair locks killed with SIGKILL: freed within the watchdog timeout + 1 s."""
+    watchdog = 1000
+    srv = ctx.server()
+    r = srv.conn()
+    parts = []
+    worst = 0.0
+    for hk, wk in (("write", "read"), ("read", "write"), ("fair", "fair")):
+        base = f"chaos:kill{hk}"
+        holders = {s: ctx.worker(s, srv, f"{s}-{hk}-holder", watchdog_ms=watchdog) for s in SURFACES}
+        waiters = {s: ctx.worker(NEXT[s], srv, f"{NEXT[s]}-{wk}-waits-{s}") for s in SURFACES}
+        ctx.ready(*holders.values(), *waiters.values())
+        for s, h in holders.items():
+            h.call(f"acquire {hk}@{base}:{s}", "acquired")
+        for s, w in waiters.items():
+            w.send(f"acquire {wk}@{base}:{s}")
+        eventually(lambda: all(srv.numsub(f"{wk}@{base}:{s}") == 1 for s in SURFACES), 20, f"every {wk} waiter subscribed")
+        # Past one whole lease the holders' watchdogs still keep the locks.
+        time.sleep(watchdog / 1000 * 1.5)
+        for s in SURFACES:
+            check(r.exists(f"{base}:{s}") == 1, f"{base}:{s} expired while its holder lived")
+            check(not waiters[s].pending(), f"{waiters[s].label} acquired while the holder lived")
+        killed = time.monotonic()
+        for h in holders.values():
+            h.kill(signal.SIGKILL)
+        took = {}
+        for s, w in waiters.items():
+            t, _ = w.expect("acquired", timeout=10)
+            took[s] = t - killed
+        for s, w in waiters.items():
+            check(w.call(f"release {wk}@{base}:{s}", "released")["free"] is True, f"{w.label}: release left it held")
+        eventually(lambda: not r.keys(f"*{base}*"), 10, f"every {base} key gone (read-hold keys expire with their lease)")
+        eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+        worst = max(worst, *took.values())
+        parts.append(f"{hk} holders -> {wk} waiters within {max(took.values()) * 1000:.0f} ms")
+    bound = watchdog / 1000 + 1
+    check(worst <= bound, f"a lock was freed {worst:.2f} s after its holder was killed (bound {bound:.1f} s)")
+    return f"watchdog {watchdog} ms, each surface holding and waiting (bound {bound * 1000:.0f} ms): " + ", ".join(parts)
+
+
+def case_fair_cancel(ctx: Ctx) -> str:
+    """1000 fair-lock waits given up (cancelled, or C's wait running out): queue and deadline keys end empty."""
+    srv = ctx.server()
+    r = srv.conn()
+    names, total = 8, 1800
+    surfaces = ("rust", "python", "node")
+    workers = {s: ctx.worker(s, srv, f"{s}-fcancel", watchdog_ms=1000) for s in surfaces}
+    holder = ctx.worker("rust", srv, "rust-fholder")
+    c = ctx.worker("c", srv, "c-fcancel")
+    ctx.ready(*workers.values(), holder, c)
+    # C calls cannot be cancelled: its 100 waits run out while another worker holds the lock.
+    holder.call("acquire fair@chaos:fc:held", "acquired")
+    for _ in range(100):
+        c.call("acquire fair@chaos:fc:held 5", "not_acquired")
+    check(not r.exists("redisson_lock_queue:{chaos:fc:held}"), "a C waiter whose wait ran out stayed queued")
+    holder.call("release fair@chaos:fc:held", "released")
+    shares = {s: total // 3 for s in surfaces}
+    for s, w in workers.items():
+        w.send(f"cancel fair@chaos:fc {names} {shares[s]} 8")
+    done = {}
+    for s, w in workers.items():
+        done[s] = w.expect("cancel_done", timeout=150)[1]
+        check(done[s]["acquired"] + done[s]["cancelled"] == shares[s], f"{w.label}: {done[s]}")
+        check(done[s]["cancelled"] > 0, f"{w.label}: nothing cancelled")
+    queues = [f"redisson_lock_queue:{{chaos:fc:{k}}}" for k in range(names)]
+    deadlines = [f"redisson_lock_timeout:{{chaos:fc:{k}}}" for k in range(names)]
+    eventually(lambda: r.exists(*queues, *deadlines) == 0, 10, "every queue and deadline key gone")
+    locks = [f"chaos:fc:{k}" for k in range(names)] + ["chaos:fc:held"]
+    try:
+        eventually(lambda: r.exists(*locks) == 0, 10, "lock keys gone")
+    except Fail:
+        stats = {w.label: w.call("stats", "stats") for w in [*workers.values(), holder]}
+        left = [(k, r.hgetall(k), r.pttl(k)) for k in locks if r.exists(k)]
+        raise Fail(f"lock keys left: {left}; workers: {stats}")
+    eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+    cancelled = sum(d["cancelled"] for d in done.values())
+    check(cancelled + 100 >= 1000, f"only {cancelled + 100} waits given up")
+    per = ", ".join(f"{s} {d['cancelled']}/{d['acquired'] + d['cancelled']}" for s, d in done.items())
+    return (f"{cancelled + 100} waits given up ({per} cancelled at random moments; C 100/100 waits of 5 ms run out): "
+            "0 queue, deadline or lock keys and 0 channels left")
+
+
+def case_fair_dead_waiter(ctx: Ctx) -> str:
+    """A SIGKILLed fair-lock waiter holds up the one behind it until its own deadline, no longer."""
+    wait_ms = 2000
+    srv = ctx.server()
+    r = srv.conn()
+    # A 1 s lease: the first waiter's deadline is the holder's lease left plus one wait.
+    holder = ctx.worker("rust", srv, "rust-fair-holder", fair_wait_ms=wait_ms, watchdog_ms=1000)
+    dead = ctx.worker("python", srv, "python-fair-dead", fair_wait_ms=wait_ms)
+    behind = ctx.worker("node", srv, "node-fair-behind", fair_wait_ms=wait_ms)
+    ctx.ready(holder, dead, behind)
+    queue, timeouts = "redisson_lock_queue:{chaos:fdead}", "redisson_lock_timeout:{chaos:fdead}"
+    holder.call("acquire fair@chaos:fdead", "acquired")
+    dead.send("acquire fair@chaos:fdead")
+    eventually(lambda: r.llen(queue) == 1, 10, "the first waiter queued")
+    behind.send("acquire fair@chaos:fdead")
+    eventually(lambda: r.llen(queue) == 2, 10, "the second waiter queued")
+    dead_owner = r.lindex(queue, 0)
+    deadline_ms = float(r.zscore(timeouts, dead_owner))
+    dead.kill(signal.SIGKILL)
+    holder.call("release fair@chaos:fdead", "released")
+    released_ms = time.time() * 1000
+    behind.expect("acquired", timeout=(deadline_ms - released_ms) / 1000 + 15)
+    got_ms = time.time() * 1000
+    check(got_ms >= deadline_ms - 50, f"the waiter behind got the lock {deadline_ms - got_ms:.0f} ms before the dead one's deadline")
+    late = got_ms - deadline_ms
+    check(late <= 1500, f"the waiter behind got the lock {late:.0f} ms after the dead one's deadline (bound 1500 ms)")
+    check(behind.call("release fair@chaos:fdead", "released")["free"] is True, "release left it held")
+    eventually(lambda: r.exists(queue, timeouts, "chaos:fdead") == 0, 10, "queue, deadline and lock keys gone")
+    return (f"fair_lock_wait_timeout {wait_ms} ms: the dead waiter's deadline was {deadline_ms - released_ms:.0f} ms "
+            f"after the release; the waiter behind it got the lock {late:.0f} ms after that deadline")
+
+
 CASES: List[Tuple[str, float, Callable[[Ctx], str]]] = [
     ("mutex", 300, case_mutex),
     ("sigkill", 60, case_sigkill),
@@ -630,6 +799,10 @@ CASES: List[Tuple[str, float, Callable[[Ctx], str]]] = [
     ("sigstop", 60, case_sigstop),
     ("cancel", 200, case_cancel),
     ("bad-input", 180, case_bad_input),
+    ("mutex-family", 300, case_mutex_family),
+    ("sigkill-family", 90, case_sigkill_family),
+    ("fair-cancel", 200, case_fair_cancel),
+    ("fair-dead-waiter", 90, case_fair_dead_waiter),
 ]
 
 

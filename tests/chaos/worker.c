@@ -77,6 +77,21 @@ static redisContext *data_connect(const char *u) {
     return c;
 }
 
+/* A lock spec is NAME (the reentrant lock) or KIND@NAME with KIND read, write or fair: the
+ * kind, and *name set to the lock name. */
+static int kind_of(const char *spec, const char **name) {
+    static const char *kinds[] = {"lock@", "fenced@", "read@", "write@", "fair@"};
+    for (int k = 0; k < 5; k++) {
+        size_t n = strlen(kinds[k]);
+        if (strncmp(spec, kinds[k], n) == 0) {
+            *name = spec + n;
+            return k;
+        }
+    }
+    *name = spec;
+    return RLOCK_LOCK;
+}
+
 static uint64_t rng_state;
 static uint64_t rnd(uint64_t n) {
     rng_state ^= rng_state << 13;
@@ -99,7 +114,9 @@ static void mx(const char *prefix, int names, int sections) {
     for (int i = 0; i < sections; i++) {
         int k = (int)rnd((uint64_t)names);
         snprintf(name, sizeof name, "%s:%d", prefix, k);
-        rlock_result rc = rlock_acquire(client, name, 0);
+        const char *bare;
+        int kind = kind_of(name, &bare);
+        rlock_result rc = rlock_family_acquire(client, kind, bare, RLOCK_THREAD, 0, NULL);
         if (rc != RLOCK_OK) {
             reply_error("mx acquire", rc);
             goto out;
@@ -122,7 +139,7 @@ static void mx(const char *prefix, int names, int sections) {
             snprintf(key, sizeof key, "%s:marker", name);
             freeReplyObject(redisCommand(data, "DEL %s", key));
         }
-        rc = rlock_release(client, name, NULL);
+        rc = rlock_family_release(client, kind, bare, RLOCK_THREAD, NULL);
         if (rc != RLOCK_OK) {
             reply_error("mx release", rc);
             goto out;
@@ -275,6 +292,7 @@ int main(int argc, char **argv) {
         else if (strcmp(key, "command_timeout_ms") == 0) set = rlock_options_set_command_timeout_ms(options, v);
         else if (strcmp(key, "retry_attempts") == 0) set = rlock_options_set_retry_attempts(options, (uint32_t)v);
         else if (strcmp(key, "retry_delay_ms") == 0) set = rlock_options_set_retry_delay_ms(options, v);
+        else if (strcmp(key, "fair_wait_ms") == 0) set = rlock_options_set_fair_lock_wait_timeout_ms(options, v);
         else if (strcmp(key, "label") == 0) snprintf(label, sizeof label, "%s", eq + 1);
         else {
             fprintf(stderr, "unknown option %s\n", key);
@@ -301,22 +319,25 @@ int main(int argc, char **argv) {
         int nw = 0;
         for (char *tok = strtok(line, " \t\r\n"); tok && nw < 8; tok = strtok(NULL, " \t\r\n")) words[nw++] = tok;
         if (nw == 0) continue;
-        const char *cmd = words[0], *name = nw > 1 ? words[1] : "";
+        const char *cmd = words[0], *name = nw > 1 ? words[1] : "", *bare;
+        int kind = kind_of(name, &bare);
         if (strcmp(cmd, "exit") == 0) break;
         if (strcmp(cmd, "acquire") == 0 && nw >= 2) {
             long long lease = nw > 3 ? atoll(words[3]) : 0;
-            rc = nw > 2 ? rlock_try_acquire(client, name, atoll(words[2]), lease) : rlock_acquire(client, name, lease);
+            rc = nw > 2 ? rlock_family_try_acquire(client, kind, bare, RLOCK_THREAD, atoll(words[2]), lease, NULL)
+                        : rlock_family_acquire(client, kind, bare, RLOCK_THREAD, lease, NULL);
             if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\"}", name);
             else if (rc == RLOCK_NOT_ACQUIRED) emit("{\"event\":\"not_acquired\",\"name\":\"%s\"}", name);
             else reply_error("acquire", rc);
         } else if (strcmp(cmd, "release") == 0 && nw == 2) {
             bool unlocked = false;
-            rc = rlock_release(client, name, &unlocked);
+            rc = rlock_family_release(client, kind, bare, RLOCK_THREAD, &unlocked);
             if (rc != RLOCK_OK) reply_error("release", rc);
             else emit("{\"event\":\"released\",\"free\":%s}", unlocked ? "true" : "false");
         } else if ((strcmp(cmd, "locked") == 0 || strcmp(cmd, "held") == 0) && nw == 2) {
             bool v = false;
-            rc = cmd[0] == 'l' ? rlock_is_locked(client, name, &v) : rlock_is_held(client, name, &v);
+            rc = cmd[0] == 'l' ? rlock_family_is_locked(client, kind, bare, &v)
+                               : rlock_family_is_held(client, kind, bare, RLOCK_THREAD, &v);
             if (rc == RLOCK_OK) emit("{\"event\":\"%s\",\"value\":%s}", cmd, v ? "true" : "false");
             else reply_error(cmd, rc);
         } else if (strcmp(cmd, "stats") == 0) {

@@ -26,6 +26,7 @@ for (const a of args) {
   else if (k === 'command_timeout_ms') options.commandTimeoutMs = Number(v)
   else if (k === 'retry_attempts') options.retryAttempts = Number(v)
   else if (k === 'retry_delay_ms') options.retryDelayMs = Number(v)
+  else if (k === 'fair_wait_ms') options.fairLockWaitTimeoutMs = Number(v)
   else if (k === 'label') label = v
   else throw new Error(`unknown option ${k}`)
 }
@@ -38,11 +39,21 @@ try {
   process.exit(1)
 }
 
+// A lock spec is NAME (the reentrant lock) or KIND@NAME with KIND read, write or fair.
+function familyLock(spec) {
+  const at = spec.indexOf('@')
+  const [kind, name] = at < 0 ? ['lock', spec] : [spec.slice(0, at), spec.slice(at + 1)]
+  if (kind === 'read') return client.readWriteLock(name).readLock()
+  if (kind === 'write') return client.readWriteLock(name).writeLock()
+  if (kind === 'fair') return client.fairLock(name)
+  return client.lock(spec)
+}
+
 const locks = new Map()
 function lockOf(name) {
   let l = locks.get(name)
   if (!l) {
-    l = client.lock(name)
+    l = familyLock(name)
     locks.set(name, l)
   }
   return l
@@ -77,7 +88,7 @@ function cancelDelay() {
 
 async function mx(prefix, names, sections) {
   const d = await dataClient()
-  const handles = Array.from({ length: names }, (_, k) => client.lock(`${prefix}:${k}`))
+  const handles = Array.from({ length: names }, (_, k) => familyLock(`${prefix}:${k}`))
   const perName = new Array(names).fill(0)
   let violations = 0
   let crossings = 0
@@ -106,7 +117,7 @@ async function cancel(prefix, names, count, concurrency) {
   let cancelled = 0
   async function loop(n) {
     for (let i = 0; i < n; i++) {
-      const l = client.lock(`${prefix}:${Math.floor(Math.random() * names)}`)
+      const l = familyLock(`${prefix}:${Math.floor(Math.random() * names)}`)
       const ac = new AbortController()
       const delay = cancelDelay()
       if (delay === 0) queueMicrotask(() => ac.abort())

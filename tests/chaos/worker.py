@@ -20,6 +20,20 @@ import redis
 
 import rlock
 
+
+def family_lock(client: rlock.Client, spec: str) -> rlock.Lock:
+    """A lock spec is NAME (the reentrant lock) or KIND@NAME with KIND read, write or fair."""
+    kind, at, name = spec.partition("@")
+    if not at:
+        return client.lock(spec)
+    if kind == "read":
+        return client.read_write_lock(name).read_lock()
+    if kind == "write":
+        return client.read_write_lock(name).write_lock()
+    if kind == "fair":
+        return client.fair_lock(name)
+    return client.lock(spec)
+
 _out = threading.Lock()
 
 
@@ -74,7 +88,7 @@ class Worker:
     def lock(self, name: str) -> rlock.Lock:
         lock = self.locks.get(name)
         if lock is None:
-            lock = self.locks[name] = self.client.lock(name)
+            lock = self.locks[name] = family_lock(self.client, name)
             lock.on_lost(lambda e: emit(event="lost", name=e.name))
         return lock
 
@@ -111,7 +125,7 @@ class Worker:
     def mx(self, prefix: str, names: int, sections: int) -> None:
         data = redis.Redis.from_url(self.url, decode_responses=True)
         rng = random.Random()
-        locks = [self.client.lock(f"{prefix}:{k}") for k in range(names)]
+        locks = [family_lock(self.client, f"{prefix}:{k}") for k in range(names)]
         per_name = [0] * names
         violations = crossings = 0
         surface = self.label.split("-")[0] + "-"
@@ -138,7 +152,7 @@ class Worker:
         """`count` acquires on `names` locks, `concurrency` tasks at a time; each acquire runs in
         its own task (its own owner), which is cancelled (`task.cancel()`) at a random moment;
         one that finished first is released, as its caller would."""
-        locks = [self.client.lock(f"{prefix}:{k}") for k in range(names)]
+        locks = [family_lock(self.client, f"{prefix}:{k}") for k in range(names)]
         counts = {"acquired": 0, "cancelled": 0}
 
         async def attempt(lock: rlock.Lock, delay: float) -> None:
@@ -238,6 +252,8 @@ def main(argv: List[str]) -> int:
             options["retry_attempts"] = int(value)
         elif key == "retry_delay_ms":
             options["retry_delay"] = int(value) / 1000
+        elif key == "fair_wait_ms":
+            options["fair_lock_wait_timeout"] = int(value) / 1000
         elif key == "label":
             label = value
         else:

@@ -4,7 +4,10 @@ rlock surface they compare with in "vs"; every other surface is rlock's."""
 import json
 
 # rlock's surfaces, in table order.
-SURFACES = ["rust", "rust (2 connections)", "c", "node", "python-threads", "python-asyncio"]
+SURFACES = ["rust", "rust (2 connections)", "c", "node", "python-threads", "python-asyncio",
+            # The lock family (issue 13): 64 readers sharing one read-write lock; write- and
+            # fair-lock hand-offs with 16 waiters.
+            "rust (read lock, one name)", "rust (write lock)", "rust (fair lock)"]
 
 
 def is_peer(surface):

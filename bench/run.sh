@@ -82,7 +82,7 @@ cli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
   /^cmdstat_del/ {d=$3; du=$5}
   END { pairs = ev/2; if (pairs > 0) printf "{\"bench\":\"server_cpu\",\"usec_per_pair\":%.2f,\"ceiling_pairs_per_s\":%.0f}\n", (evu+du)/pairs, 1e6*pairs/(evu+du) }' | tee -a "$out"
 step "rust core: one-pair latency, hand-off"
-target/release/rlock-bench latency handoff | tee -a "$out"
+target/release/rlock-bench latency handoff family | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 # 4. Watchdog scale.

@@ -2,7 +2,8 @@
 //! hand-off latency under contention, and watchdog scale. Prints one JSON object per line
 //! (`{"bench": ..., ...}`) for bench/report.py to tabulate with the ceiling and the peers.
 //!
-//! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `watchdog`;
+//! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `family`
+//! (read pairs with 64 readers on one name, write- and fair-lock hand-offs), `watchdog`;
 //! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
 //! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
 //! `valgrind --tool=callgrind target/release/rlock-bench fixed`.
@@ -68,16 +69,60 @@ async fn latency(url: &str, n: usize) -> Res<(f64, f64)> {
     Ok((percentile(&samples, 0.5), percentile(&samples, 0.99)))
 }
 
+/// `readers` owners taking and releasing read holds of one read-write lock at once (readers
+/// share it: the Redis scripts are the limit). Read pairs per second.
+async fn read_pairs(url: &str, readers: usize, secs: f64) -> Res<f64> {
+    let client = Client::connect(url, ClientOptions::default()).await?;
+    let lock = client.read_write_lock("bench:read")?.read_lock();
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Instant::now() + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for _ in 0..readers {
+        let (lock, owner, done) = (lock.clone(), client.new_owner(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < stop {
+                lock.acquire(&owner).await?;
+                lock.release(&owner).await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<(), rlock::Error>(())
+        }));
+    }
+    let start = Instant::now();
+    for t in tasks {
+        t.await??;
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    client.close();
+    Ok(rate)
+}
+
+/// Which lock a hand-off bench contends for.
+#[derive(Clone, Copy)]
+enum Kind {
+    Reentrant,
+    Write,
+    Fair,
+}
+
+fn lock_of(client: &Client, kind: Kind) -> rlock::Result<rlock::Lock> {
+    match kind {
+        Kind::Reentrant => client.lock("bench:handoff"),
+        Kind::Write => Ok(client.read_write_lock("bench:handoff:rw")?.write_lock()),
+        Kind::Fair => client.fair_lock("bench:handoff:fair"),
+    }
+}
+
 /// 16 waiters on one name; each hand-off is measured from the moment the previous holder
 /// called release to the moment another owner's acquire returned.
-async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
+async fn handoff(url: &str, kind: Kind, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
     let client = Client::connect(url, ClientOptions::default()).await?;
     let released_at = Arc::new(std::sync::Mutex::new(None::<(Instant, u64)>));
     let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
     let taken = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for _ in 0..waiters {
-        let lock = client.lock("bench:handoff")?;
+        let lock = lock_of(&client, kind)?;
         let owner = client.new_owner();
         let (released_at, samples, taken) = (released_at.clone(), samples.clone(), taken.clone());
         tasks.push(tokio::spawn(async move {
@@ -109,7 +154,7 @@ async fn handoff(url: &str, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
         }));
     }
     // Stop the others once the rounds are done: they may be waiting for a lock nobody takes.
-    let lock = client.lock("bench:handoff")?;
+    let lock = lock_of(&client, kind)?;
     while taken.load(Ordering::Relaxed) < rounds as u64 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -244,8 +289,17 @@ fn main() -> Res<()> {
             println!("{{\"bench\":\"latency\",\"surface\":\"rust\",\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
         }
         if want("handoff") {
-            let (p50, p99) = handoff(&url, 16, 2000).await?;
+            let (p50, p99) = handoff(&url, Kind::Reentrant, 16, 2000).await?;
             println!("{{\"bench\":\"handoff\",\"surface\":\"rust\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+        }
+        // The lock family beside the reentrant lock.
+        if want("family") {
+            let rate = read_pairs(&url, 64, secs).await?;
+            println!("{{\"bench\":\"pairs\",\"surface\":\"rust (read lock, one name)\",\"owners\":64,\"pairs_per_s\":{rate:.0}}}");
+            for (kind, label) in [(Kind::Write, "rust (write lock)"), (Kind::Fair, "rust (fair lock)")] {
+                let (p50, p99) = handoff(&url, kind, 16, 2000).await?;
+                println!("{{\"bench\":\"handoff\",\"surface\":\"{label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+            }
         }
         // Not part of make bench: fixed work for profiling (BENCH_OWNERS x BENCH_PER_OWNER pairs).
         if sections.iter().any(|x| x == "fixed") {

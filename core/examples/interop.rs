@@ -230,8 +230,9 @@ impl Ctx {
             if queue.len() == n && queue[n - 1] == owner {
                 return Ok(());
             }
+            // Nobody else queues meanwhile: a full queue without `owner` last is wrong at once.
             check(
-                queue.len() <= n && Instant::now() < deadline,
+                queue.len() < n && Instant::now() < deadline,
                 format!("{owner} did not queue up as waiter {n} of {name}; the queue is {queue:?}"),
             )?;
             tokio::time::sleep(Duration::from_millis(2)).await;

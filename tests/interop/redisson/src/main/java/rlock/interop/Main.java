@@ -696,9 +696,19 @@ public final class Main {
             if (q.size() == n && q.get(n - 1).equals(owner)) {
                 return;
             }
-            check(q.size() <= n && System.nanoTime() < deadline,
+            // Nobody else queues meanwhile: a full queue without the owner last is wrong at once.
+            check(q.size() < n && System.nanoTime() < deadline,
                     owner + " did not queue up as waiter " + n + " of " + name + "; the queue is " + q);
             Thread.sleep(2);
+        }
+    }
+
+    /** The time (wall-clock us) the waiter {@code w} held the lock, failing after {@code seconds}. */
+    private static long grantedAt(Future<Long> w, String what, long seconds) throws Exception {
+        try {
+            return w.get(seconds, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new Failure(what + " did not get the fair lock within " + seconds + " s");
         }
     }
 
@@ -750,8 +760,8 @@ public final class Main {
             List<String> queue = fairQueue(name).readAll();
             check(queue.equals(expected), "the queue should be " + expected + ", it is " + queue);
             lock.unlock();
-            for (Future<Long> w : waiters) {
-                w.get(60, TimeUnit.SECONDS);
+            for (int k = 0; k < waiters.size(); k++) {
+                grantedAt(waiters.get(k), "J" + (k + 1), 60);
             }
             send("granted");
             recv("granted");
@@ -772,7 +782,7 @@ public final class Main {
             check(fairQueue(a).readAll().equals(List.of(w1, j2Owner)), "J2 should queue behind W1");
             send("queued " + j2Owner);
             long t0 = Long.parseLong(recv("released"));
-            long t1 = got.get(10, TimeUnit.SECONDS);
+            long t1 = grantedAt(got, "J2 (behind the cancelled W1)", 10);
             System.out.println("java: fair: after rlock's W1 was cancelled, Redisson's J2 held the lock "
                     + (t1 - t0) + " us after rlock's release began");
             check(t1 - t0 < 5_000_000, "J2 waited " + (t1 - t0) + " us behind a cancelled waiter");
@@ -796,7 +806,7 @@ public final class Main {
             check(left.equals(List.of(j2bOwner)), "only J2 should be queued after W1 gave up, the queue is " + left);
             long t2 = nowMicros();
             lb.unlock();
-            long t3 = gotB.get(10, TimeUnit.SECONDS);
+            long t3 = grantedAt(gotB, "J2 (behind W1, whose wait ran out)", 10);
             System.out.println("java: fair: after rlock's W1 gave up, Redisson's J2 held the lock "
                     + (t3 - t2) + " us after the holder's unlock began");
             check(t3 - t2 < 5_000_000, "J2 waited " + (t3 - t2) + " us behind a waiter that gave up");

@@ -16,5 +16,5 @@ $(INTEROP_JAR): $(INTEROP_SOURCES)
 build-interop: deps $(INTEROP_JAR)
 	$(CARGO) build -p rlock --example interop
 
-interop: build-interop testbed ## rlock and Redisson share locks: mutual exclusion, wake-ups, holds, force-unlock, watchdog
+interop: build-interop testbed ## rlock and Redisson share locks (one server, then a cluster): mutex, wake-ups, holds, force-unlock, watchdog, fenced, read-write, fair
 	bash tests/interop/run.sh

@@ -1,6 +1,7 @@
 //! The rlock side of the Redisson interop test (`make interop`, driver `tests/interop/run.sh`).
 //!
-//! Usage: `interop <scenario>`; Redis URL from `REDIS_URL`. The driver starts this program and
+//! Usage: `interop <scenario>`; Redis URL from `REDIS_URL` (`redis://host:port`, or
+//! `redis+cluster://host:port,host:port/` for a Redis Cluster). The driver starts this program and
 //! the Java program (`tests/interop/redisson`) with the same scenario name at the same time. The
 //! two talk through two Redis lists (`interop:<scenario>:to-rust` / `:to-java`, RPUSH and BLPOP
 //! with a generous timeout), so every step waits for an event, not for a sleep. A side that
@@ -13,8 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncCommands, AsyncConnectionConfig};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncCommands, AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use rlock::{Client, ClientOptions, ErrorKind, Lock, Released, Ttl};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -53,13 +56,69 @@ fn channel(name: &str) -> String {
     format!("redisson_lock__channel:{{{name}}}")
 }
 
+/// The channel both sides of a read-write lock wait on.
+fn rwlock_channel(name: &str) -> String {
+    format!("redisson_rwlock:{{{name}}}")
+}
+
+/// The queue (LIST of waiting owners) of the fair lock `name`.
+fn fair_queue(name: &str) -> String {
+    format!("redisson_lock_queue:{{{name}}}")
+}
+
+/// The waiters' deadlines (ZSET) of the fair lock `name`.
+fn fair_timeouts(name: &str) -> String {
+    format!("redisson_lock_timeout:{{{name}}}")
+}
+
+/// A connection to one server or to a cluster (each command routed by its key), for the data
+/// and message commands of the scenarios.
+#[derive(Clone)]
+enum Conn {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 /// The connections and message lists of one scenario.
 struct Ctx {
     client: Client,
     /// Data commands (counters, markers, queries, RPUSH to the Java side).
-    data: MultiplexedConnection,
+    data: Conn,
     /// BLPOP only: a blocked BLPOP holds its connection, so nothing else may queue behind it.
-    blocking: MultiplexedConnection,
+    blocking: Conn,
+    /// One connection per server (every master of a cluster), for PUBSUB, which reports only
+    /// the subscriptions of the node it is asked.
+    nodes: Vec<MultiplexedConnection>,
+    /// Whether Redis is a cluster (sharded subscriptions are counted too).
+    cluster: bool,
     inbox: String,
     outbox: String,
 }
@@ -67,21 +126,48 @@ struct Ctx {
 impl Ctx {
     async fn new(scenario: &str, url: &str, options: ClientOptions) -> R<Ctx> {
         let client = Client::connect(url, options).await?;
-        let redis = redis::Client::open(url)?;
-        let data = redis
-            .get_multiplexed_async_connection_with_config(
-                &AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10))),
-            )
-            .await?;
-        let blocking = redis
-            .get_multiplexed_async_connection_with_config(
-                &AsyncConnectionConfig::new().set_response_timeout(None),
-            )
-            .await?;
+        let (data, blocking, nodes, cluster) = match url.strip_prefix("redis+cluster://") {
+            Some(hosts) => {
+                let urls: Vec<String> =
+                    hosts.trim_end_matches('/').split(',').map(|h| format!("redis://{h}")).collect();
+                let data = ClusterClient::builder(urls.clone())
+                    .response_timeout(Duration::from_secs(10))
+                    .build()?
+                    .get_async_connection()
+                    .await?;
+                let blocking = ClusterClient::new(urls.clone())?.get_async_connection().await?;
+                // The seed nodes are every master (rlock-testbed's cluster has no replicas).
+                let mut nodes = Vec::new();
+                for u in &urls {
+                    nodes.push(redis::Client::open(u.as_str())?.get_multiplexed_async_connection().await?);
+                }
+                (Conn::Cluster(data), Conn::Cluster(blocking), nodes, true)
+            }
+            None => {
+                let redis = redis::Client::open(url)?;
+                let data = redis
+                    .get_multiplexed_async_connection_with_config(
+                        &AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10))),
+                    )
+                    .await?;
+                let blocking = redis
+                    .get_multiplexed_async_connection_with_config(
+                        &AsyncConnectionConfig::new().set_response_timeout(None),
+                    )
+                    .await?;
+                (Conn::Single(data.clone()), Conn::Single(blocking), vec![data], false)
+            }
+        };
+        if cluster {
+            let sharded = if client.sharded_pubsub() { "on" } else { "off" };
+            println!("rust: cluster, sharded pub/sub {sharded}");
+        }
         Ok(Ctx {
             client,
             data,
             blocking,
+            nodes,
+            cluster,
             inbox: format!("interop:{scenario}:to-rust"),
             outbox: format!("interop:{scenario}:to-java"),
         })
@@ -108,22 +194,64 @@ impl Ctx {
         Ok(value.to_owned())
     }
 
-    /// Waits until some client (the Java side here) is subscribed to the lock's channel, i.e. a
+    /// Waits until some client (the Java side here) is subscribed to `channel`, i.e. a
     /// Redisson waiter is about to sleep on it. No event tells us that, so poll with a bound.
-    async fn await_subscriber(&self, name: &str) -> R<()> {
+    /// Every server is asked (a cluster's classic subscriptions live on whichever node the
+    /// client chose), and on a cluster sharded subscriptions count too.
+    async fn await_subscriber(&self, channel: &str) -> R<()> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let (_, n): (String, u64) = redis::cmd("PUBSUB")
-                .arg("NUMSUB")
-                .arg(channel(name))
-                .query_async(&mut self.data.clone())
-                .await?;
+            let mut n = 0;
+            for node in &self.nodes {
+                let kinds: &[&str] = if self.cluster { &["NUMSUB", "SHARDNUMSUB"] } else { &["NUMSUB"] };
+                for kind in kinds {
+                    let (_, k): (String, u64) =
+                        redis::cmd("PUBSUB").arg(*kind).arg(channel).query_async(&mut node.clone()).await?;
+                    n += k;
+                }
+            }
             if n >= 1 {
                 return Ok(());
             }
-            check(Instant::now() < deadline, format!("no Redisson waiter subscribed to {name} within 20 s"))?;
+            check(
+                Instant::now() < deadline,
+                format!("no Redisson waiter subscribed to {channel} within 20 s"),
+            )?;
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+    }
+
+    /// Waits until `owner` is the last of `n` waiters in the fair lock `name`'s queue. No
+    /// event tells us that, so poll with a bound.
+    async fn await_queued(&self, name: &str, n: usize, owner: &str) -> R<()> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let queue = self.fair_queue(name).await?;
+            if queue.len() == n && queue[n - 1] == owner {
+                return Ok(());
+            }
+            // Nobody else queues meanwhile: a full queue without `owner` last is wrong at once.
+            check(
+                queue.len() < n && Instant::now() < deadline,
+                format!("{owner} did not queue up as waiter {n} of {name}; the queue is {queue:?}"),
+            )?;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// The fair lock `name`'s queue of waiting owners.
+    async fn fair_queue(&self, name: &str) -> R<Vec<String>> {
+        Ok(self.data.clone().lrange(fair_queue(name), 0, -1).await?)
+    }
+
+    /// Fails unless the fair lock `name`'s queue and deadline keys are both gone.
+    async fn check_fair_keys_gone(&self, name: &str) -> R<()> {
+        let n: u64 = redis::cmd("EXISTS")
+            .arg(fair_queue(name))
+            .arg(fair_timeouts(name))
+            .query_async(&mut self.data.clone())
+            .await?;
+        check(n == 0, format!("the queue or deadline keys of {name} are left"))
     }
 
     /// The remaining lease of `lock` in milliseconds, failing unless the lock is held.
@@ -166,6 +294,9 @@ async fn main() {
         "holds" => holds(&ctx).await,
         "force" => force(&ctx).await,
         "watchdog" => watchdog(&ctx).await,
+        "fenced" => fenced(&ctx).await,
+        "rwlock" => rwlock(&ctx).await,
+        "fair" => fair(&ctx).await,
         other => Err(format!("unknown scenario '{other}'").into()),
     };
     match result {
@@ -228,7 +359,7 @@ async fn mutex(ctx: &Ctx) -> R<()> {
 }
 
 /// One critical section of [`mutex`], on the data connection.
-async fn critical_section(mut data: MultiplexedConnection, name: &str, side: &str) -> R<()> {
+async fn critical_section(mut data: Conn, name: &str, side: &str) -> R<()> {
     let marker = format!("{name}:marker");
     let set: bool = redis::cmd("SET")
         .arg(&marker)
@@ -262,7 +393,7 @@ async fn wake_to_java(ctx: &Ctx) -> R<()> {
         let lock = ctx.client.lock(&format!("interop:wake-to-java:{round}"))?;
         lock.acquire(&me).await?;
         ctx.send("held").await?;
-        ctx.await_subscriber(lock.name()).await?;
+        ctx.await_subscriber(&channel(lock.name())).await?;
         let t0 = now_us();
         check(lock.release(&me).await? == Released::Unlocked, "release should unlock")?;
         ctx.send(&format!("released {t0}")).await?;
@@ -375,7 +506,7 @@ async fn force(ctx: &Ctx) -> R<()> {
     let holder = ctx.client.new_owner();
     a.acquire(&holder).await?;
     ctx.send("held").await?;
-    ctx.await_subscriber(a.name()).await?;
+    ctx.await_subscriber(&channel(a.name())).await?;
     let t0 = now_us();
     check(a.force_unlock().await?, "force_unlock found no lock")?;
     ctx.send(&format!("forced {t0}")).await?;
@@ -470,4 +601,405 @@ fn check_samples(samples: &[i64], holder: &str) -> R<()> {
     check(samples.len() >= 20, format!("only {} TTL samples", samples.len()))?;
     let bad: Vec<_> = samples.iter().filter(|&&t| t <= 0 || t > 1_000).collect();
     check(bad.is_empty(), format!("{holder}'s hold had TTLs outside (0, 1000] ms: {bad:?}"))
+}
+
+/// Acquires per side on the fenced lock, split over two owners (two Redisson threads on the
+/// Java side).
+const FENCED_PER_SIDE: usize = 500;
+
+/// 2 rlock owners and 2 Redisson threads take the fenced lock `interop:fenced` 250 times each
+/// (acquire / try_acquire in turn; Java: lockAndGetToken / tryLockAndGetToken), contending. While
+/// holding, each appends `<side> <token>` to `interop:fenced:tokens`, so the list is in
+/// acquisition order: its 1000 tokens must strictly increase (so all are distinct), each side's
+/// entries must be exactly the tokens its calls returned, and the counter must end at the last.
+async fn fenced(ctx: &Ctx) -> R<()> {
+    const NAME: &str = "interop:fenced";
+    ctx.send("ready").await?;
+    ctx.recv("ready").await?;
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let owner = ctx.client.new_owner();
+        let lock = ctx.client.fenced_lock(NAME)?;
+        let data = ctx.data.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine: Vec<u64> = Vec::new();
+            for i in 0..FENCED_PER_SIDE / 2 {
+                let token = if i % 2 == 0 {
+                    tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&owner)).await??
+                } else {
+                    lock.try_acquire(&owner, ACQUIRE_BOUND, None)
+                        .await?
+                        .ok_or("try_acquire did not get the fenced lock within 30 s")?
+                };
+                check(lock.token_of(&owner) == Some(token), "token_of differs from the acquired token")?;
+                if let Some(&prev) = mine.last() {
+                    check(token > prev, format!("token {token} after this owner's {prev}"))?;
+                }
+                fenced_section(data.clone(), NAME, "rust", token).await?;
+                mine.push(token);
+                check(lock.release(&owner).await? == Released::Unlocked, "release should unlock")?;
+            }
+            R::Ok(mine)
+        }));
+    }
+    let mut mine = Vec::new();
+    for task in tasks {
+        mine.extend(task.await??);
+    }
+    ctx.send("done").await?;
+    ctx.recv("done").await?;
+    let mut data = ctx.data.clone();
+    let entries: Vec<String> = data.lrange(format!("{NAME}:tokens"), 0, -1).await?;
+    check(
+        entries.len() == 2 * FENCED_PER_SIDE,
+        format!("{} tokens recorded, expected {}", entries.len(), 2 * FENCED_PER_SIDE),
+    )?;
+    let mut prev = (String::new(), 0u64);
+    let mut rust_in_list = Vec::new();
+    let mut handoffs = 0;
+    for e in &entries {
+        let (side, token) = e.split_once(' ').ok_or("bad token entry")?;
+        let token: u64 = token.parse()?;
+        check(
+            token > prev.1,
+            format!("token {token} ({side}) was taken after token {} ({})", prev.1, prev.0),
+        )?;
+        if !prev.0.is_empty() && prev.0 != side {
+            handoffs += 1;
+        }
+        if side == "rust" {
+            rust_in_list.push(token);
+        }
+        prev = (side.to_owned(), token);
+    }
+    mine.sort_unstable();
+    check(rust_in_list == mine, "the list's rlock tokens differ from the ones acquire returned")?;
+    let last = ctx.client.fenced_lock(NAME)?.last_token().await?;
+    check(last == Some(prev.1), format!("last_token is {last:?}, the last token taken was {}", prev.1))?;
+    let violations: Option<i64> = data.get(format!("{NAME}:violations")).await?;
+    check(violations.is_none(), format!("{violations:?} fenced critical sections overlapped"))?;
+    check(handoffs > 0, "the fenced lock never passed between Redisson and rlock")?;
+    let first = entries[0].split_once(' ').map_or("", |(_, t)| t);
+    println!(
+        "rust: fenced: {} acquires, tokens {first}..{} strictly increasing in acquisition order, \
+         {handoffs} cross-side hand-offs",
+        entries.len(),
+        prev.1
+    );
+    Ok(())
+}
+
+/// One critical section of [`fenced`]: marker check, then the token into the list.
+async fn fenced_section(mut data: Conn, name: &str, side: &str, token: u64) -> R<()> {
+    let marker = format!("{name}:marker");
+    let set: bool = redis::cmd("SET")
+        .arg(&marker)
+        .arg(side)
+        .arg("NX")
+        .query_async::<Option<String>>(&mut data)
+        .await?
+        .is_some();
+    if !set {
+        let _: i64 = data.incr(format!("{name}:violations"), 1).await?;
+    }
+    let _: i64 = data.rpush(format!("{name}:tokens"), format!("{side} {token}")).await?;
+    if set {
+        let _: i64 = data.del(&marker).await?;
+    }
+    Ok(())
+}
+
+/// Write and read sections per worker in the mixed part of [`rwlock`].
+const RW_WRITES: usize = 60;
+const RW_READS: usize = 60;
+
+/// The read-write lock across sides:
+/// 1. Redisson and rlock readers hold at once, each joining the other's read hold, while writers
+///    of both sides are kept out; an rlock reader asking for the write lock gets WouldDeadlock.
+/// 2. 2 Redisson threads and 2 rlock owners each run 60 write and 60 read sections on one lock.
+///    A write section needs the marker free (SET NX) and no reader inside, and increments a
+///    counter with GET then SET; a read section counts itself in and must not see the marker.
+///    The counter ends exact, with 0 violations.
+/// 3. A Redisson writer's unlock wakes an rlock write waiter within 100 ms, and 4. the other way
+///    round (5 measured rounds each, after a warm-up round).
+async fn rwlock(ctx: &Ctx) -> R<()> {
+    // Part 1: overlapping readers.
+    let name = "interop:rwlock:shared";
+    let rw = ctx.client.read_write_lock(name)?;
+    let (read, write) = (rw.read_lock(), rw.write_lock());
+    let java_reader = ctx.recv("reading").await?;
+    let reader = ctx.client.new_owner();
+    check(
+        read.try_acquire(&reader, Duration::ZERO, None).await?,
+        "an rlock reader could not join Redisson's read hold",
+    )?;
+    let fields: std::collections::HashMap<String, String> = ctx.fields(name).await?.into_iter().collect();
+    check(
+        fields.len() == 3
+            && fields.get("mode").map(String::as_str) == Some("read")
+            && fields.get(&java_reader).map(String::as_str) == Some("1")
+            && fields.get(reader.as_str()).map(String::as_str) == Some("1"),
+        format!("both readers should hold, the hash is {fields:?}"),
+    )?;
+    let writer = ctx.client.new_owner();
+    check(
+        !write.try_acquire(&writer, Duration::ZERO, None).await?,
+        "an rlock writer got in while two readers held",
+    )?;
+    match write.try_acquire(&reader, Duration::ZERO, None).await {
+        Err(e) if e.kind() == ErrorKind::WouldDeadlock => {}
+        other => {
+            return Err(format!("a reader's write acquire gave {other:?}, expected WouldDeadlock").into())
+        }
+    }
+    ctx.send(&format!("reading {}", reader.as_str())).await?;
+    ctx.recv("released").await?;
+    let fields: std::collections::HashMap<String, String> = ctx.fields(name).await?.into_iter().collect();
+    check(
+        fields.len() == 2 && fields.get(reader.as_str()).map(String::as_str) == Some("1"),
+        format!("only rlock's read hold should be left, the hash is {fields:?}"),
+    )?;
+    check(read.is_locked().await? && read.hold_count(&reader).await? == 1, "rlock's read hold is gone")?;
+    ctx.send("alone").await?;
+    ctx.recv("reading").await?;
+    check(
+        read.release(&reader).await? == Released::StillLocked,
+        "releasing rlock's read hold while Redisson's reads should leave the lock locked",
+    )?;
+    ctx.send("released").await?;
+    ctx.recv("free").await?;
+    check(!read.is_locked().await? && !write.is_locked().await?, "the last read unlock left the lock held")?;
+
+    // Part 2: mixed readers and writers on both sides.
+    let mixed = "interop:rwlock:mixed";
+    ctx.send("ready").await?;
+    ctx.recv("ready").await?;
+    let mut tasks = Vec::new();
+    for t in 0..2 {
+        let owner = ctx.client.new_owner();
+        let rw = ctx.client.read_write_lock(mixed)?;
+        let data = ctx.data.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..RW_WRITES + RW_READS {
+                if (i + t) % 2 == 0 {
+                    let lock = rw.write_lock();
+                    tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&owner)).await??;
+                    write_section(data.clone(), mixed, "rust").await?;
+                    check(
+                        lock.release(&owner).await? == Released::Unlocked,
+                        "a write release should unlock",
+                    )?;
+                } else {
+                    let lock = rw.read_lock();
+                    tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&owner)).await??;
+                    read_section(data.clone(), mixed).await?;
+                    let released = lock.release(&owner).await?;
+                    check(
+                        matches!(released, Released::Unlocked | Released::StillLocked),
+                        format!("a read release gave {released:?}"),
+                    )?;
+                }
+            }
+            R::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    ctx.recv("done").await?;
+    let mut data = ctx.data.clone();
+    let violations: Option<i64> = data.get(format!("{mixed}:violations")).await?;
+    check(violations.is_none(), format!("{violations:?} sections overlapped a writer"))?;
+    let counter: Option<i64> = data.get(format!("{mixed}:counter")).await?;
+    let expected = (4 * RW_WRITES) as i64;
+    check(counter == Some(expected), format!("{mixed}:counter is {counter:?}, expected {expected}"))?;
+    let readers: Option<i64> = data.get(format!("{mixed}:readers")).await?;
+    check(readers.unwrap_or(0) == 0, format!("{readers:?} readers still inside"))?;
+    let exists: bool = data.exists(mixed).await?;
+    check(!exists, format!("{mixed} is still locked after everyone released"))?;
+    let shared: Option<i64> = data.get(format!("{mixed}:shared")).await?;
+    println!(
+        "rust: rwlock: {} write and {} read sections, counter exact, 0 violations, {} read sections \
+         shared with another reader",
+        4 * RW_WRITES,
+        4 * RW_READS,
+        shared.unwrap_or(0)
+    );
+    ctx.send("checked").await?;
+
+    // Part 3: a Redisson writer's unlock wakes an rlock write waiter.
+    let me = ctx.client.new_owner();
+    let mut latencies = Vec::new();
+    for round in 0..=WAKE_ROUNDS {
+        let lock = ctx.client.read_write_lock(&format!("interop:rwlock:to-rust:{round}"))?.write_lock();
+        ctx.recv("held").await?;
+        let ttl = ctx.ttl_ms(&lock).await?;
+        check(
+            ttl > 20_000,
+            format!("Redisson's write hold should carry its 30 s watchdog lease, TTL is {ttl} ms"),
+        )?;
+        tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&me)).await??;
+        let t1 = now_us();
+        let t0: i64 = ctx.recv("released").await?.parse()?;
+        check(lock.release(&me).await? == Released::Unlocked, "release should unlock")?;
+        ctx.send("unlocked").await?;
+        if round > 0 {
+            latencies.push(t1 - t0);
+        }
+    }
+    println!(
+        "rust: rwlock: rlock write waiter held the lock {latencies:?} us after Redisson's write unlock began"
+    );
+    let worst = latencies.iter().copied().max().unwrap_or(i64::MAX);
+    check(worst < WAKE_BOUND_US, format!("an rlock write waiter took {worst} us to wake, more than 100 ms"))?;
+
+    // Part 4: an rlock writer's release wakes a Redisson write waiter (Java measures).
+    for round in 0..=WAKE_ROUNDS {
+        let name = format!("interop:rwlock:to-java:{round}");
+        let lock = ctx.client.read_write_lock(&name)?.write_lock();
+        lock.acquire(&me).await?;
+        ctx.send("held").await?;
+        ctx.await_subscriber(&rwlock_channel(&name)).await?;
+        let t0 = now_us();
+        check(lock.release(&me).await? == Released::Unlocked, "release should unlock")?;
+        ctx.send(&format!("released {t0}")).await?;
+        ctx.recv("unlocked").await?;
+    }
+    Ok(())
+}
+
+/// A write section of [`rwlock`]: the marker must be free and no reader inside; then a
+/// GET-then-SET increment of the counter, which only mutual exclusion keeps exact.
+async fn write_section(mut data: Conn, name: &str, side: &str) -> R<()> {
+    let marker = format!("{name}:marker");
+    let set: bool = redis::cmd("SET")
+        .arg(&marker)
+        .arg(side)
+        .arg("NX")
+        .query_async::<Option<String>>(&mut data)
+        .await?
+        .is_some();
+    let readers: Option<i64> = data.get(format!("{name}:readers")).await?;
+    if !set || readers.unwrap_or(0) != 0 {
+        let _: i64 = data.incr(format!("{name}:violations"), 1).await?;
+    }
+    let counter = format!("{name}:counter");
+    let n: Option<i64> = data.get(&counter).await?;
+    let () = data.set(&counter, n.unwrap_or(0) + 1).await?;
+    if set {
+        let _: i64 = data.del(&marker).await?;
+    }
+    Ok(())
+}
+
+/// A read section of [`rwlock`]: counts itself in, and no writer's marker may be set meanwhile.
+async fn read_section(mut data: Conn, name: &str) -> R<()> {
+    let readers = format!("{name}:readers");
+    let inside: i64 = data.incr(&readers, 1).await?;
+    if inside > 1 {
+        let _: i64 = data.incr(format!("{name}:shared"), 1).await?;
+    }
+    let writer: bool = data.exists(format!("{name}:marker")).await?;
+    if writer {
+        let _: i64 = data.incr(format!("{name}:violations"), 1).await?;
+    }
+    let _: i64 = data.decr(&readers, 1).await?;
+    Ok(())
+}
+
+/// The fair lock across sides:
+/// 1. Behind a Redisson holder, 4 Redisson (J1..J4) and 4 rlock (R1..R4) waiters queue in the
+///    order J1 R1 J2 R2 ..., each only once the previous one is in the queue; after the holder's
+///    unlock they are granted in exactly that order (each appends its label to a list while
+///    holding).
+/// 2. An rlock holder, an rlock waiter W1 and a Redisson waiter J2 behind it; W1's acquire is
+///    aborted (its future dropped), then the holder releases: J2 holds within 5 s, not at W1's
+///    deadline (its 300 s wait after the 30 s lease).
+/// 3. A Redisson holder, W1 `try_acquire`s for 5 s, J2 queues behind; W1's wait runs out; the
+///    holder unlocks: J2 holds within 5 s.
+///
+/// The queue and deadline keys are gone at the end of each part.
+async fn fair(ctx: &Ctx) -> R<()> {
+    // Part 1: arrival order.
+    let name = "interop:fair";
+    let order = format!("{name}:order");
+    let lock = ctx.client.fair_lock(name)?;
+    ctx.recv("held").await?;
+    let mut waiters = Vec::new();
+    for k in 1..=4 {
+        ctx.recv("queued").await?;
+        let owner = ctx.client.new_owner();
+        let (lock, mut data, order, label) = (lock.clone(), ctx.data.clone(), order.clone(), format!("R{k}"));
+        let o = owner.clone();
+        waiters.push(tokio::spawn(async move {
+            tokio::time::timeout(HANDSHAKE, lock.acquire(&o)).await??;
+            let _: i64 = data.rpush(&order, &label).await?;
+            check(lock.release(&o).await? == Released::Unlocked, "release should unlock")?;
+            R::Ok(())
+        }));
+        ctx.await_queued(name, 2 * k, owner.as_str()).await?;
+        ctx.send(&format!("queued {}", owner.as_str())).await?;
+    }
+    for w in waiters {
+        w.await??;
+    }
+    ctx.send("granted").await?;
+    ctx.recv("granted").await?;
+    let granted: Vec<String> = ctx.data.clone().lrange(&order, 0, -1).await?;
+    let arrival = ["J1", "R1", "J2", "R2", "J3", "R3", "J4", "R4"];
+    check(granted == arrival, format!("granted in the order {granted:?}, they arrived as {arrival:?}"))?;
+    ctx.check_fair_keys_gone(name).await?;
+    check(!lock.is_locked().await?, format!("{name} is still locked"))?;
+    println!("rust: fair: 8 waiters granted in arrival order {granted:?}");
+
+    // Part 2: an aborted rlock waiter does not delay the Redisson waiter behind it.
+    let a = "interop:fair:cancel";
+    let la = ctx.client.fair_lock(a)?;
+    let holder = ctx.client.new_owner();
+    la.acquire(&holder).await?;
+    let w1 = ctx.client.new_owner();
+    let (lock, o) = (la.clone(), w1.clone());
+    let task = tokio::spawn(async move { lock.acquire(&o).await });
+    ctx.await_queued(a, 1, w1.as_str()).await?;
+    ctx.send(&format!("queued {}", w1.as_str())).await?;
+    let j2 = ctx.recv("queued").await?;
+    task.abort();
+    match task.await {
+        Err(e) if e.is_cancelled() => {}
+        other => return Err(format!("W1's acquire ended by itself: {other:?}").into()),
+    }
+    check(ctx.client.settle(Duration::from_secs(10)).await, "W1's give-up did not run within 10 s")?;
+    let queue = ctx.fair_queue(a).await?;
+    check(
+        queue == [j2.clone()],
+        format!("only J2 should be queued after W1 was cancelled, the queue is {queue:?}"),
+    )?;
+    let t0 = now_us();
+    check(la.release(&holder).await? == Released::Unlocked, "release should unlock")?;
+    ctx.send(&format!("released {t0}")).await?;
+    ctx.recv("done").await?;
+    ctx.check_fair_keys_gone(a).await?;
+
+    // Part 3: an rlock waiter whose try_acquire runs out does not delay the one behind it.
+    let b = "interop:fair:timeout";
+    let lb = ctx.client.fair_lock(b)?;
+    ctx.recv("held").await?;
+    let w1 = ctx.client.new_owner();
+    let (lock, o) = (lb.clone(), w1.clone());
+    let task = tokio::spawn(async move { lock.try_acquire(&o, Duration::from_secs(5), None).await });
+    ctx.await_queued(b, 1, w1.as_str()).await?;
+    ctx.send(&format!("queued {}", w1.as_str())).await?;
+    let j2 = ctx.recv("queued").await?;
+    let queue = ctx.fair_queue(b).await?;
+    check(
+        queue == [w1.as_str().to_owned(), j2.clone()],
+        format!("J2 should be queued behind W1 (did W1's 5 s run out already?), the queue is {queue:?}"),
+    )?;
+    check(!task.await??, "W1 got the lock Redisson holds")?;
+    let queue = ctx.fair_queue(b).await?;
+    check(queue == [j2], format!("only J2 should be queued after W1 gave up, the queue is {queue:?}"))?;
+    ctx.send("gave-up").await?;
+    ctx.recv("done").await?;
+    ctx.check_fair_keys_gone(b).await?;
+    Ok(())
 }

@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
 # make interop: rlock (core/examples/interop.rs) and the real Redisson (tests/interop/redisson)
-# share locks on one private redis-server. Each scenario runs both programs at once; they
-# coordinate through Redis lists and each asserts its half. A scenario passes when both exit 0.
+# share locks, first on one private redis-server, then on a private 3-master Redis Cluster. Each
+# scenario runs both programs at once; they coordinate through Redis lists and each asserts its
+# half. A scenario passes when both exit 0 and no lock key is left behind.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-unset REDIS_URL # always a private server, never one from the environment
+unset REDIS_URL # always private servers, never one from the environment
 . examples/redis.sh
-start_private_redis
 
 RUST=${INTEROP_RUST:-target/debug/examples/interop}
 # The Maven build output; point it elsewhere to try another Redisson build (see README.md).
 JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
 JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"
-SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog})
+SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair})
+TOPOLOGIES=(${INTEROP_TOPOLOGIES:-single cluster})
 # Bound on one scenario: nothing may hang the run.
 LIMIT=${INTEROP_TIMEOUT:-120}
+# Keys a scenario may leave: its message lists, its data (counters, tallies, recorded tokens and
+# grant orders), the fenced lock's token counter, which never expires by design, and release
+# latches with a TTL (Redisson 3.52 leaves its own to expire). Anything else (a lock hash, a
+# read-hold lease key, a fair queue or deadline set, a latch without expiry) is a hold or a
+# waiter left behind.
+ALLOWED='^(interop:.*:(to-java|to-rust|counter|last|violations|handoffs|tokens|order|readers|shared)|redisson_lock_token:.*|redisson_unlock_latch:.*)$'
+
+# The keys on node $1 (host:port) that no scenario may leave behind.
+left_on() {
+  local cli=(redis-cli -h "${1%:*}" -p "${1##*:}")
+  "${cli[@]}" --scan | grep -v -E "$ALLOWED"
+  # Latches that would never expire: PTTL -1.
+  "${cli[@]}" --scan --pattern 'redisson_unlock_latch:*' >"$out/latches"
+  sed 's/^/PTTL /' "$out/latches" | "${cli[@]}" | paste -d' ' "$out/latches" - | awk '$2 == -1 { print $1 }'
+}
 
 for f in "$RUST" "$JAVA_DIR/interop.jar"; do
   [ -e "$f" ] || { echo "missing $f: run 'make interop'"; exit 1; }
@@ -23,29 +39,48 @@ done
 passed=0
 failed=0
 out=$(mktemp -d)
-for s in "${SCENARIOS[@]}"; do
-  redis-cli -u "$REDIS_URL" flushall >/dev/null
-  start=$(date +%s%N)
-  timeout "$LIMIT" java -cp "$JAVA_CP" rlock.interop.Main "$s" >"$out/java" 2>&1 &
-  jpid=$!
-  timeout "$LIMIT" "$RUST" "$s" >"$out/rust" 2>&1 &
-  rpid=$!
-  wait "$jpid"; jrc=$?
-  wait "$rpid"; rrc=$?
-  ms=$((($(date +%s%N) - start) / 1000000))
-  secs="$((ms / 1000)).$((ms % 1000 / 100))"
-  # Whatever a scenario leaves behind must not be a lock: every hold was released.
-  left=$(redis-cli -u "$REDIS_URL" --scan --pattern 'interop:*' | grep -v -E ':(to-java|to-rust|counter|last|violations|handoffs)$' || true)
-  sed 's/^/    /' "$out/java" "$out/rust"
-  if [ "$jrc" -eq 0 ] && [ "$rrc" -eq 0 ] && [ -z "$left" ]; then
-    echo "PASS $s (${secs}s)"
-    passed=$((passed + 1))
-  else
-    [ -n "$left" ] && echo "    keys left behind: $left"
-    echo "FAIL $s (java exit $jrc, rust exit $rrc, ${secs}s)"
-    failed=$((failed + 1))
-  fi
+trap 'rm -rf "$out"; _rlock_testbed_stop_all' EXIT
+for topo in "${TOPOLOGIES[@]}"; do
+  case "$topo" in
+    single)
+      start_private_redis || exit 1
+      url=$REDIS_URL
+      nodes=("127.0.0.1:$RLOCK_REDIS_PORT")
+      unset REDIS_URL
+      ;;
+    cluster)
+      start_private_cluster || exit 1
+      url=$RLOCK_CLUSTER_URL
+      # Every node is a master (no replicas): FLUSHALL and the key scan go to each.
+      IFS=, read -r -a nodes <<<"$(rlock_json "$RLOCK_TESTBED_JSON" hosts)"
+      ;;
+    *) echo "unknown topology '$topo' (single, cluster)"; exit 1 ;;
+  esac
+  trap 'rm -rf "$out"; _rlock_testbed_stop_all' EXIT # start_private_* set their own trap
+  for s in "${SCENARIOS[@]}"; do
+    for n in "${nodes[@]}"; do redis-cli -h "${n%:*}" -p "${n##*:}" flushall >/dev/null; done
+    start=$(date +%s%N)
+    REDIS_URL=$url timeout "$LIMIT" java -cp "$JAVA_CP" rlock.interop.Main "$s" >"$out/java" 2>&1 &
+    jpid=$!
+    REDIS_URL=$url timeout "$LIMIT" "$RUST" "$s" >"$out/rust" 2>&1 &
+    rpid=$!
+    wait "$jpid"; jrc=$?
+    wait "$rpid"; rrc=$?
+    ms=$((($(date +%s%N) - start) / 1000000))
+    secs="$((ms / 1000)).$((ms % 1000 / 100))"
+    # Whatever a scenario leaves behind must not be a lock: every hold was released and every
+    # waiter left the queue.
+    left=$(for n in "${nodes[@]}"; do left_on "$n"; done | sort | tr '\n' ' ')
+    sed 's/^/    /' "$out/java" "$out/rust"
+    if [ "$jrc" -eq 0 ] && [ "$rrc" -eq 0 ] && [ -z "$left" ]; then
+      echo "PASS $s ($topo, ${secs}s)"
+      passed=$((passed + 1))
+    else
+      [ -n "$left" ] && echo "    keys left behind: $left"
+      echo "FAIL $s ($topo, java exit $jrc, rust exit $rrc, ${secs}s)"
+      failed=$((failed + 1))
+    fi
+  done
 done
-rm -rf "$out"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,6 +5,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -13,8 +14,11 @@ import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.api.RBlockingQueue;
 import org.redisson.api.RBucket;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RList;
 import org.redisson.api.RLock;
 import org.redisson.api.RQueue;
+import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
@@ -22,7 +26,9 @@ import org.redisson.config.Config;
 /**
  * The Redisson side of the rlock interop test (driver: tests/interop/run.sh).
  *
- * <p>Usage: {@code Main <scenario>}, Redis URL from {@code REDIS_URL}. The driver starts this
+ * <p>Usage: {@code Main <scenario>}, Redis URL from {@code REDIS_URL}: {@code redis://host:port}
+ * for one server, {@code redis+cluster://host:port,host:port/} for a Redis Cluster (the URL rlock
+ * takes; here it becomes {@code useClusterServers()} with those seed nodes). The driver starts this
  * program and the rlock side ({@code core/examples/interop.rs}) with the same scenario at the same
  * time; they talk through two Redis lists ({@code interop:<scenario>:to-java} / {@code :to-rust},
  * RPUSH and BLPOP with a generous timeout), so every step waits for an event, never for a sleep. A
@@ -42,6 +48,8 @@ public final class Main {
     private static final int WAKE_ROUNDS = 5;
 
     private final RedissonClient redisson;
+    /** Whether Redis is a cluster (sharded pub/sub subscribers are counted too). */
+    private final boolean cluster;
     private final RBlockingQueue<String> inbox;
     private final RQueue<String> outbox;
 
@@ -54,8 +62,9 @@ public final class Main {
         }
     }
 
-    private Main(String scenario, RedissonClient redisson) {
+    private Main(String scenario, RedissonClient redisson, boolean cluster) {
         this.redisson = redisson;
+        this.cluster = cluster;
         this.inbox = redisson.getBlockingQueue("interop:" + scenario + ":to-java", StringCodec.INSTANCE);
         this.outbox = redisson.getQueue("interop:" + scenario + ":to-rust", StringCodec.INSTANCE);
     }
@@ -69,9 +78,23 @@ public final class Main {
         // The watchdog scenario shortens the lease on both sides so holds outlive it many times;
         // every other scenario keeps the 30 s default, so a fast wake-up must be a message.
         config.setLockWatchdogTimeout("watchdog".equals(scenario) ? 1000 : 30000);
-        config.useSingleServer().setAddress(url);
+        boolean cluster = url.startsWith("redis+cluster://");
+        if (cluster) {
+            // Every other setting at its default: sharded pub/sub AUTO, as rlock's sharded_pubsub None.
+            var servers = config.useClusterServers();
+            for (String node : url.substring("redis+cluster://".length()).split(",")) {
+                servers.addNodeAddress("redis://" + node);
+            }
+        } else {
+            config.useSingleServer().setAddress(url);
+        }
         RedissonClient redisson = Redisson.create(config);
-        Main main = new Main(scenario, redisson);
+        if (cluster) {
+            boolean sharded = ((Redisson) redisson).getCommandExecutor().getConnectionManager()
+                    .getSubscribeService().isShardingSupported();
+            System.out.println("java: cluster, sharded pub/sub " + (sharded ? "on" : "off"));
+        }
+        Main main = new Main(scenario, redisson, cluster);
         int code = 0;
         try {
             switch (scenario) {
@@ -81,12 +104,19 @@ public final class Main {
                 case "holds" -> main.holds();
                 case "force" -> main.force();
                 case "watchdog" -> main.watchdog();
+                case "fenced" -> main.fenced();
+                case "rwlock" -> main.rwlock();
+                case "fair" -> main.fair();
                 default -> throw new Failure("unknown scenario '" + scenario + "'");
             }
             System.out.println("java: " + scenario + " ok");
         } catch (Throwable e) {
             code = 1;
             System.out.println("java: " + scenario + " FAILED: " + e);
+            if (!(e instanceof Failure)) {
+                // An unexpected exception: where it came from.
+                e.printStackTrace(System.out);
+            }
             try {
                 main.send("abort java: " + e);
             } catch (RuntimeException ignored) {
@@ -123,17 +153,38 @@ public final class Main {
         return parts.length > 1 ? parts[1] : "";
     }
 
+    /** The channel Redisson and rlock wait on for the lock {@code name}. */
+    private static String lockChannel(String name) {
+        return "redisson_lock__channel:{" + name + "}";
+    }
+
     /**
-     * Waits until some client (the rlock side here) is subscribed to the lock's channel, i.e. an
-     * rlock waiter is about to sleep on it. No event tells us that, so poll with a bound.
+     * Waits until some client (the rlock side here) is subscribed to the lock {@code name}'s
+     * channel, i.e. an rlock waiter is about to sleep on it.
      */
     private void awaitSubscriber(String name) throws InterruptedException {
+        awaitChannelSubscriber(lockChannel(name), name);
+    }
+
+    /**
+     * Waits until some client is subscribed to {@code channel} (the waiters' channel of lock
+     * {@code what}). No event tells us that, so poll with a bound. On a cluster the subscription
+     * may be sharded (SSUBSCRIBE, counted by PUBSUB SHARDNUMSUB) or classic (PUBSUB NUMSUB), both
+     * asked of the node that owns the channel's slot.
+     */
+    private void awaitChannelSubscriber(String channel, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        var topic = redisson.getTopic("redisson_lock__channel:{" + name + "}");
-        while (topic.countSubscribers() < 1) {
-            check(System.nanoTime() < deadline, "no rlock waiter subscribed to " + name + " within 20 s");
+        var topic = redisson.getTopic(channel, StringCodec.INSTANCE);
+        var sharded = cluster ? redisson.getShardedTopic(channel, StringCodec.INSTANCE) : null;
+        while (topic.countSubscribers() + (sharded == null ? 0 : sharded.countSubscribers()) < 1) {
+            check(System.nanoTime() < deadline, "no rlock waiter subscribed to " + what + " within 20 s");
             Thread.sleep(2);
         }
+    }
+
+    /** The Redisson owner (hash field) of the calling thread: {@code <client id>:<thread id>}. */
+    private String threadOwner() {
+        return redisson.getId() + ":" + Thread.currentThread().getId();
     }
 
     /** The lock hash (owner -> hold count) as plain strings. */
@@ -382,5 +433,387 @@ public final class Main {
         recv("released");
         check(!b.isLocked(), "rlock's release left interop:watchdog:b held");
         send("done");
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Fenced lock
+
+    /** Acquires per side (Redisson and rlock alike), split over two threads / owners. */
+    private static final int FENCED_PER_SIDE = 500;
+
+    /**
+     * 2 Redisson threads take the fenced lock 250 times each (lockAndGetToken and
+     * tryLockAndGetToken in turn) while 2 rlock owners do the same. Each holder appends "java
+     * <token>" to a list while holding, so the list is in acquisition order; the tokens in it
+     * must strictly increase, whichever side took them.
+     */
+    private void fenced() throws Exception {
+        String name = "interop:fenced";
+        RFencedLock lock = redisson.getFencedLock(name);
+        send("ready");
+        recv("ready");
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        List<Future<List<Long>>> futures = new ArrayList<>();
+        for (int t = 0; t < 2; t++) {
+            futures.add(pool.submit(() -> {
+                List<Long> mine = new ArrayList<>();
+                for (int i = 0; i < FENCED_PER_SIDE / 2; i++) {
+                    Long token = i % 2 == 0 ? lock.lockAndGetToken() : lock.tryLockAndGetToken(30, TimeUnit.SECONDS);
+                    check(token != null, "tryLockAndGetToken did not get the lock within 30 s");
+                    try {
+                        long prev = mine.isEmpty() ? 0 : mine.get(mine.size() - 1);
+                        check(token > prev, "token " + token + " after this thread's " + prev);
+                        fencedSection(name, "java", token);
+                        mine.add(token);
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+                return mine;
+            }));
+        }
+        List<Long> mine = new ArrayList<>();
+        try {
+            for (Future<List<Long>> f : futures) {
+                mine.addAll(f.get(120, TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        send("done");
+        recv("done");
+        List<String> entries = redisson.<String>getList(name + ":tokens", StringCodec.INSTANCE).readAll();
+        check(entries.size() == 2 * FENCED_PER_SIDE, entries.size() + " tokens recorded, expected " + 2 * FENCED_PER_SIDE);
+        long prev = 0;
+        List<Long> javaInList = new ArrayList<>();
+        for (String e : entries) {
+            String[] parts = e.split(" ");
+            long token = Long.parseLong(parts[1]);
+            check(token > prev, "token " + token + " (" + parts[0] + ") was taken after token " + prev);
+            prev = token;
+            if (parts[0].equals("java")) {
+                javaInList.add(token);
+            }
+        }
+        mine.sort(null);
+        check(javaInList.equals(mine), "the list's Redisson tokens differ from the ones lockAndGetToken returned");
+        Long last = lock.getToken();
+        check(last != null && last == prev, "getToken() is " + last + ", the last token taken was " + prev);
+        check(redisson.getKeys().countExists(name + ":violations") == 0, "fenced critical sections overlapped");
+        check(!lock.isLocked(), name + " is still locked");
+    }
+
+    /** One critical section of {@link #fenced}: marker check, then the token into the list. */
+    private void fencedSection(String name, String side, long token) {
+        RBucket<String> marker = redisson.getBucket(name + ":marker", StringCodec.INSTANCE);
+        boolean set = marker.setIfAbsent(side);
+        if (!set) {
+            redisson.getAtomicLong(name + ":violations").incrementAndGet();
+        }
+        redisson.<String>getList(name + ":tokens", StringCodec.INSTANCE).add(side + " " + token);
+        if (set) {
+            marker.delete();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Read-write lock
+
+    /** Write and read sections per worker in the mixed part of {@link #rwlock}. */
+    private static final int RW_WRITES = 60;
+    private static final int RW_READS = 60;
+
+    /**
+     * Readers of both sides overlap; writers exclude everyone across sides; hand-offs between
+     * writers wake the other side within 100 ms. See the rlock side for the whole story.
+     */
+    private void rwlock() throws Exception {
+        // Part 1: Redisson and rlock readers hold at the same time, each joining the other.
+        String name = "interop:rwlock:shared";
+        RReadWriteLock rw = redisson.getReadWriteLock(name);
+        String me = threadOwner();
+        rw.readLock().lock();
+        send("reading " + me);
+        String rustReader = recv("reading");
+        Map<String, String> fields = fields(name);
+        check("read".equals(fields.get("mode")) && "1".equals(fields.get(me)) && "1".equals(fields.get(rustReader))
+                && fields.size() == 3, "both readers should hold, the hash is " + fields);
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            check(!other.submit(() -> rw.writeLock().tryLock()).get(30, TimeUnit.SECONDS),
+                    "a Redisson writer got in while two readers held");
+        } finally {
+            other.shutdownNow();
+        }
+        rw.readLock().unlock();
+        check(rw.readLock().isLocked(), "Redisson's read unlock freed rlock's read hold too");
+        send("released");
+        recv("alone");
+        check(rw.readLock().tryLock(), "a Redisson reader could not join rlock's read hold");
+        fields = fields(name);
+        check(fields.size() == 3 && "1".equals(fields.get(me)) && "1".equals(fields.get(rustReader)),
+                "both readers should hold again, the hash is " + fields);
+        send("reading");
+        recv("released");
+        fields = fields(name);
+        check(fields.size() == 2 && "read".equals(fields.get("mode")) && "1".equals(fields.get(me)),
+                "only Redisson's read hold should be left, the hash is " + fields);
+        rw.readLock().unlock();
+        check(redisson.getKeys().countExists(name) == 0,
+                "the last read unlock should delete " + name);
+        send("free");
+
+        // Part 2: 2 Redisson threads and 2 rlock owners mix write and read sections.
+        String mixed = "interop:rwlock:mixed";
+        RReadWriteLock mrw = redisson.getReadWriteLock(mixed);
+        send("ready");
+        recv("ready");
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        List<Future<?>> futures = new ArrayList<>();
+        for (int t = 0; t < 2; t++) {
+            final int thread = t;
+            futures.add(pool.submit(() -> {
+                for (int i = 0; i < RW_WRITES + RW_READS; i++) {
+                    if ((i + thread) % 2 == 0) {
+                        mrw.writeLock().lock();
+                        try {
+                            writeSection(mixed, "java");
+                        } finally {
+                            mrw.writeLock().unlock();
+                        }
+                    } else {
+                        mrw.readLock().lock();
+                        try {
+                            readSection(mixed);
+                        } finally {
+                            mrw.readLock().unlock();
+                        }
+                    }
+                }
+                return null;
+            }));
+        }
+        try {
+            for (Future<?> f : futures) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        send("done");
+        recv("checked");
+
+        // Part 3: a Redisson writer holds; an rlock writer waits; Redisson unlocks once it is
+        // subscribed to redisson_rwlock:{name}; the rlock side measures.
+        for (int round = 0; round <= WAKE_ROUNDS; round++) {
+            String n = "interop:rwlock:to-rust:" + round;
+            RLock w = redisson.getReadWriteLock(n).writeLock();
+            w.lock();
+            send("held");
+            awaitChannelSubscriber("redisson_rwlock:{" + n + "}", n);
+            long t0 = nowMicros();
+            w.unlock();
+            send("released " + t0);
+            recv("unlocked");
+        }
+
+        // Part 4: the other way: an rlock writer holds, this Redisson writer waits.
+        List<Long> latencies = new ArrayList<>();
+        for (int round = 0; round <= WAKE_ROUNDS; round++) {
+            RLock w = redisson.getReadWriteLock("interop:rwlock:to-java:" + round).writeLock();
+            recv("held");
+            long ttl = w.remainTimeToLive();
+            check(ttl > 20_000, "rlock's write hold should carry its 30 s watchdog lease, TTL is " + ttl + " ms");
+            check(w.tryLock(30, TimeUnit.SECONDS), "Redisson write waiter did not get the lock within 30 s");
+            long t1 = nowMicros();
+            long t0 = Long.parseLong(recv("released"));
+            w.unlock();
+            send("unlocked");
+            if (round > 0) {
+                latencies.add(t1 - t0);
+            }
+        }
+        System.out.println("java: rwlock: Redisson write waiter held the lock " + latencies
+                + " us after rlock's write release began");
+        long worst = latencies.stream().mapToLong(Long::longValue).max().orElse(Long.MAX_VALUE);
+        check(worst < WAKE_BOUND_US, "a Redisson write waiter took " + worst + " us to wake, more than 100 ms");
+    }
+
+    /**
+     * A write section: the marker must be free and no reader inside; then a GET-then-SET
+     * increment of the counter, which only mutual exclusion keeps exact.
+     */
+    private void writeSection(String name, String side) {
+        RBucket<String> marker = redisson.getBucket(name + ":marker", StringCodec.INSTANCE);
+        boolean set = marker.setIfAbsent(side);
+        String readers = redisson.<String>getBucket(name + ":readers", StringCodec.INSTANCE).get();
+        if (!set || (readers != null && !readers.equals("0"))) {
+            redisson.getAtomicLong(name + ":violations").incrementAndGet();
+        }
+        RBucket<String> counter = redisson.getBucket(name + ":counter", StringCodec.INSTANCE);
+        String n = counter.get();
+        counter.set(Long.toString((n == null ? 0 : Long.parseLong(n)) + 1));
+        if (set) {
+            marker.delete();
+        }
+    }
+
+    /** A read section: counts itself in, and no writer's marker may be set meanwhile. */
+    private void readSection(String name) {
+        var readers = redisson.getAtomicLong(name + ":readers");
+        if (readers.incrementAndGet() > 1) {
+            redisson.getAtomicLong(name + ":shared").incrementAndGet();
+        }
+        if (redisson.getBucket(name + ":marker", StringCodec.INSTANCE).isExists()) {
+            redisson.getAtomicLong(name + ":violations").incrementAndGet();
+        }
+        readers.decrementAndGet();
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Fair lock
+
+    /** The fair lock's queue of waiting owners (Redisson's layout). */
+    private RList<String> fairQueue(String name) {
+        return redisson.getList("redisson_lock_queue:{" + name + "}", StringCodec.INSTANCE);
+    }
+
+    /** Whether the fair lock's queue and deadline keys are both gone. */
+    private boolean fairKeysGone(String name) {
+        return redisson.getKeys().countExists("redisson_lock_queue:{" + name + "}",
+                "redisson_lock_timeout:{" + name + "}") == 0;
+    }
+
+    /**
+     * Waits until {@code owner} is the last of {@code n} waiters in the fair lock's queue. No
+     * event tells us that, so poll with a bound.
+     */
+    private void awaitQueued(String name, int n, String owner) throws InterruptedException {
+        RList<String> queue = fairQueue(name);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            List<String> q = queue.readAll();
+            if (q.size() == n && q.get(n - 1).equals(owner)) {
+                return;
+            }
+            // Nobody else queues meanwhile: a full queue without the owner last is wrong at once.
+            check(q.size() < n && System.nanoTime() < deadline,
+                    owner + " did not queue up as waiter " + n + " of " + name + "; the queue is " + q);
+            Thread.sleep(2);
+        }
+    }
+
+    /** The time (wall-clock us) the waiter {@code w} held the lock, failing after {@code seconds}. */
+    private static long grantedAt(Future<Long> w, String what, long seconds) throws Exception {
+        try {
+            return w.get(seconds, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new Failure(what + " did not get the fair lock within " + seconds + " s");
+        }
+    }
+
+    /** A Redisson thread that takes the fair lock and hands its owner string over first. */
+    private Future<Long> fairWaiter(ExecutorService pool, RLock lock, CompletableFuture<String> owner,
+            String label, String orderList) {
+        return pool.submit(() -> {
+            owner.complete(threadOwner());
+            lock.lock();
+            long t = nowMicros();
+            try {
+                if (orderList != null) {
+                    redisson.<String>getList(orderList, StringCodec.INSTANCE).add(label);
+                }
+            } finally {
+                lock.unlock();
+            }
+            return t;
+        });
+    }
+
+    /**
+     * Part 1: 4 Redisson and 4 rlock waiters queue alternately behind a Redisson holder and are
+     * granted in exactly that order. Parts 2 and 3: an rlock waiter that stops waiting (its
+     * acquire is aborted; its try_acquire runs out) does not delay the Redisson waiter behind it.
+     */
+    private void fair() throws Exception {
+        String name = "interop:fair";
+        String orderList = name + ":order";
+        RLock lock = redisson.getFairLock(name);
+        lock.lock();
+        send("held");
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<Long>> waiters = new ArrayList<>();
+            List<String> expected = new ArrayList<>();
+            for (int k = 1; k <= 4; k++) {
+                if (k > 1) {
+                    expected.add(recv("queued"));
+                }
+                CompletableFuture<String> owner = new CompletableFuture<>();
+                waiters.add(fairWaiter(pool, lock, owner, "J" + k, orderList));
+                String o = owner.get(30, TimeUnit.SECONDS);
+                awaitQueued(name, 2 * k - 1, o);
+                expected.add(o);
+                send("queued " + o);
+            }
+            expected.add(recv("queued"));
+            List<String> queue = fairQueue(name).readAll();
+            check(queue.equals(expected), "the queue should be " + expected + ", it is " + queue);
+            lock.unlock();
+            for (int k = 0; k < waiters.size(); k++) {
+                grantedAt(waiters.get(k), "J" + (k + 1), 60);
+            }
+            send("granted");
+            recv("granted");
+            List<String> order = redisson.<String>getList(orderList, StringCodec.INSTANCE).readAll();
+            List<String> arrival = List.of("J1", "R1", "J2", "R2", "J3", "R3", "J4", "R4");
+            check(order.equals(arrival), "granted in the order " + order + ", they arrived as " + arrival);
+            check(fairKeysGone(name), "the queue or deadline keys of " + name + " are left");
+
+            // Part 2: an rlock holder, rlock waiter W1, this side's J2 behind it; rlock aborts
+            // W1's acquire, then releases; J2 must get the lock at once, not at W1's deadline.
+            String a = "interop:fair:cancel";
+            RLock la = redisson.getFairLock(a);
+            String w1 = recv("queued");
+            CompletableFuture<String> j2 = new CompletableFuture<>();
+            Future<Long> got = fairWaiter(pool, la, j2, "J2", null);
+            String j2Owner = j2.get(30, TimeUnit.SECONDS);
+            awaitQueued(a, 2, j2Owner);
+            check(fairQueue(a).readAll().equals(List.of(w1, j2Owner)), "J2 should queue behind W1");
+            send("queued " + j2Owner);
+            long t0 = Long.parseLong(recv("released"));
+            long t1 = grantedAt(got, "J2 (behind the cancelled W1)", 10);
+            System.out.println("java: fair: after rlock's W1 was cancelled, Redisson's J2 held the lock "
+                    + (t1 - t0) + " us after rlock's release began");
+            check(t1 - t0 < 5_000_000, "J2 waited " + (t1 - t0) + " us behind a cancelled waiter");
+            check(fairKeysGone(a), "the queue or deadline keys of " + a + " are left");
+            send("done");
+
+            // Part 3: this side holds, rlock's W1 try_acquires for 5 s behind it, J2 queues
+            // behind W1; W1's wait runs out; then this side unlocks.
+            String b = "interop:fair:timeout";
+            RLock lb = redisson.getFairLock(b);
+            lb.lock();
+            send("held");
+            w1 = recv("queued");
+            CompletableFuture<String> j2b = new CompletableFuture<>();
+            Future<Long> gotB = fairWaiter(pool, lb, j2b, "J2", null);
+            String j2bOwner = j2b.get(30, TimeUnit.SECONDS);
+            awaitQueued(b, 2, j2bOwner);
+            send("queued " + j2bOwner);
+            recv("gave-up");
+            List<String> left = fairQueue(b).readAll();
+            check(left.equals(List.of(j2bOwner)), "only J2 should be queued after W1 gave up, the queue is " + left);
+            long t2 = nowMicros();
+            lb.unlock();
+            long t3 = grantedAt(gotB, "J2 (behind W1, whose wait ran out)", 10);
+            System.out.println("java: fair: after rlock's W1 gave up, Redisson's J2 held the lock "
+                    + (t3 - t2) + " us after the holder's unlock began");
+            check(t3 - t2 < 5_000_000, "J2 waited " + (t3 - t2) + " us behind a waiter that gave up");
+            check(fairKeysGone(b), "the queue or deadline keys of " + b + " are left");
+            send("done");
+        } finally {
+            pool.shutdownNow();
+        }
     }
 }

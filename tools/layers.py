@@ -15,7 +15,7 @@ LAYERS = [
     ("connection", ["conn"]),
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "replicas", "watchdog", "pubsub", "shared"]),
-    ("primitives", ["lock", "fenced_lock", "read_write_lock"]),
+    ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore"]),
     ("client", ["client"]),
     ("ffi", ["ffi"]),
 ]

@@ -15,6 +15,7 @@ use crate::lock::{Flavor, Lock};
 use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::read_write_lock::ReadWriteLock;
+use crate::semaphore::Semaphore;
 use crate::shared::Shared;
 use crate::watchdog::{ListenerId, LostEvent, LostFilter};
 
@@ -135,6 +136,13 @@ impl Client {
     pub fn fenced_lock(&self, name: &str) -> Result<FencedLock> {
         self.check_name(name)?;
         Ok(FencedLock::new(self.shared.clone(), name))
+    }
+
+    /// A handle on the semaphore `name` (Redisson `RSemaphore`): a count of permits in the
+    /// STRING `name`, 0 while it does not exist. Fails as [`Client::lock`] does.
+    pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
+        self.check_name(name)?;
+        Ok(Semaphore::new(self.shared.clone(), name))
     }
 
     /// Checks a primitive's name: not empty, at most [`MAX_NAME_LEN`] bytes, and on a cluster

@@ -50,6 +50,11 @@ pub(crate) fn fair_timeout_key(name: &str) -> String {
     prefixed("redisson_lock_timeout", name)
 }
 
+/// The channel of a semaphore (its messages are the new count).
+pub(crate) fn semaphore_channel(name: &str) -> String {
+    prefixed("redisson_sc", name)
+}
+
 /// The unlock channel of a reentrant lock.
 pub(crate) fn lock_channel(name: &str) -> String {
     prefixed("redisson_lock__channel", name)
@@ -94,6 +99,7 @@ pub(crate) fn shares_one_slot(name: &str) -> bool {
         suffixed(name, "x"),
         fair_queue_key(name),
         fair_timeout_key(name),
+        semaphore_channel(name),
     ]
     .iter()
     .all(|k| slot(k.as_bytes()) == s)
@@ -131,5 +137,6 @@ mod tests {
         assert_eq!(key_prefix("orders"), "{orders}");
         assert_eq!(fair_queue_key("orders"), "redisson_lock_queue:{orders}");
         assert_eq!(fair_timeout_key("orders"), "redisson_lock_timeout:{orders}");
+        assert_eq!(semaphore_channel("slots"), "redisson_sc:{slots}");
     }
 }

@@ -1,4 +1,5 @@
-//! rlock: Redisson-compatible distributed locks on Redis: reentrant, fenced, read-write and fair.
+//! rlock: Redisson-compatible distributed locks on Redis (reentrant, fenced, read-write and fair)
+//! and synchronizers (semaphore).
 //!
 //! Locks live in Redis exactly as Redisson (the Java client) stores them, so Java services and
 //! rlock users in Rust, C, Python and Node share locks. Holds belong to [`Owner`]s; a watchdog
@@ -29,6 +30,7 @@ mod pubsub;
 mod read_write_lock;
 mod replicas;
 mod scripts;
+mod semaphore;
 mod shared;
 mod url;
 mod watchdog;
@@ -44,6 +46,7 @@ pub use options::{
 };
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use read_write_lock::ReadWriteLock;
+pub use semaphore::Semaphore;
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 

@@ -40,6 +40,11 @@ static FAIR_ACQUIRE: Lua = lua!("lua/fair_acquire.lua");
 static FAIR_RELEASE: Lua = lua!("lua/fair_release.lua");
 static FAIR_FORCE_UNLOCK: Lua = lua!("lua/fair_force_unlock.lua");
 static FAIR_GIVE_UP: Lua = lua!("lua/fair_give_up.lua");
+static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
+static SEM_RELEASE: Lua = lua!("lua/sem_release.lua");
+static SEM_TRY_SET: Lua = lua!("lua/sem_try_set.lua");
+static SEM_ADD: Lua = lua!("lua/sem_add.lua");
+static SEM_DRAIN: Lua = lua!("lua/sem_drain.lua");
 
 impl Lua {
     /// `EVALSHA <sha>` (or `EVAL <source>` when `source`) `<number of keys> <keys...>`.
@@ -437,4 +442,90 @@ pub(crate) async fn renew_locks(
         )
         .await?;
     Ok(flags.into_iter().map(|f| f == 1).collect())
+}
+
+/// The semaphore's acquire step (Redisson `RSemaphore.tryAcquire`): takes `permits` when that
+/// many are available. `latch` makes retries of one acquire call take them once. True when
+/// taken.
+pub(crate) async fn sem_acquire(
+    conn: &mut Commands,
+    name: &str,
+    latch: &str,
+    permits: u64,
+    latch_ttl_ms: u64,
+) -> RedisResult<bool> {
+    let taken: i64 = SEM_ACQUIRE
+        .run(
+            &[name, latch],
+            |c| {
+                c.arg(permits).arg(latch_ttl_ms);
+            },
+            conn,
+        )
+        .await?;
+    Ok(taken == 1)
+}
+
+/// The semaphore's release step: adds `permits` and publishes the new count on `channel`;
+/// idempotent under retries through `latch`. The new count.
+pub(crate) async fn sem_release(
+    conn: &mut Commands,
+    (name, channel, latch): (&str, &str, &str),
+    permits: u64,
+    publish: &str,
+    latch_ttl_ms: u64,
+) -> RedisResult<i64> {
+    SEM_RELEASE
+        .run(
+            &[name, channel, latch],
+            |c| {
+                c.arg(permits).arg(publish).arg(latch_ttl_ms);
+            },
+            conn,
+        )
+        .await
+}
+
+/// `trySetPermits`: sets the count when the semaphore does not exist (with a TTL when
+/// `ttl_ms` > 0) and publishes it. True when set.
+pub(crate) async fn sem_try_set(
+    conn: &mut Commands,
+    (name, channel): (&str, &str),
+    permits: u64,
+    publish: &str,
+    ttl_ms: u64,
+) -> RedisResult<bool> {
+    let set: i64 = SEM_TRY_SET
+        .run(
+            &[name, channel],
+            |c| {
+                c.arg(permits).arg(publish).arg(ttl_ms);
+            },
+            conn,
+        )
+        .await?;
+    Ok(set == 1)
+}
+
+/// `addPermits`: adds `delta` (may be negative) and publishes the new count. The new count.
+pub(crate) async fn sem_add(
+    conn: &mut Commands,
+    (name, channel): (&str, &str),
+    delta: i64,
+    publish: &str,
+) -> RedisResult<i64> {
+    SEM_ADD
+        .run(
+            &[name, channel],
+            |c| {
+                c.arg(delta).arg(publish);
+            },
+            conn,
+        )
+        .await
+}
+
+/// `drainPermits`: sets the count to 0; what it was.
+pub(crate) async fn sem_drain(conn: &mut Commands, name: &str) -> RedisResult<i64> {
+    SEM_DRAIN.run(&[name], |_| {}, conn).await
 }

@@ -1,0 +1,270 @@
+//! The semaphore (Redisson `RSemaphore`): a count of permits in the STRING `name`; a missing key
+//! means 0 permits, so somebody sets them first ([`Semaphore::try_set_permits`]).
+//!
+//! - Acquire takes n permits when that many are available, else waits on `redisson_sc:{name}`,
+//!   whose messages are the new count: a waiter wakes up to that many local waiters, as Java
+//!   does, so Java and rlock waiters wake each other.
+//! - No owners, no leases, no renewal: the permits of a holder that dies are gone (the
+//!   permit-expirable semaphore is the one whose permits come back).
+//! - Cancel-safe: an acquire step that lands after its caller gave up gives its permits back;
+//!   acquire and release steps carry request latches so a retry after a lost reply never takes
+//!   or gives permits twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::finish::{Finish, Undo};
+use crate::keys;
+use crate::latches::request_latch;
+use crate::options::check_duration;
+use crate::pubsub::Wake;
+use crate::scripts;
+use crate::shared::{Attempt, Shared};
+
+/// What a message on a semaphore channel means: the new count wakes up to that many waiters.
+fn count_message(payload: &[u8]) -> Wake {
+    std::str::from_utf8(payload).ok().and_then(|s| s.parse::<i64>().ok()).map_or(Wake::Nobody, |n| {
+        if n > 0 {
+            Wake::UpTo(n as usize)
+        } else {
+            Wake::Nobody
+        }
+    })
+}
+
+/// A handle on one semaphore. Cheap to clone.
+#[derive(Clone)]
+pub struct Semaphore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    name: Arc<str>,
+    channel: String,
+    latch_prefix: String,
+    group: u16,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore").field("name", &self.inner.name).finish()
+    }
+}
+
+/// Checks a permit count: at least 1.
+fn permits_arg(permits: u64) -> Result<u64> {
+    if permits == 0 {
+        return Err(Error::invalid("permits must be at least 1"));
+    }
+    if permits > i64::MAX as u64 {
+        return Err(Error::invalid(format!("permits must be at most {} (got {permits})", i64::MAX)));
+    }
+    Ok(permits)
+}
+
+impl Semaphore {
+    pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Semaphore {
+        let group = shared.group(name);
+        Semaphore {
+            inner: Arc::new(Inner {
+                shared,
+                name: name.into(),
+                channel: keys::semaphore_channel(name),
+                latch_prefix: keys::suffixed(name, "rlock_permits_latch:"),
+                group,
+            }),
+        }
+    }
+
+    /// The semaphore name (also its Redis key).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Sets the number of permits when the semaphore does not exist yet (with an expiry when
+    /// `ttl` is given). True when set, false when it existed (nothing changed). `InvalidArgument`
+    /// for a `ttl` under 1 ms.
+    pub async fn try_set_permits(&self, permits: u64, ttl: Option<Duration>) -> Result<bool> {
+        if permits > i64::MAX as u64 {
+            return Err(Error::invalid(format!("permits must be at most {} (got {permits})", i64::MAX)));
+        }
+        let ttl_ms = ttl.map(|t| crate::options::positive_ms("ttl", t)).transpose()?.unwrap_or(0);
+        let i = &self.inner;
+        i.shared.check_open()?;
+        let publish = i.shared.publish_command();
+        i.shared
+            .retrying(|mut c| async move {
+                scripts::sem_try_set(&mut c, (&i.name, &i.channel), permits, publish, ttl_ms).await.map_err(
+                    |e| Error::from_redis(&format!("try_set_permits of semaphore '{}' failed", i.name), e),
+                )
+            })
+            .await
+    }
+
+    /// Waits until `permits` (at least 1) are available and takes them. Cancel-safe.
+    pub async fn acquire(&self, permits: u64) -> Result<()> {
+        // Without a deadline the wait ends only with the permits or an error.
+        self.acquire_inner(permits, None).await.map(drop)
+    }
+
+    /// Tries to take `permits` for at most `wait` (zero tries once); false when the wait ran
+    /// out (nothing taken).
+    pub async fn try_acquire(&self, permits: u64, wait: Duration) -> Result<bool> {
+        Ok(self.acquire_inner(permits, Some(wait)).await?.is_some())
+    }
+
+    async fn acquire_inner(&self, permits: u64, wait: Option<Duration>) -> Result<Option<()>> {
+        let permits = permits_arg(permits)?;
+        let deadline = match wait {
+            Some(w) => {
+                check_duration("wait", w)?;
+                Some(Instant::now() + w)
+            }
+            None => None,
+        };
+        let i = &self.inner;
+        i.shared.check_open()?;
+        // One latch for the whole call: a retry of a step whose reply was lost finds it.
+        let latch: Arc<str> = request_latch(&i.latch_prefix, i.shared.id()).into();
+        let got = i
+            .shared
+            .wait_until(&i.channel, count_message, deadline, || {
+                let latch = latch.clone();
+                async move {
+                    Ok(if self.attempt(permits, latch).await? {
+                        Attempt::Done(())
+                    } else {
+                        Attempt::Busy(None)
+                    })
+                }
+            })
+            .await;
+        if matches!(got, Ok(Some(()))) {
+            i.shared.latches().delete(i.group, latch.to_string());
+        }
+        got
+    }
+
+    /// One acquire step inside a [`Finish`]: permits taken for a caller who gave up are given
+    /// back (an [`Undo`]).
+    async fn attempt(&self, permits: u64, latch: Arc<str>) -> Result<bool> {
+        let sem = self.clone();
+        let shared = &self.inner.shared;
+        let call = Finish::new(shared.cleanups(), async move {
+            let i = &sem.inner;
+            let taken =
+                scripts::sem_acquire(&mut i.shared.conn(), &i.name, &latch, permits, i.shared.latch_ttl_ms())
+                    .await
+                    .map_err(|e| {
+                        Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e)
+                    })?;
+            Ok::<_, Error>(taken.then(|| {
+                let back = sem.clone();
+                Undo::new(i.shared.cleanups(), async move {
+                    if let Err(e) = back.release_now(permits).await {
+                        log::warn!(
+                            "rlock: could not give back permits nobody took on '{}': {e}",
+                            back.name()
+                        );
+                    }
+                })
+            }))
+        });
+        let answer = tokio::select! {
+            a = call => a,
+            _ = shared.closed() => return Err(Error::closed()),
+        };
+        // No await from here on: the permits are handed to the caller in the same poll.
+        Ok(match answer? {
+            Some(undo) => {
+                undo.keep();
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Gives back `permits` (at least 1) and wakes up to the new count of waiters. Runs to the
+    /// end even when the returned future is dropped; retried after connection errors without
+    /// adding the permits twice. Returns the new count.
+    pub async fn release(&self, permits: u64) -> Result<i64> {
+        let permits = permits_arg(permits)?;
+        self.inner.shared.check_open()?;
+        let sem = self.clone();
+        Finish::new(self.inner.shared.cleanups(), async move { sem.release_now(permits).await }).await
+    }
+
+    async fn release_now(&self, permits: u64) -> Result<i64> {
+        let i = &self.inner;
+        let latch = request_latch(&i.latch_prefix, i.shared.id());
+        let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
+        let latch_ref = &latch;
+        let count = i
+            .shared
+            .retrying_past_close(|mut c| async move {
+                scripts::sem_release(&mut c, (&i.name, &i.channel, latch_ref), permits, publish, ttl)
+                    .await
+                    .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
+            })
+            .await?;
+        i.shared.latches().delete(i.group, latch);
+        Ok(count)
+    }
+
+    /// The number of available permits (`GET`; 0 when the semaphore does not exist).
+    pub async fn available_permits(&self) -> Result<i64> {
+        let name = &self.inner.name;
+        self.inner
+            .shared
+            .retrying(|mut c| async move {
+                let v: Option<i64> = redis::AsyncCommands::get(&mut c, &**name)
+                    .await
+                    .map_err(|e| Error::from_redis("GET failed", e))?;
+                Ok(v.unwrap_or(0))
+            })
+            .await
+    }
+
+    /// Adds `delta` permits (negative: removes them, possibly below 0) and wakes waiters. Not
+    /// retried (a retry could add twice). Returns the new count.
+    pub async fn add_permits(&self, delta: i64) -> Result<i64> {
+        let i = &self.inner;
+        i.shared.check_open()?;
+        scripts::sem_add(&mut i.shared.conn(), (&i.name, &i.channel), delta, i.shared.publish_command())
+            .await
+            .map_err(|e| Error::from_redis(&format!("add_permits of semaphore '{}' failed", i.name), e))
+    }
+
+    /// Takes every available permit; returns how many there were (0 when it does not exist).
+    pub async fn drain_permits(&self) -> Result<i64> {
+        let i = &self.inner;
+        i.shared.check_open()?;
+        scripts::sem_drain(&mut i.shared.conn(), &i.name)
+            .await
+            .map_err(|e| Error::from_redis(&format!("drain_permits of semaphore '{}' failed", i.name), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_messages_wake_up_to_the_count() {
+        assert_eq!(count_message(b"3"), Wake::UpTo(3));
+        assert_eq!(count_message(b"0"), Wake::Nobody);
+        assert_eq!(count_message(b"-2"), Wake::Nobody);
+        assert_eq!(count_message(b"x"), Wake::Nobody);
+    }
+
+    #[test]
+    fn permits_must_be_positive() {
+        assert!(permits_arg(0).is_err());
+        assert!(permits_arg(u64::MAX).is_err());
+        assert_eq!(permits_arg(5).ok(), Some(5));
+    }
+}

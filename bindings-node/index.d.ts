@@ -32,6 +32,8 @@ export declare class NativeClient {
    * writer may downgrade to a read hold).
    */
   readWriteLock(name: string): Array<NativeLock>
+  /** A handle on the semaphore `name`. */
+  semaphore(name: string): NativeSemaphore
   /**
    * Closes the client: stops renewals and pub/sub and fails pending and later calls with
    * `RLOCK_CLOSED`.
@@ -100,6 +102,31 @@ export declare class NativeLock {
    * was already removed.
    */
   removeLostListener(id: number): boolean
+}
+
+/** A semaphore (core `rlock::Semaphore`): permits are not owned. */
+export declare class NativeSemaphore {
+  /** The semaphore name (its Redis key). */
+  get name(): string
+  /**
+   * Sets the permits when the semaphore does not exist (expiring after `ttlMs` when given);
+   * resolves whether it was set.
+   */
+  trySetPermits(permits: number, ttlMs?: number | undefined | null): Promise<boolean>
+  /**
+   * Takes `permits`, waiting at most `waitMs` when given (then rejects
+   * `RLOCK_NOT_ACQUIRED`, with nothing taken); resolves `true`. With `orFalse` the run-out
+   * wait resolves `false` instead. Cancelling `cancel` takes nothing.
+   */
+  acquire(permits: number, waitMs: number | undefined | null, orFalse: boolean, cancel: CancelToken): Promise<boolean>
+  /** Gives back `permits`; resolves the new count. */
+  release(permits: number): Promise<number>
+  /** The available permits (0 when the semaphore does not exist). */
+  availablePermits(): Promise<number>
+  /** Adds `n` permits (negative removes); resolves the new count. */
+  addPermits(n: number): Promise<number>
+  /** Takes every available permit; resolves how many there were. */
+  drainPermits(): Promise<number>
 }
 
 /**

@@ -137,6 +137,40 @@ export declare class ReadWriteLock {
   writeLock(): Lock
 }
 
+/** Options of a semaphore acquire. */
+export interface SemaphoreAcquireOptions {
+  /** Permits to take (a whole number >= 1; default 1). */
+  permits?: number
+  /** Longest wait in ms (`acquire`: then rejects RLOCK_NOT_ACQUIRED; `tryAcquire`: default 0, then resolves false). */
+  waitMs?: number
+  /** Aborting it rejects with its AbortError; nothing is taken. */
+  signal?: AbortSignal
+}
+
+/**
+ * Redisson's semaphore: permits in the key `name` (a missing key is 0 permits). Permits are
+ * not owned and do not come back when a holder dies.
+ */
+export declare class Semaphore {
+  private constructor()
+  /** The semaphore name (its Redis key). */
+  readonly name: string
+  /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
+  trySetPermits(permits: number, options?: { ttlMs?: number }): Promise<boolean>
+  /** Takes the permits, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED). */
+  acquire(options?: SemaphoreAcquireOptions): Promise<void>
+  /** Resolves whether the permits were taken within `waitMs` (default 0: try once). */
+  tryAcquire(options?: SemaphoreAcquireOptions): Promise<boolean>
+  /** Gives back `permits` (default 1); resolves the new count. */
+  release(permits?: number): Promise<number>
+  /** The available permits (0 when the semaphore does not exist). */
+  availablePermits(): Promise<number>
+  /** Adds `n` permits (negative removes them); resolves the new count. */
+  addPermits(n: number): Promise<number>
+  /** Takes every available permit; resolves how many there were. */
+  drainPermits(): Promise<number>
+}
+
 /** A hold made by `client.acquire`; `await using` releases it at the end of the block. */
 export declare class HeldLock implements AsyncDisposable {
   private constructor()
@@ -166,6 +200,8 @@ export declare class Client {
   fairLock(name: string): Lock
   /** A new handle on the read-write lock `name`. */
   readWriteLock(name: string): ReadWriteLock
+  /** A handle on the semaphore `name` (Redisson's RSemaphore). */
+  semaphore(name: string): Semaphore
   /** Acquires `name` on a new handle. */
   acquire(name: string, options?: AcquireOptions): Promise<HeldLock>
   /** Runs `fn` holding `name`, releasing afterwards; `signal` is the hold's `lostSignal`. */
@@ -184,6 +220,7 @@ declare const rlock: {
   Client: typeof Client
   Lock: typeof Lock
   ReadWriteLock: typeof ReadWriteLock
+  Semaphore: typeof Semaphore
   HeldLock: typeof HeldLock
   RLockError: typeof RLockError
   codes: typeof codes

@@ -222,6 +222,99 @@ class HeldLock {
   }
 }
 
+function permitsArg(permits) {
+  if (permits === undefined || permits === null) return 1
+  if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
+  return permits
+}
+
+/**
+ * Redisson's semaphore: permits in the key `name` (a missing key is 0 permits, so set them
+ * first with `trySetPermits`). Permits are not owned and do not come back when a holder dies.
+ * Made by `client.semaphore(name)`.
+ */
+class Semaphore {
+  #native
+
+  constructor(nativePromise, name) {
+    this.#native = nativePromise
+    /** The semaphore name (its Redis key). */
+    this.name = name
+  }
+
+  async #call(method, ...args) {
+    const n = await this.#native
+    try {
+      return await n[method](...args)
+    } catch (e) {
+      throw mapError(e)
+    }
+  }
+
+  async #acquireWith(options, orFalse) {
+    const { permits, waitMs, signal } = optionsObject(options)
+    const p = permitsArg(permits)
+    const wait = optionalMs('waitMs', waitMs)
+    if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+      throw invalid('signal must be an AbortSignal')
+    }
+    const n = await this.#native
+    if (signal && signal.aborted) throw abortReason(signal)
+    const token = signal ? new native.CancelToken() : NEVER_CANCELLED
+    const onAbort = () => token.cancel()
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      return await n.acquire(p, orFalse && wait === undefined ? 0 : wait, orFalse, token)
+    } catch (e) {
+      if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
+      throw mapError(e)
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
+  async trySetPermits(permits, options) {
+    const { ttlMs } = optionsObject(options)
+    if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
+    return this.#call('trySetPermits', permits, optionalMs('ttlMs', ttlMs))
+  }
+
+  /**
+   * Takes `permits` (default 1). Options: `permits`, `waitMs` (reject RLOCK_NOT_ACQUIRED after
+   * it, nothing taken), `signal` (reject with its AbortError; nothing taken).
+   */
+  async acquire(options) {
+    await this.#acquireWith(options, false)
+  }
+
+  /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: try once). */
+  async tryAcquire(options) {
+    return this.#acquireWith(options, true)
+  }
+
+  /** Gives back `permits` (default 1); resolves the new count. */
+  async release(permits) {
+    return this.#call('release', permitsArg(permits))
+  }
+
+  /** The available permits (0 when the semaphore does not exist). */
+  async availablePermits() {
+    return this.#call('availablePermits')
+  }
+
+  /** Adds `n` permits (negative removes them); resolves the new count. */
+  async addPermits(n) {
+    if (typeof n !== 'number') throw invalid(`n must be a number (got ${typeof n})`)
+    return this.#call('addPermits', n)
+  }
+
+  /** Takes every available permit; resolves how many there were. */
+  async drainPermits() {
+    return this.#call('drainPermits')
+  }
+}
+
 /**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
  * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
@@ -345,6 +438,11 @@ class Client {
     return p
   }
 
+  /** A new handle on the semaphore `name` (Redisson's RSemaphore). */
+  semaphore(name) {
+    return new Semaphore(this.#native(name, (c) => c.semaphore(name)), name)
+  }
+
   #handle(name, kind) {
     return new Lock(this.#native(name, (c) => c.lock(name, kind)), name, kind)
   }
@@ -405,4 +503,4 @@ class Client {
 }
 
 
-module.exports = { Client, Lock, ReadWriteLock, HeldLock, RLockError, codes }
+module.exports = { Client, Lock, ReadWriteLock, Semaphore, HeldLock, RLockError, codes }

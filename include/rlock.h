@@ -385,6 +385,67 @@ struct rlock_options *rlock_options_new(void);
 // other call may use `options` once this started.
 void rlock_options_free(struct rlock_options *options);
 
+// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
+// `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set (false: it existed and
+// nothing changed). The semaphore is the STRING key `name`; a missing key is 0 permits.
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative permits),
+// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`.
+enum rlock_result rlock_semaphore_try_set_permits(const struct rlock_client *client,
+                                                  const char *name,
+                                                  int64_t permits,
+                                                  int64_t ttl_ms,
+                                                  bool *out_set);
+
+// Blocks until `permits` (at least 1) of semaphore `name` are available and takes them.
+//
+// Thread-safe. Errors as `rlock_semaphore_try_set_permits` (`RLOCK_INVALID_ARGUMENT` for
+// permits below 1).
+enum rlock_result rlock_semaphore_acquire(const struct rlock_client *client,
+                                          const char *name,
+                                          int64_t permits);
+
+// Takes `permits` of semaphore `name`, waiting at most `wait_ms` (0 tries once): `RLOCK_OK`
+// when taken, `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing taken).
+//
+// Thread-safe. Errors as `rlock_semaphore_acquire`, and `RLOCK_INVALID_ARGUMENT` for a
+// negative `wait_ms`.
+enum rlock_result rlock_semaphore_try_acquire(const struct rlock_client *client,
+                                              const char *name,
+                                              int64_t permits,
+                                              int64_t wait_ms);
+
+// Gives back `permits` (at least 1) of semaphore `name` and wakes waiters; `*out_count` (when
+// not NULL) receives the new count. Never adds twice, also when retried after a connection
+// error.
+//
+// Thread-safe. Errors as `rlock_semaphore_acquire`.
+enum rlock_result rlock_semaphore_release(const struct rlock_client *client,
+                                          const char *name,
+                                          int64_t permits,
+                                          int64_t *out_count);
+
+// Writes the available permits of semaphore `name` to `*out` (0 when it does not exist).
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL out), and those of
+// `rlock_semaphore_acquire`.
+enum rlock_result rlock_semaphore_available_permits(const struct rlock_client *client,
+                                                    const char *name,
+                                                    int64_t *out);
+
+// Adds `delta` permits to semaphore `name` (negative removes them) and wakes waiters;
+// `*out_count` (when not NULL) receives the new count. Thread-safe. Errors as
+// `rlock_semaphore_acquire`.
+enum rlock_result rlock_semaphore_add_permits(const struct rlock_client *client,
+                                              const char *name,
+                                              int64_t delta,
+                                              int64_t *out_count);
+
+// Takes every available permit of semaphore `name`; `*out_drained` (when not NULL) receives
+// how many there were. Thread-safe. Errors as `rlock_semaphore_acquire`.
+enum rlock_result rlock_semaphore_drain_permits(const struct rlock_client *client,
+                                                const char *name,
+                                                int64_t *out_drained);
+
 // Lease of a watchdog-renewed hold; the watchdog renews every third of it. Default 30 s
 // (Redisson's `lockWatchdogTimeout`). At least 30 ms.
 //

@@ -129,6 +129,12 @@ impl NativeClient {
         ])
     }
 
+    /// A handle on the semaphore `name`.
+    #[napi]
+    pub fn semaphore(&self, name: String) -> napi::Result<NativeSemaphore> {
+        Ok(NativeSemaphore { sem: self.client.semaphore(&name).map_err(js_error)? })
+    }
+
     /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
     /// `RLOCK_CLOSED`.
     #[napi]
@@ -367,5 +373,118 @@ impl NativeLock {
     #[napi]
     pub fn remove_lost_listener(&self, id: f64) -> bool {
         self.lock.remove_lost_listener(ListenerId::from_raw(id as u64))
+    }
+}
+
+/// A whole number of permits given by JS (at least `min`).
+fn permits_arg(what: &str, n: f64, min: f64) -> napi::Result<u64> {
+    if !(n.is_finite() && n.fract() == 0.0 && n >= min && n <= 9.007_199_254_740_991e15) {
+        return Err(invalid(&format!("{what} must be a whole number >= {min} (got {n})")));
+    }
+    Ok(n as u64)
+}
+
+/// A semaphore (core `rlock::Semaphore`): permits are not owned.
+#[napi]
+pub struct NativeSemaphore {
+    sem: rlock::Semaphore,
+}
+
+#[napi]
+impl NativeSemaphore {
+    /// The semaphore name (its Redis key).
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.sem.name().to_owned()
+    }
+
+    /// Sets the permits when the semaphore does not exist (expiring after `ttlMs` when given);
+    /// resolves whether it was set.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn try_set_permits<'env>(
+        &self,
+        env: &'env Env,
+        permits: f64,
+        ttl_ms: Option<f64>,
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
+        let parsed = permits_arg("permits", permits, 0.0).and_then(|p| Ok((p, opt_millis("ttlMs", ttl_ms)?)));
+        let sem = self.sem.clone();
+        env.spawn_future(async move {
+            let (n, ttl) = parsed?;
+            sem.try_set_permits(n, ttl).await.map_err(js_error)
+        })
+    }
+
+    /// Takes `permits`, waiting at most `waitMs` when given (then rejects
+    /// `RLOCK_NOT_ACQUIRED`, with nothing taken); resolves `true`. With `orFalse` the run-out
+    /// wait resolves `false` instead. Cancelling `cancel` takes nothing.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        permits: f64,
+        wait_ms: Option<f64>,
+        or_false: bool,
+        cancel: &CancelToken,
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
+        let parsed =
+            permits_arg("permits", permits, 1.0).and_then(|p| Ok((p, opt_millis("waitMs", wait_ms)?)));
+        let (sem, token) = (self.sem.clone(), cancel.token.clone());
+        env.spawn_future(async move {
+            let (n, wait) = parsed?;
+            let work = async {
+                match sem.acquire_guard(n, wait).await? {
+                    Some(p) => {
+                        p.keep();
+                        Ok(true)
+                    }
+                    None if or_false => Ok(false),
+                    None => Err(rlock::Error::new(
+                        ErrorKind::NotAcquired,
+                        format!(
+                            "{n} permit(s) of semaphore '{}' were not available within {} ms",
+                            sem.name(),
+                            wait.map_or(0, |w| w.as_millis())
+                        ),
+                    )),
+                }
+            };
+            tokio::select! {
+                r = work => r.map_err(js_error),
+                _ = token.cancelled() => Err(aborted()),
+            }
+        })
+    }
+
+    /// Gives back `permits`; resolves the new count.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn release<'env>(&self, env: &'env Env, permits: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+        let parsed = permits_arg("permits", permits, 1.0);
+        let sem = self.sem.clone();
+        env.spawn_future(async move { Ok(sem.release(parsed?).await.map_err(js_error)? as f64) })
+    }
+
+    /// The available permits (0 when the semaphore does not exist).
+    #[napi]
+    pub async fn available_permits(&self) -> napi::Result<f64> {
+        Ok(self.sem.available_permits().await.map_err(js_error)? as f64)
+    }
+
+    /// Adds `n` permits (negative removes); resolves the new count.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn add_permits<'env>(&self, env: &'env Env, n: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+        let parsed = if n.is_finite() && n.fract() == 0.0 && n.abs() <= 9.007_199_254_740_991e15 {
+            Ok(n as i64)
+        } else {
+            Err(invalid(&format!("n must be a whole number (got {n})")))
+        };
+        let sem = self.sem.clone();
+        env.spawn_future(async move { Ok(sem.add_permits(parsed?).await.map_err(js_error)? as f64) })
+    }
+
+    /// Takes every available permit; resolves how many there were.
+    #[napi]
+    pub async fn drain_permits(&self) -> napi::Result<f64> {
+        Ok(self.sem.drain_permits().await.map_err(js_error)? as f64)
     }
 }

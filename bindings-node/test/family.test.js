@@ -112,3 +112,36 @@ test('a fair lock grants in arrival order; aborted and timed-out waiters leave t
   assert.equal(await redis.data.exists(queue), 0)
   assert.equal(await redis.data.exists(`redisson_lock_timeout:{${n}}`), 0)
 })
+
+test('a semaphore: Redisson layout, waiting on released permits, aborts take nothing, bad input', async () => {
+  const n = name('sem')
+  const a = client.semaphore(n)
+  const b = other.semaphore(n)
+  assert.equal(await a.availablePermits(), 0)
+  assert.equal(await a.tryAcquire(), false)
+  assert.equal(await a.trySetPermits(2), true)
+  assert.equal(await b.trySetPermits(5), false)
+  assert.equal(await redis.data.get(n), '2')
+  await a.acquire({ permits: 2 })
+  await rejectsWith(b.acquire({ waitMs: 50 }), codes.NOT_ACQUIRED)
+  const waiting = b.acquire()
+  await eventually(async () => (await redis.data.sendCommand(['PUBSUB', 'NUMSUB', `redisson_sc:{${n}}`]))[1] === 1, 10_000, 'waiter subscribed')
+  assert.equal(await a.release(), 1)
+  await waiting
+  assert.equal(await a.availablePermits(), 0)
+
+  const ac = new AbortController()
+  const aborted = b.acquire({ signal: ac.signal })
+  ac.abort()
+  await assert.rejects(aborted, { name: 'AbortError' })
+  assert.equal(await b.release(2), 2)
+  assert.equal(await a.addPermits(-1), 1)
+  assert.equal(await a.drainPermits(), 1)
+  for (const bad of [0, -1, 1.5]) {
+    await rejectsWith(a.acquire({ permits: bad }), codes.INVALID_ARGUMENT)
+    await rejectsWith(a.release(bad), codes.INVALID_ARGUMENT)
+  }
+  await rejectsWith(a.acquire({ permits: '1' }), codes.INVALID_ARGUMENT)
+  await rejectsWith(client.semaphore('').availablePermits(), codes.INVALID_ARGUMENT)
+  assert.equal(await a.availablePermits(), 0, 'nothing changed')
+})

@@ -120,6 +120,12 @@ impl Client {
         Ok(self.wrap(lock))
     }
 
+    /// A handle on the semaphore `name`.
+    fn semaphore(&self, name: &str) -> PyResult<Semaphore> {
+        let sem = self.check()?.semaphore(name).map_err(map_err)?;
+        Ok(Semaphore { inner: sem, client: self.inner.clone(), rt: self.rt.clone() })
+    }
+
     /// A fresh owner id, distinct from every thread id and from earlier calls (asyncio tasks).
     fn new_owner_id(&self) -> PyResult<u64> {
         Ok(self.check()?.new_owner().id())
@@ -176,14 +182,25 @@ fn owner_of(client: &rlock::Client, id: Option<u64>) -> rlock::Owner {
     client.owner(id.unwrap_or_else(rlock::thread_owner_id))
 }
 
-/// The outcome of a blocking acquire on its way to Python. The core guard inside releases a hold
-/// that nobody claims (the waiting call was interrupted just as the acquire succeeded), so an
-/// interrupted acquire never leaves a hold behind.
-struct Acquired(Option<rlock::Guard>);
+/// What an acquire took, on its way to Python: a lock hold or semaphore permits. The core guard
+/// inside gives it back when nobody claims it (the waiting call was interrupted just as the
+/// acquire succeeded), so an interrupted acquire never leaves anything behind.
+enum Taken {
+    Hold(rlock::Guard),
+    Permits(rlock::Permits),
+}
+
+/// The outcome of a blocking acquire: what it took, or `None` when the wait ran out.
+struct Acquired(Option<Taken>);
 
 impl Acquired {
     fn claim(self) -> bool {
-        self.0.map(rlock::Guard::keep).is_some()
+        match self.0 {
+            Some(Taken::Hold(g)) => g.keep(),
+            Some(Taken::Permits(p)) => p.keep(),
+            None => return false,
+        }
+        true
     }
 }
 
@@ -193,7 +210,7 @@ impl Acquired {
 /// queued on the event loop, or the task was cancelled before it resumed), the object is dropped
 /// unclaimed and the core guard in it releases the hold.
 #[pyclass(frozen, module = "rlock._native")]
-struct PendingAcquire(std::sync::Mutex<Option<rlock::Guard>>);
+struct PendingAcquire(std::sync::Mutex<Option<Taken>>);
 
 #[pymethods]
 impl PendingAcquire {
@@ -228,7 +245,7 @@ async fn acquire_future(
     timeout: Option<Duration>,
     lease: Option<Duration>,
 ) -> rlock::Result<Acquired> {
-    Ok(Acquired(lock.acquire_guard(&owner, timeout, lease).await?))
+    Ok(Acquired(lock.acquire_guard(&owner, timeout, lease).await?.map(Taken::Hold)))
 }
 
 /// A handle on one reentrant lock (core `rlock::Lock`). Holds belong to owners, not handles.
@@ -251,17 +268,146 @@ impl Lock {
         T: Send + 'static,
         F: Future<Output = rlock::Result<T>> + Send + 'static,
     {
-        self.rt.check_pid()?;
-        match wait::block_on(py, &self.rt, fut) {
-            Ok(out) => out.map_err(map_err),
-            Err(interrupt) => {
-                // Ctrl-C usually ends the process next: let the clean-up of the cut-off call
-                // (a release, a fair waiter leaving its queue) finish first.
-                let (client, handle) = (self.client.clone(), self.rt.handle().clone());
-                py.detach(move || handle.block_on(client.settle(SETTLE_LIMIT)));
-                Err(interrupt)
-            }
+        run_blocking(py, &self.rt, &self.client, fut)
+    }
+}
+
+/// Runs a core call on `rt`, waiting with the GIL released.
+fn run_blocking<T, F>(py: Python<'_>, rt: &Rt, client: &rlock::Client, fut: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = rlock::Result<T>> + Send + 'static,
+{
+    rt.check_pid()?;
+    match wait::block_on(py, rt, fut) {
+        Ok(out) => out.map_err(map_err),
+        Err(interrupt) => {
+            // Ctrl-C usually ends the process next: let the clean-up of the cut-off call (a
+            // release, permits given back, a fair waiter leaving its queue) finish first.
+            let (client, handle) = (client.clone(), rt.handle().clone());
+            py.detach(move || handle.block_on(client.settle(SETTLE_LIMIT)));
+            Err(interrupt)
         }
+    }
+}
+
+/// A handle on one semaphore (core `rlock::Semaphore`).
+#[pyclass(frozen, module = "rlock._native")]
+struct Semaphore {
+    inner: rlock::Semaphore,
+    client: rlock::Client,
+    rt: Rt,
+}
+
+impl Semaphore {
+    fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = rlock::Result<T>> + Send + 'static,
+    {
+        run_blocking(py, &self.rt, &self.client, fut)
+    }
+}
+
+/// Permits as a core `u64` (a negative count is a bad argument).
+fn permits(n: i64) -> PyResult<u64> {
+    u64::try_from(n).map_err(|_| {
+        map_err(rlock::Error::new(
+            rlock::ErrorKind::InvalidArgument,
+            format!("permits must be at least 1 (got {n})"),
+        ))
+    })
+}
+
+#[pymethods]
+impl Semaphore {
+    /// The semaphore name (also its Redis key).
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Sets the permits when the semaphore does not exist (with a TTL in seconds when given);
+    /// True when set.
+    #[pyo3(signature = (permits, ttl = None))]
+    fn try_set_permits(&self, py: Python<'_>, permits: i64, ttl: Option<f64>) -> PyResult<bool> {
+        let ttl = opt_seconds("ttl", ttl)?;
+        let n = u64::try_from(permits).map_err(|_| {
+            map_err(rlock::Error::new(
+                rlock::ErrorKind::InvalidArgument,
+                format!("permits must not be negative (got {permits})"),
+            ))
+        })?;
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.try_set_permits(n, ttl).await })
+    }
+
+    /// Blocks until `permits` are taken or `timeout` seconds passed (None: no limit, 0: try
+    /// once); whether they were taken.
+    #[pyo3(signature = (permits = 1, timeout = None))]
+    fn acquire(&self, py: Python<'_>, permits: i64, timeout: Option<f64>) -> PyResult<bool> {
+        let n = self::permits(permits)?;
+        let timeout = opt_seconds("timeout", timeout)?;
+        let sem = self.inner.clone();
+        let got = self
+            .run(py, async move { Ok(Acquired(sem.acquire_guard(n, timeout).await?.map(Taken::Permits))) })?;
+        Ok(got.claim())
+    }
+
+    /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim()` takes the permits.
+    #[pyo3(signature = (permits = 1, timeout = None))]
+    fn acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        permits: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self::permits(permits)?;
+        let timeout = opt_seconds("timeout", timeout)?;
+        self.rt.check_pid()?;
+        let sem = self.inner.clone();
+        runtime::future_into_py(py, async move {
+            let got = sem
+                .acquire_guard(n, timeout)
+                .await
+                .map(|p| PendingAcquire(std::sync::Mutex::new(p.map(Taken::Permits))));
+            Ok(Outcome(got))
+        })
+    }
+
+    /// Gives back `permits`; the new count.
+    #[pyo3(signature = (permits = 1))]
+    fn release(&self, py: Python<'_>, permits: i64) -> PyResult<i64> {
+        let n = self::permits(permits)?;
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.release(n).await })
+    }
+
+    /// Like `release`, as an awaitable (runs to the end even when cancelled).
+    #[pyo3(signature = (permits = 1))]
+    fn release_async<'py>(&self, py: Python<'py>, permits: i64) -> PyResult<Bound<'py, PyAny>> {
+        let n = self::permits(permits)?;
+        self.rt.check_pid()?;
+        let sem = self.inner.clone();
+        runtime::future_into_py(py, async move { Ok(Outcome(sem.release(n).await)) })
+    }
+
+    /// The available permits (0 when the semaphore does not exist).
+    fn available_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.available_permits().await })
+    }
+
+    /// Adds `n` permits (negative removes); the new count.
+    fn add_permits(&self, py: Python<'_>, n: i64) -> PyResult<i64> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.add_permits(n).await })
+    }
+
+    /// Takes every available permit; how many there were.
+    fn drain_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.drain_permits().await })
     }
 }
 
@@ -448,6 +594,7 @@ fn _stop_completions(py: Python<'_>) {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
+    m.add_class::<Semaphore>()?;
     m.add_class::<Lock>()?;
     m.add_class::<PendingAcquire>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;

@@ -149,6 +149,25 @@ impl Semaphore {
         got
     }
 
+    /// Takes `permits` like [`Semaphore::acquire`] (`wait` `None`) or [`Semaphore::try_acquire`]
+    /// (`wait` `Some`; `None` returned when it ran out), as [`Permits`] that go back to the
+    /// semaphore when dropped unkept. For surfaces that hand the result across a boundary where
+    /// the receiver may be gone (an interrupted blocking call, a cancelled awaitable).
+    pub async fn acquire_guard(&self, permits: u64, wait: Option<Duration>) -> Result<Option<Permits>> {
+        let got = self.acquire_inner(permits, wait).await?;
+        Ok(got.map(|()| Permits { sem: Some(self.clone()), permits }))
+    }
+
+    /// Gives `permits` back on the client's runtime when dropped unkept.
+    fn give_back(&self, permits: u64) -> Undo {
+        let back = self.clone();
+        Undo::new(self.inner.shared.cleanups(), async move {
+            if let Err(e) = back.release_now(permits).await {
+                log::warn!("rlock: could not give back permits nobody took on '{}': {e}", back.name());
+            }
+        })
+    }
+
     /// One acquire step inside a [`Finish`]: permits taken for a caller who gave up are given
     /// back (an [`Undo`]).
     async fn attempt(&self, permits: u64, latch: Arc<str>) -> Result<bool> {
@@ -246,6 +265,42 @@ impl Semaphore {
         scripts::sem_drain(&mut i.shared.conn(), &i.name)
             .await
             .map_err(|e| Error::from_redis(&format!("drain_permits of semaphore '{}' failed", i.name), e))
+    }
+}
+
+/// Permits taken from a semaphore ([`Semaphore::acquire_guard`]): given back when dropped (in
+/// the background) unless [`kept`](Permits::keep).
+#[must_use = "dropping the permits gives them back at once"]
+pub struct Permits {
+    sem: Option<Semaphore>,
+    permits: u64,
+}
+
+impl Permits {
+    /// How many permits this is.
+    pub fn count(&self) -> u64 {
+        self.permits
+    }
+
+    /// Keeps the permits: the caller gives them back with [`Semaphore::release`].
+    pub fn keep(mut self) {
+        self.sem = None;
+    }
+
+    /// Gives the permits back now (see [`Semaphore::release`]); the new count.
+    pub async fn release(mut self) -> Result<i64> {
+        match self.sem.take() {
+            Some(sem) => sem.release(self.permits).await,
+            None => Err(Error::new(crate::ErrorKind::NotHeld, "the permits were already given back")),
+        }
+    }
+}
+
+impl Drop for Permits {
+    fn drop(&mut self) {
+        if let Some(sem) = self.sem.take() {
+            drop(sem.give_back(self.permits));
+        }
     }
 }
 

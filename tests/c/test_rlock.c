@@ -716,6 +716,39 @@ static void test_family(void) {
     CHECK_RC(rlock_family_release(client, RLOCK_FAIR_LOCK, "c:fair", 10, NULL), RLOCK_OK);
 }
 
+static void test_semaphore(void) {
+    const char *sem = "c:sem";
+    bool set = false;
+    int64_t n = -7;
+    CHECK_RC(rlock_semaphore_available_permits(client, sem, &n), RLOCK_OK);
+    CHECK(n == 0); /* a missing key is 0 permits */
+    CHECK_RC(rlock_semaphore_try_acquire(client, sem, 1, 0), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_semaphore_try_set_permits(client, sem, 2, 0, &set), RLOCK_OK);
+    CHECK(set);
+    CHECK_RC(rlock_semaphore_try_set_permits(client, sem, 5, 0, &set), RLOCK_OK);
+    CHECK(!set);
+    CHECK_RC(rlock_semaphore_acquire(client, sem, 2), RLOCK_OK);
+    CHECK_RC(rlock_semaphore_try_acquire(client, sem, 1, 30), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_semaphore_release(client, sem, 1, &n), RLOCK_OK);
+    CHECK(n == 1);
+    CHECK_RC(rlock_semaphore_release(client, sem, 1, NULL), RLOCK_OK);
+    CHECK_RC(rlock_semaphore_add_permits(client, sem, -1, &n), RLOCK_OK);
+    CHECK(n == 1);
+    CHECK_RC(rlock_semaphore_drain_permits(client, sem, &n), RLOCK_OK);
+    CHECK(n == 1);
+    /* Bad input changes nothing. */
+    CHECK_RC(rlock_semaphore_acquire(client, sem, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_acquire(client, sem, -3), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_release(client, sem, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_try_acquire(client, sem, 1, -1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_try_set_permits(client, sem, -1, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_available_permits(client, sem, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_acquire(NULL, sem, 1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_acquire(client, "", 1), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_semaphore_available_permits(client, sem, &n), RLOCK_OK);
+    CHECK(n == 0);
+}
+
 static void test_fork(void) {
     /* The parent's client is in use (its runtime thread runs) when the children are made. */
     bool b = true;
@@ -883,6 +916,7 @@ int main(void) {
     test_threads();
     test_fenced();
     test_family();
+    test_semaphore();
     test_fork();
     test_free_racing_calls();
     test_topologies();

@@ -44,11 +44,13 @@ __all__ = [
     "FencedLock",
     "Lock",
     "ReadWriteLock",
+    "Semaphore",
     "LostEvent",
     "lock",
     "fenced_lock",
     "read_write_lock",
     "fair_lock",
+    "semaphore",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -128,6 +130,11 @@ class Client:
         read, write = self._native.read_write_lock(name)
         return ReadWriteLock(Lock(self, read), Lock(self, write))
 
+    def semaphore(self, name: str) -> Semaphore:
+        """A handle on the semaphore ``name`` (Redisson's ``RSemaphore``): permits in the key
+        ``name``; a missing key means 0 permits (see :meth:`Semaphore.try_set_permits`)."""
+        return Semaphore(self._native.semaphore(name))
+
     def fair_lock(self, name: str) -> Lock:
         """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
         in arrival order across every client, Java's included. A waiter that stops waiting
@@ -199,6 +206,19 @@ class Client:
         return None if task is None else self._task_owner()
 
 
+def _wait_arg(blocking: bool, timeout: float) -> Optional[float]:
+    """``threading``'s (blocking, timeout) as a wait in seconds: None forever, 0 try once."""
+    if not blocking:
+        if timeout != -1:
+            raise InvalidArgumentError("can't specify a timeout for a non-blocking call")
+        return 0.0
+    if timeout == -1:
+        return None
+    if timeout < 0:
+        raise InvalidArgumentError("timeout must be a non-negative number of seconds, or -1")
+    return timeout
+
+
 class Lock:
     """A distributed reentrant lock with ``threading.RLock``'s interface, plus asyncio.
 
@@ -232,18 +252,7 @@ class Lock:
         ``timeout`` seconds (-1: forever; ``blocking=False``: try once) and returns whether the
         lock was acquired. ``lease`` None keeps the hold alive with the watchdog; a number is a
         fixed lease in seconds after which the hold ends by itself."""
-        wait: Optional[float]
-        if not blocking:
-            if timeout != -1:
-                raise InvalidArgumentError("can't specify a timeout for a non-blocking call")
-            wait = 0.0
-        elif timeout == -1:
-            wait = None
-        elif timeout < 0:
-            raise InvalidArgumentError("timeout must be a non-negative number of seconds, or -1")
-        else:
-            wait = timeout
-        return self._native.acquire(None, wait, lease)
+        return self._native.acquire(None, _wait_arg(blocking, timeout), lease)
 
     def release(self) -> bool:
         """Releases one hold level of the calling thread; returns True when the lock became
@@ -407,6 +416,86 @@ class ReadWriteLock:
         return f"<rlock.ReadWriteLock {self.name!r}>"
 
 
+class Semaphore:
+    """Redisson's semaphore with ``threading.Semaphore``'s interface, plus asyncio: permits are
+    not owned (any thread or task may release them) and do not come back when a holder dies.
+    ``with sem:`` and ``async with sem:`` take one permit."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Semaphore) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The semaphore name (also its Redis key)."""
+        return self._native.name
+
+    def try_set_permits(self, permits: int, ttl: Optional[float] = None) -> bool:
+        """Sets the number of permits when the semaphore does not exist yet (expiring after
+        ``ttl`` seconds when given); True when set, False when it existed (nothing changed)."""
+        return self._native.try_set_permits(permits, ttl)
+
+    def acquire(self, permits: int = 1, blocking: bool = True, timeout: float = -1) -> bool:
+        """Takes ``permits`` (at least 1), waiting as ``threading.Semaphore.acquire`` does:
+        ``blocking=False`` tries once, ``timeout`` bounds the wait in seconds (-1: forever).
+        Returns whether they were taken; an interrupted wait (Ctrl-C) takes none."""
+        return self._native.acquire(permits, _wait_arg(blocking, timeout))
+
+    def release(self, permits: int = 1) -> int:
+        """Gives back ``permits`` (at least 1) and wakes waiters; returns the new count."""
+        return self._native.release(permits)
+
+    async def acquire_async(self, permits: int = 1, timeout: Optional[float] = None) -> bool:
+        """Takes ``permits`` for asyncio, waiting up to ``timeout`` seconds (None: forever; 0:
+        try once). Cancelling the call takes no permit."""
+        pending = await self._native.acquire_async(permits, timeout)
+        return pending.claim()
+
+    async def release_async(self, permits: int = 1) -> int:
+        """Gives back ``permits``; returns the new count."""
+        return await self._native.release_async(permits)
+
+    def available_permits(self) -> int:
+        """The available permits (0 when the semaphore does not exist)."""
+        return self._native.available_permits()
+
+    def add_permits(self, n: int) -> int:
+        """Adds ``n`` permits (negative removes them); returns the new count."""
+        return self._native.add_permits(n)
+
+    def drain_permits(self) -> int:
+        """Takes every available permit; returns how many there were."""
+        return self._native.drain_permits()
+
+    def __enter__(self) -> Semaphore:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.release()
+
+    async def __aenter__(self) -> Semaphore:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.release_async()
+
+    def __repr__(self) -> str:
+        return f"<rlock.Semaphore {self.name!r}>"
+
+
 _default_guard = threading.Lock()
 _default: Optional[Client] = None
 # Clients inherited over a fork: kept referenced, since they cannot be used or torn down there.
@@ -446,6 +535,11 @@ def fenced_lock(name: str) -> FencedLock:
 def read_write_lock(name: str) -> ReadWriteLock:
     """The read-write lock ``name`` on the default client, made on first use (see :func:`configure`)."""
     return _default_client().read_write_lock(name)
+
+
+def semaphore(name: str) -> Semaphore:
+    """The semaphore ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().semaphore(name)
 
 
 def fair_lock(name: str) -> Lock:

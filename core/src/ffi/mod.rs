@@ -18,6 +18,7 @@
 mod client;
 mod lock;
 mod options_object;
+mod semaphore;
 
 // The per-option setters, generated from `rlock::OPTIONS` by `make generated` (after the object
 // they set, so the header lists `rlock_options_new` first). Not reformatted: the generator's

@@ -1,0 +1,191 @@
+//! Semaphore operations (Redisson `RSemaphore`). Permits are not owned: any thread may give
+//! them back.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::client::{client_ref, rlock_client};
+use super::{guard, rlock_result, str_arg, Failure};
+use crate::semaphore::Semaphore;
+
+/// Checks the client and name and makes the semaphore handle.
+///
+/// # Safety
+/// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
+unsafe fn target(
+    client: *const rlock_client,
+    name: *const c_char,
+) -> Result<(Arc<rlock_client>, Semaphore), Failure> {
+    let c = client_ref(client)?;
+    // SAFETY: forwarded contract.
+    let name = unsafe { str_arg(name, "name") }?;
+    let sem = c.core().semaphore(name)?;
+    Ok((c, sem))
+}
+
+fn write<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL and writable per the header.
+        unsafe { out.write(value) }
+    }
+}
+
+fn required<T>(out: *mut T) -> Result<(), Failure> {
+    if out.is_null() {
+        Err(Failure::invalid("out is NULL"))
+    } else {
+        Ok(())
+    }
+}
+
+fn permits(n: i64) -> Result<u64, Failure> {
+    u64::try_from(n).map_err(|_| Failure::invalid(format!("permits must be at least 1 (got {n})")))
+}
+
+/// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
+/// `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set (false: it existed and
+/// nothing changed). The semaphore is the STRING key `name`; a missing key is 0 permits.
+///
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative permits),
+/// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_try_set_permits(
+    client: *const rlock_client,
+    name: *const c_char,
+    permits: i64,
+    ttl_ms: i64,
+    out_set: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        let n = u64::try_from(permits)
+            .map_err(|_| Failure::invalid(format!("permits must not be negative (got {permits})")))?;
+        let ttl = u64::try_from(ttl_ms).ok().filter(|&t| t > 0).map(Duration::from_millis);
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        write(out_set, c.block_on(sem.try_set_permits(n, ttl))??);
+        Ok(())
+    })
+}
+
+/// Blocks until `permits` (at least 1) of semaphore `name` are available and takes them.
+///
+/// Thread-safe. Errors as `rlock_semaphore_try_set_permits` (`RLOCK_INVALID_ARGUMENT` for
+/// permits below 1).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_acquire(
+    client: *const rlock_client,
+    name: *const c_char,
+    permits: i64,
+) -> rlock_result {
+    guard(|| {
+        let n = self::permits(permits)?;
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        c.block_on(sem.acquire(n))??;
+        Ok(())
+    })
+}
+
+/// Takes `permits` of semaphore `name`, waiting at most `wait_ms` (0 tries once): `RLOCK_OK`
+/// when taken, `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing taken).
+///
+/// Thread-safe. Errors as `rlock_semaphore_acquire`, and `RLOCK_INVALID_ARGUMENT` for a
+/// negative `wait_ms`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_try_acquire(
+    client: *const rlock_client,
+    name: *const c_char,
+    permits: i64,
+    wait_ms: i64,
+) -> rlock_result {
+    guard(|| {
+        let n = self::permits(permits)?;
+        let wait = u64::try_from(wait_ms)
+            .map(Duration::from_millis)
+            .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        if c.block_on(sem.try_acquire(n, wait))?? {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                rlock_result::RLOCK_NOT_ACQUIRED,
+                format!("{n} permit(s) of semaphore '{}' were not available within {wait_ms} ms", sem.name()),
+            ))
+        }
+    })
+}
+
+/// Gives back `permits` (at least 1) of semaphore `name` and wakes waiters; `*out_count` (when
+/// not NULL) receives the new count. Never adds twice, also when retried after a connection
+/// error.
+///
+/// Thread-safe. Errors as `rlock_semaphore_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_release(
+    client: *const rlock_client,
+    name: *const c_char,
+    permits: i64,
+    out_count: *mut i64,
+) -> rlock_result {
+    guard(|| {
+        let n = self::permits(permits)?;
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        write(out_count, c.block_on(sem.release(n))??);
+        Ok(())
+    })
+}
+
+/// Writes the available permits of semaphore `name` to `*out` (0 when it does not exist).
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL out), and those of
+/// `rlock_semaphore_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_available_permits(
+    client: *const rlock_client,
+    name: *const c_char,
+    out: *mut i64,
+) -> rlock_result {
+    guard(|| {
+        required(out)?;
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        write(out, c.block_on(sem.available_permits())??);
+        Ok(())
+    })
+}
+
+/// Adds `delta` permits to semaphore `name` (negative removes them) and wakes waiters;
+/// `*out_count` (when not NULL) receives the new count. Thread-safe. Errors as
+/// `rlock_semaphore_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_add_permits(
+    client: *const rlock_client,
+    name: *const c_char,
+    delta: i64,
+    out_count: *mut i64,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        write(out_count, c.block_on(sem.add_permits(delta))??);
+        Ok(())
+    })
+}
+
+/// Takes every available permit of semaphore `name`; `*out_drained` (when not NULL) receives
+/// how many there were. Thread-safe. Errors as `rlock_semaphore_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_drain_permits(
+    client: *const rlock_client,
+    name: *const c_char,
+    out_drained: *mut i64,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, sem) = unsafe { target(client, name) }?;
+        write(out_drained, c.block_on(sem.drain_permits())??);
+        Ok(())
+    })
+}

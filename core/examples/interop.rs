@@ -295,6 +295,7 @@ async fn main() {
         "force" => force(&ctx).await,
         "watchdog" => watchdog(&ctx).await,
         "fenced" => fenced(&ctx).await,
+        "semaphore" => semaphore(&ctx).await,
         "rwlock" => rwlock(&ctx).await,
         "fair" => fair(&ctx).await,
         other => Err(format!("unknown scenario '{other}'").into()),
@@ -706,6 +707,63 @@ async fn fenced_section(mut data: Conn, name: &str, side: &str, token: u64) -> R
     if set {
         let _: i64 = data.del(&marker).await?;
     }
+    Ok(())
+}
+
+/// Permits of the shared semaphore, and acquires per side (split over 4 owners / threads).
+const SEM_PERMITS: u64 = 5;
+const SEM_PER_SIDE: usize = 1000;
+
+/// rlock sets up the semaphore `interop:sem` with 5 permits; 4 rlock tasks and 4 Redisson
+/// threads then take a permit 250 times each. Inside, each holder increments the shared holders
+/// counter `interop:sem:counter` (INCR) and counts a violation when it is above 5, then
+/// decrements it. No violation; every permit is back at the end; both sides saw more than one
+/// holder at once (the permits were really shared).
+async fn semaphore(ctx: &Ctx) -> R<()> {
+    const NAME: &str = "interop:sem";
+    let sem = ctx.client.semaphore(NAME)?;
+    check(sem.try_set_permits(SEM_PERMITS, None).await?, "the semaphore existed already")?;
+    ctx.send("ready").await?;
+    ctx.recv("ready").await?;
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (sem, mut data) = (sem.clone(), ctx.data.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut most = 0i64;
+            for _ in 0..SEM_PER_SIDE / 4 {
+                check(sem.try_acquire(1, ACQUIRE_BOUND).await?, "no permit within 30 s")?;
+                let holders: i64 = data.incr(format!("{NAME}:counter"), 1).await?;
+                most = most.max(holders);
+                if holders > SEM_PERMITS as i64 {
+                    let _: i64 = data.incr(format!("{NAME}:violations"), 1).await?;
+                }
+                let _: i64 = data.decr(format!("{NAME}:counter"), 1).await?;
+                sem.release(1).await?;
+            }
+            R::Ok(most)
+        }));
+    }
+    let mut most = 0;
+    for t in tasks {
+        most = most.max(t.await??);
+    }
+    let java_most: i64 = ctx.recv("done").await?.parse()?;
+    ctx.send("done").await?;
+    let mut data = ctx.data.clone();
+    let violations: Option<i64> = data.get(format!("{NAME}:violations")).await?;
+    check(violations.is_none(), format!("{violations:?} times more holders than the {SEM_PERMITS} permits"))?;
+    check(sem.available_permits().await? == SEM_PERMITS as i64, "not every permit came back")?;
+    check(most.max(java_most) > 1, "never more than one holder: the permits were not shared")?;
+    // Nothing of the semaphore is left for the key check (its count is data, not a hold), once
+    // the Java side has checked it too.
+    ctx.recv("checked").await?;
+    let _: i64 = data.del(NAME).await?;
+    println!(
+        "rust: semaphore: {} acquires of {SEM_PERMITS} permits, 0 violations, at most {} holders at once \
+         (rlock saw {most}, Redisson {java_most}), every permit back",
+        2 * SEM_PER_SIDE,
+        most.max(java_most)
+    );
     Ok(())
 }
 

@@ -17,6 +17,7 @@ import org.redisson.api.RBucket;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RList;
 import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RQueue;
 import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
@@ -107,6 +108,7 @@ public final class Main {
                 case "fenced" -> main.fenced();
                 case "rwlock" -> main.rwlock();
                 case "fair" -> main.fair();
+                case "semaphore" -> main.semaphore();
                 default -> throw new Failure("unknown scenario '" + scenario + "'");
             }
             System.out.println("java: " + scenario + " ok");
@@ -514,6 +516,61 @@ public final class Main {
         if (set) {
             marker.delete();
         }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Semaphore
+
+    /** Permits of the shared semaphore, and acquires per side (split over 4 threads / owners). */
+    private static final int SEM_PERMITS = 5;
+    private static final int SEM_PER_SIDE = 1000;
+
+    /**
+     * 4 Redisson threads take a permit of the semaphore rlock set up (5 permits) 250 times each
+     * while 4 rlock owners do the same. Inside, each holder increments a shared holders counter
+     * (INCR) and counts a violation when it exceeds the permits, then decrements it. See the rlock
+     * side for the checks.
+     */
+    private void semaphore() throws Exception {
+        String name = "interop:sem";
+        RSemaphore sem = redisson.getSemaphore(name);
+        recv("ready"); // rlock has set the permits
+        check(sem.availablePermits() == SEM_PERMITS, "the semaphore rlock set has " + sem.availablePermits() + " permits");
+        send("ready");
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        List<Future<Long>> futures = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            futures.add(pool.submit(() -> {
+                long most = 0;
+                for (int i = 0; i < SEM_PER_SIDE / 4; i++) {
+                    check(sem.tryAcquire(1, 30, TimeUnit.SECONDS), "no permit within 30 s");
+                    try {
+                        long holders = redisson.getAtomicLong(name + ":counter").incrementAndGet();
+                        most = Math.max(most, holders);
+                        if (holders > SEM_PERMITS) {
+                            redisson.getAtomicLong(name + ":violations").incrementAndGet();
+                        }
+                        redisson.getAtomicLong(name + ":counter").decrementAndGet();
+                    } finally {
+                        sem.release();
+                    }
+                }
+                return most;
+            }));
+        }
+        long most = 0;
+        try {
+            for (Future<Long> f : futures) {
+                most = Math.max(most, f.get(120, TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        send("done " + most);
+        recv("done");
+        check(redisson.getKeys().countExists(name + ":violations") == 0, "more holders than permits");
+        check(sem.availablePermits() == SEM_PERMITS, "the semaphore ends with " + sem.availablePermits() + " permits");
+        send("checked");
     }
 
     // ---------------------------------------------------------------------------------------

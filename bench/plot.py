@@ -31,7 +31,7 @@ COLORS = {
     "redisson (fair lock)": "#b8a9d9",
 }
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(15, 7.6), gridspec_kw={"width_ratios": [1.1, 1]})
+fig, (left, right) = plt.subplots(1, 2, figsize=(17.5, 7.6), gridspec_kw={"width_ratios": [1, 1.3]})
 
 # Left: pairs/s by owners.
 pairs = res.pairs
@@ -88,7 +88,7 @@ right.axhline(1000, color="red", linestyle=":", linewidth=1.2, label="1 ms (targ
 right.set_yscale("log")
 right.set_ylim(bottom=10)
 right.set_xticks(list(x))
-right.set_xticklabels(labels, fontsize=8)
+right.set_xticklabels(labels, fontsize=7)
 right.set_ylabel("microseconds (log scale)")
 right.set_title("Hand-off: 16 waiters on one name, release call -> next owner's acquire returns")
 right.title.set_fontsize(10)

@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from results import SURFACES, Results, is_peer, peer_name  # noqa: E402
+from results import SURFACES, Results, is_peer, is_redisson, label, peer_name  # noqa: E402
 
 res = Results(sys.argv[1])
 COLORS = {
@@ -22,9 +22,16 @@ COLORS = {
     "peer python-redis-lock": "#e377c2",
     "peer redis-semaphore Mutex": "#bcbd22",
     "peer redlock": "#17becf",
+    "redisson": "#6a3d9a",
+    "rust (read lock, one name)": "#8c2d04",
+    "redisson (read lock, one name)": "#a58cc8",
+    "rust (write lock)": "#d95f02",
+    "redisson (write lock)": "#7b68a6",
+    "rust (fair lock)": "#f4a261",
+    "redisson (fair lock)": "#b8a9d9",
 }
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(15, 7.6), gridspec_kw={"width_ratios": [1.1, 1]})
+fig, (left, right) = plt.subplots(1, 2, figsize=(17.5, 7.6), gridspec_kw={"width_ratios": [1, 1.3]})
 
 # Left: pairs/s by owners.
 pairs = res.pairs
@@ -34,9 +41,9 @@ for s in names:
     if not pts:
         continue
     peer = is_peer(s)
-    label = peer_name(s) + " (peer)" if peer else "rlock " + s
-    left.plot([o for o, _ in pts], [v for _, v in pts], marker="o", linestyle="--" if peer else "-",
-              color=COLORS.get(s), label=label, linewidth=1.6)
+    left.plot([o for o, _ in pts], [v for _, v in pts], marker="o",
+              linestyle="--" if peer else ":" if is_redisson(s) else "-",
+              color=COLORS.get(s), label=label(s) + (" (peer)" if peer else ""), linewidth=1.6)
 ceil = sorted((c, r["pairs_per_s"]) for c, r in res.ceiling("pipelined").items())
 if ceil:
     left.plot([c for c, _ in ceil], [v for _, v in ceil], marker="s", color="black", linewidth=2.2,
@@ -66,7 +73,7 @@ left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2,
 hand = res.by("handoff")
 hand.sort(key=lambda r: (is_peer(r["surface"]), names.index(r["surface"]) if r["surface"] in names else 99))
 labels = [(peer_name(r["surface"]).replace(" ", "\n").replace("-lock", "-\nlock") + "\n(peer)") if is_peer(r["surface"])
-          else "rlock\n" + r["surface"].replace("-", "-\n") for r in hand]
+          else label(r["surface"]).replace(" ", "\n", 1).replace("-", "-\n").replace(" (", "\n(") for r in hand]
 x = range(len(hand))
 w = 0.38
 b50 = right.bar([i - w / 2 for i in x], [max(r["p50_us"], 1) for r in hand], w, label="p50",
@@ -81,7 +88,7 @@ right.axhline(1000, color="red", linestyle=":", linewidth=1.2, label="1 ms (targ
 right.set_yscale("log")
 right.set_ylim(bottom=10)
 right.set_xticks(list(x))
-right.set_xticklabels(labels, fontsize=8)
+right.set_xticklabels(labels, fontsize=7)
 right.set_ylabel("microseconds (log scale)")
 right.set_title("Hand-off: 16 waiters on one name, release call -> next owner's acquire returns")
 right.title.set_fontsize(10)

@@ -5,10 +5,10 @@ same concurrency (redis-benchmark sending rlock's own acquire and release script
 requests in flight as there are owners, pipelined on one connection as rlock's one multiplexed
 connection carries them); the Rust core also against the server-CPU ceiling; each peer
 against rlock on the same surface (Python peers vs rlock's Python threads, Node peers vs rlock's
-Node surface)."""
+Node surface); Redisson (the Java client) against the Rust core rows it mirrors."""
 import sys
 
-from results import SURFACES, Results, peer_name
+from results import REDISSON_HANDOFFS, REDISSON_PAIRS, SURFACES, Results, label, peer_name
 
 res = Results(sys.argv[1])
 by, first, rate, handoff, pairs = res.by, res.first, res.rate, res.handoff, res.pairs
@@ -69,7 +69,7 @@ for s in SURFACES:
         else:
             cells.append(fmt(v))
     if any(cells):
-        p(f"| rlock {s} | " + " | ".join(cells) + " |")
+        p(f"| {label(s)} | " + " | ".join(cells) + " |")
 if server:
     for s in ("rust", "rust (2 connections)"):
         cells = [f"{rate(s, o) / server['ceiling_pairs_per_s']:.2f}" if rate(s, o) else "" for o in OWNERS]
@@ -89,8 +89,45 @@ for s in SURFACES:
         continue
     lc = f"{l['p50_us']:.0f} / {l['p99_us']:.0f} us" if l else ""
     hc = f"{h['p50_us']:.0f} / {h['p99_us']:.0f} us" if h else ""
-    p(f"| rlock {s} | {lc} | {hc} |")
+    p(f"| {label(s)} | {lc} | {hc} |")
 p("")
+
+redisson = first("redisson")
+if redisson:
+    p(f"### rlock beside Redisson {redisson['version']} (same server, same run; ratio: Redisson / rlock)")
+    p("")
+    p(f"rlock: the Rust core, one multiplexed connection, tasks on one current-thread runtime. Redisson: "
+      f"Java {redisson['java']}, one platform thread per owner, defaults except a connection pool of "
+      f"{redisson['connection_pool']}. Pairs/s: a ratio above 1 is Redisson faster; latencies: above 1 is Redisson slower.")
+    p("")
+    p("| figure | rlock | Redisson | Redisson / rlock |")
+    p("|---|---|---|---|")
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a is not None and b else ""
+
+    def us(r):
+        return f"{r['p50_us']:.0f} / {r['p99_us']:.0f} us" if r else ""
+
+    def us_ratio(a, b):
+        return f"{ratio(b['p50_us'], a['p50_us'])} / {ratio(b['p99_us'], a['p99_us'])}" if a and b else ""
+
+    for what, mine, theirs in REDISSON_PAIRS:
+        for o in sorted({r["owners"] for r in pairs if r["surface"] in (mine, theirs)}):
+            a, b = rate(mine, o), rate(theirs, o)
+            if a is None and b is None:
+                continue
+            who = f"reader{'s' if o > 1 else ''} on one name" if "read" in what else f"owner{'s' if o > 1 else ''}"
+            p(f"| {what} pairs/s, {o} {who} | {fmt(a) if a else ''} | {fmt(b) if b else ''} | {ratio(b, a)} |")
+    a, b = lat.get("rust"), lat.get("redisson")
+    if a or b:
+        p(f"| one pair latency, 1 owner, p50 / p99 | {us(a)} | {us(b)} | {us_ratio(a, b)} |")
+    for what, mine, theirs in REDISSON_HANDOFFS:
+        a, b = handoff(mine), handoff(theirs)
+        if not (a or b):
+            continue
+        p(f"| {what} hand-off, 16 waiters, p50 / p99 | {us(a)} | {us(b)} | {us_ratio(a, b)} |")
+    p("")
 
 peers = res.peers()
 if peers:

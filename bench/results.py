@@ -1,17 +1,41 @@
 """Reads bench/out/results.jsonl (one JSON object per figure) for report.py and plot.py: one
 place for what the rows are. A peer's rows have a surface named "peer <library>" and say which
-rlock surface they compare with in "vs"; every other surface is rlock's."""
+rlock surface they compare with in "vs"; Redisson's rows (the Java client, measured exactly as the
+Rust core) have surfaces named "redisson..." after the Rust rows they mirror; every other surface
+is rlock's."""
 import json
 
-# rlock's surfaces, in table order.
-SURFACES = ["rust", "rust (2 connections)", "c", "node", "python-threads", "python-asyncio",
+# rlock's surfaces and Redisson's beside the Rust core's, in table order.
+SURFACES = ["rust", "rust (2 connections)", "redisson", "c", "node", "python-threads", "python-asyncio",
             # The lock family (issue 13): 64 readers sharing one read-write lock; write- and
-            # fair-lock hand-offs with 16 waiters.
-            "rust (read lock, one name)", "rust (write lock)", "rust (fair lock)"]
+            # fair-lock hand-offs with 16 waiters. Redisson's beside each (issue 15).
+            "rust (read lock, one name)", "redisson (read lock, one name)",
+            "rust (write lock)", "redisson (write lock)",
+            "rust (fair lock)", "redisson (fair lock)"]
+
+# The Rust core's rows Redisson mirrors: (what, rlock surface, Redisson surface).
+REDISSON_PAIRS = [("reentrant lock", "rust", "redisson"),
+                  ("read lock", "rust (read lock, one name)", "redisson (read lock, one name)")]
+REDISSON_HANDOFFS = [("reentrant lock", "rust", "redisson"),
+                     ("write lock", "rust (write lock)", "redisson (write lock)"),
+                     ("fair lock", "rust (fair lock)", "redisson (fair lock)")]
 
 
 def is_peer(surface):
     return surface.startswith("peer ")
+
+
+def is_redisson(surface):
+    return surface.startswith("redisson")
+
+
+def label(surface):
+    """How a table names a surface: "rlock rust", "Redisson (write lock)", a peer's library."""
+    if is_peer(surface):
+        return peer_name(surface)
+    if is_redisson(surface):
+        return "Redisson" + surface[len("redisson"):]
+    return "rlock " + surface
 
 
 def peer_name(surface):

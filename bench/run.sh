@@ -90,7 +90,18 @@ step "rust core: watchdog with 10000 and 100000 held locks"
 target/release/rlock-bench watchdog | tee -a "$out"
 cli FLUSHALL >/dev/null
 
-# 5-6. Surfaces and peers.
+# 5. Redisson (the Java client whose layout rlock shares), measured as the Rust core above:
+#    pairs, one-pair latency, hand-off, the lock family (tests/interop/redisson, rlock.interop.Bench).
+redisson_jar=tests/interop/redisson/target/interop.jar
+if command -v java >/dev/null && [ -f "$redisson_jar" ]; then
+  step "Redisson: pairs (1, 16, 64, 256 threads), one-pair latency, hand-off, the lock family"
+  java -cp "$redisson_jar:tests/interop/redisson/target/lib/*" rlock.interop.Bench | tee -a "$out"
+  cli FLUSHALL >/dev/null
+else
+  skip "Redisson ($redisson_jar or java missing: run make bench)"
+fi
+
+# 6-7. Surfaces and peers.
 if [ -x build/bench/c-bench ]; then
   step "C surface: pairs (1, 16, 64 threads), hand-off"
   build/bench/c-bench "${BENCH_SECONDS:-3}" | tee -a "$out"

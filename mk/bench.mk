@@ -1,9 +1,10 @@
 # make bench: not part of make test. Builds every surface, installs the peers (PyPI into .venv,
-# npm into bench/node/node_modules), then runs bench/run.sh against ONE private redis-server.
+# npm into bench/node/node_modules), builds the Redisson side (the interop Maven project's jar,
+# rlock.interop.Bench), then runs bench/run.sh against ONE private redis-server.
 .PHONY: bench bench-rust bench-deps bench-c
 BENCH_C := build/bench/c-bench
 
-bench: deps bench-rust build-node bench-deps bench-c testbed ## Benchmarks (rlock vs the ceiling and the peers) on a private redis-server; writes bench/out/
+bench: deps bench-rust build-node bench-deps bench-c interop-jar testbed ## Benchmarks (rlock vs the ceiling, the peers and Redisson) on a private redis-server; writes bench/out/
 	bash bench/run.sh
 
 bench-rust:

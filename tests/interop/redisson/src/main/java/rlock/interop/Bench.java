@@ -1,0 +1,319 @@
+package rlock.interop;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
+import java.util.function.IntFunction;
+import java.util.function.Supplier;
+
+import org.redisson.Redisson;
+import org.redisson.api.RLock;
+import org.redisson.api.RReadWriteLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * {@code make bench}, Redisson part (driver: bench/run.sh): the real Redisson measured exactly as
+ * {@code rlock-bench} (bench/src/main.rs) measures the rlock core, on the same private
+ * redis-server in the same run. Prints the same JSON rows with surfaces named {@code redisson...}.
+ *
+ * <p>Usage: {@code Bench [section...]} with sections {@code pairs} (1, 16, 64, 256 threads on
+ * distinct names), {@code latency} (one thread, 5000 pairs), {@code handoff} (16 waiters on one
+ * {@code RLock}), {@code family} (64 readers of one {@code RReadWriteLock}; write-lock and
+ * {@code RFairLock} hand-offs with 16 waiters); none: all of them. Redis from {@code REDIS_URL},
+ * {@code BENCH_SECONDS} (default 3) per pairs run.
+ *
+ * <p>Redisson keeps its defaults (30 s watchdog, {@code lock()} without a lease time, as rlock's
+ * acquire) except the connection pool: Redisson holds a pooled connection per command until its
+ * reply, so the pool is sized for the largest thread count (256, default 64) instead of making
+ * threads queue for a connection. Redisson's locks are owned by threads: one platform thread per
+ * owner. Each measurement runs on a fresh client, as in rlock-bench. A warm-up (see warmUp: 5 s
+ * first, and each measurement once unmeasured just before it) lets the JIT compile the paths the
+ * measurement takes; rlock's Rust binary needs none.
+ */
+public final class Bench {
+    /** The largest number of threads a measurement runs (the pairs run with 256 owners). */
+    private static final int MAX_THREADS = 256;
+    /** Each measurement runs this long (so many pairs, acquisitions) unmeasured first: see warmUp. */
+    private static final double PRE_SECS = 1.0;
+    private static final int PRE_PAIRS = 1000;
+    private static final int PRE_HANDOFFS = 300;
+
+    private final Config config;
+    private final double secs;
+
+    private Bench(Config config, double secs) {
+        this.config = config;
+        this.secs = secs;
+    }
+
+    public static void main(String[] args) {
+        String url = System.getenv().getOrDefault("REDIS_URL", "redis://127.0.0.1:6379");
+        // Redisson wants redis://host:port without a path.
+        url = url.replaceAll("/+$", "");
+        double secs = 3.0;
+        String s = System.getenv("BENCH_SECONDS");
+        if (s != null && !s.isEmpty()) {
+            secs = Double.parseDouble(s);
+        }
+        Config config = new Config();
+        config.useSingleServer().setAddress(url).setConnectionPoolSize(MAX_THREADS);
+        int code = 0;
+        try {
+            new Bench(config, secs).run(Arrays.asList(args));
+        } catch (Throwable e) {
+            code = 1;
+            System.err.println("redisson bench FAILED: " + e);
+            e.printStackTrace();
+        }
+        System.exit(code);
+    }
+
+    /** A measurement on a client of its own. */
+    interface Measure<T> {
+        T on(RedissonClient redisson) throws Exception;
+    }
+
+    /**
+     * Runs {@code m} on a fresh client, shut down afterwards, as rlock-bench connects a fresh
+     * {@code Client} per measurement: nothing one measurement leaves in the client (Redisson's
+     * renewal timers, say) runs into the next.
+     */
+    private <T> T fresh(Measure<T> m) throws Exception {
+        RedissonClient redisson = Redisson.create(config);
+        try {
+            return m.on(redisson);
+        } finally {
+            redisson.shutdown();
+        }
+    }
+
+    private void run(List<String> sections) throws Exception {
+        boolean all = sections.isEmpty();
+        String version = Redisson.class.getPackage().getImplementationVersion();
+        System.out.printf(Locale.ROOT, "{\"bench\":\"redisson\",\"version\":\"%s\",\"connection_pool\":%d,\"java\":\"%s\"}%n",
+                version == null ? "?" : version, MAX_THREADS, System.getProperty("java.version"));
+        warmUp();
+        if (all || sections.contains("pairs")) {
+            for (int owners : new int[] {1, 16, 64, 256}) {
+                double rate = fresh(r -> {
+                    IntFunction<RLock> lockOf = i -> r.getLock("bench:pairs:" + i);
+                    pairs(owners, PRE_SECS, lockOf);
+                    return pairs(owners, secs, lockOf);
+                });
+                System.out.printf(Locale.ROOT, "{\"bench\":\"pairs\",\"surface\":\"redisson\",\"owners\":%d,\"pairs_per_s\":%.0f}%n",
+                        owners, rate);
+            }
+        }
+        if (all || sections.contains("latency")) {
+            double[] p = fresh(r -> {
+                RLock lock = r.getLock("bench:latency");
+                latency(lock, PRE_PAIRS);
+                return latency(lock, 5000);
+            });
+            System.out.printf(Locale.ROOT, "{\"bench\":\"latency\",\"surface\":\"redisson\",\"p50_us\":%.0f,\"p99_us\":%.0f}%n",
+                    p[0], p[1]);
+        }
+        if (all || sections.contains("handoff")) {
+            printHandoff("redisson", handoffOn(r -> () -> r.getLock("bench:handoff")));
+        }
+        // The lock family beside the reentrant lock.
+        if (all || sections.contains("family")) {
+            double rate = fresh(r -> {
+                RReadWriteLock read = r.getReadWriteLock("bench:read");
+                pairs(64, PRE_SECS, i -> read.readLock());
+                return pairs(64, secs, i -> read.readLock());
+            });
+            System.out.printf(Locale.ROOT,
+                    "{\"bench\":\"pairs\",\"surface\":\"redisson (read lock, one name)\",\"owners\":64,\"pairs_per_s\":%.0f}%n",
+                    rate);
+            printHandoff("redisson (write lock)", handoffOn(r -> r.getReadWriteLock("bench:handoff:rw")::writeLock));
+            printHandoff("redisson (fair lock)", handoffOn(r -> () -> r.getFairLock("bench:handoff:fair")));
+        }
+    }
+
+    /** The 16-waiter hand-off on a fresh client, after PRE_HANDOFFS unmeasured acquisitions. */
+    private double[] handoffOn(Function<RedissonClient, Supplier<RLock>> lockOf) throws Exception {
+        return fresh(r -> {
+            Supplier<RLock> lock = lockOf.apply(r);
+            handoff(lock, 16, PRE_HANDOFFS);
+            return handoff(lock, 16, 2000);
+        });
+    }
+
+    private static void printHandoff(String surface, double[] p) {
+        System.out.printf(Locale.ROOT, "{\"bench\":\"handoff\",\"surface\":\"%s\",\"waiters\":16,\"p50_us\":%.0f,\"p99_us\":%.0f}%n",
+                surface, p[0], p[1]);
+    }
+
+    /**
+     * The JIT compiles Redisson's lock paths (and ours) before anything is measured. On two cores
+     * one thread's pairs/s climbs for several seconds of a fresh JVM (from about 1.5k pairs/s in
+     * its first second to about 6k), and after other work (more threads, other lock classes) it
+     * falls back for a second or two while the JIT recompiles. So: 5 s of the single-thread loop
+     * first (rates on stderr), and each measurement runs unmeasured for PRE_SECS (PRE_PAIRS,
+     * PRE_HANDOFFS) on its client just before it is measured.
+     */
+    private void warmUp() throws Exception {
+        StringBuilder rates = new StringBuilder("== redisson warm-up (not measured), 1 thread, pairs/s:");
+        for (int k = 0; k < 5; k++) {
+            double rate = fresh(r -> pairs(1, 1.0, i -> r.getLock("bench:warmup:one")));
+            rates.append(String.format(Locale.ROOT, " %.0f", rate));
+        }
+        System.err.println(rates);
+    }
+
+    /** The sample at quantile {@code p} of sorted nanoseconds, in microseconds (as rlock-bench). */
+    private static double percentile(long[] sorted, double p) {
+        if (sorted.length == 0) {
+            return 0.0;
+        }
+        int i = (int) Math.round((sorted.length - 1) * p);
+        return sorted[i] / 1e3;
+    }
+
+    private static void rethrow(AtomicReference<Throwable> failed) throws Exception {
+        Throwable e = failed.get();
+        if (e instanceof Exception ex) {
+            throw ex;
+        }
+        if (e != null) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /**
+     * {@code owners} threads, thread i looping lock() + unlock() of {@code lockOf(i)} for
+     * {@code secs} seconds, all starting together. Pairs per second.
+     */
+    private static double pairs(int owners, double secs, IntFunction<RLock> lockOf) throws Exception {
+        AtomicLong done = new AtomicLong();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        CountDownLatch go = new CountDownLatch(1);
+        long[] deadline = new long[1]; // written before go opens, read after
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < owners; i++) {
+            RLock lock = lockOf.apply(i);
+            Thread t = new Thread(() -> {
+                try {
+                    go.await();
+                    while (System.nanoTime() < deadline[0]) {
+                        lock.lock();
+                        lock.unlock();
+                        done.incrementAndGet();
+                    }
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                }
+            }, "pairs-" + i);
+            t.start();
+            threads.add(t);
+        }
+        long start = System.nanoTime();
+        deadline[0] = start + (long) (secs * 1e9);
+        go.countDown();
+        for (Thread t : threads) {
+            t.join();
+        }
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        rethrow(failed);
+        return done.get() / elapsed;
+    }
+
+    /** One thread, {@code n} sequential lock() + unlock() pairs: p50 and p99 in microseconds. */
+    private static double[] latency(RLock lock, int n) {
+        long[] samples = new long[n];
+        for (int i = 0; i < n; i++) {
+            long t = System.nanoTime();
+            lock.lock();
+            lock.unlock();
+            samples[i] = System.nanoTime() - t;
+        }
+        Arrays.sort(samples);
+        return new double[] {percentile(samples, 0.5), percentile(samples, 0.99)};
+    }
+
+    /** Who released last, and when (System.nanoTime()). */
+    private record Stamp(long at, long by) {}
+
+    /** Parks at least {@code nanos} (parkNanos may return early). */
+    private static void pause(long nanos) {
+        long end = System.nanoTime() + nanos;
+        for (long left = nanos; left > 0; left = end - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+        }
+    }
+
+    /**
+     * {@code waiters} threads on one lock ({@code lockOf} gives each thread its handle), until
+     * {@code rounds} acquisitions in all. Each hand-off is measured from the moment the previous
+     * holder called unlock to another thread's lock() returning: p50 and p99 in microseconds.
+     */
+    private static double[] handoff(Supplier<RLock> lockOf, int waiters, int rounds) throws Exception {
+        AtomicReference<Stamp> releasedAt = new AtomicReference<>();
+        ConcurrentLinkedQueue<Long> samples = new ConcurrentLinkedQueue<>();
+        AtomicLong taken = new AtomicLong();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < waiters; i++) {
+            RLock lock = lockOf.get();
+            Thread t = new Thread(() -> {
+                long me = Thread.currentThread().getId();
+                try {
+                    while (!stop.get()) {
+                        lock.lock();
+                        long now = System.nanoTime();
+                        if (stop.get()) {
+                            // The rounds are done: pass it on so every waiter gets out.
+                            lock.unlock();
+                            break;
+                        }
+                        // Only hand-offs to another thread count (a releaser re-taking its lock is not one).
+                        Stamp r = releasedAt.getAndSet(null);
+                        if (r != null && r.by() != me) {
+                            samples.add(now - r.at());
+                        }
+                        if (taken.incrementAndGet() >= rounds) {
+                            stop.set(true);
+                        }
+                        // Hold briefly so the others are waiting when we release.
+                        pause(200_000);
+                        // Stamped before the call: a woken waiter often holds the lock before the
+                        // unlock's own reply is back, so "unlock returned" would read as zero.
+                        releasedAt.set(new Stamp(System.nanoTime(), me));
+                        lock.unlock();
+                        // Work outside the lock, so a waiter (not the releaser barging back) takes it.
+                        Thread.sleep(2);
+                    }
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                    stop.set(true);
+                }
+            }, "handoff-" + i);
+            t.start();
+            threads.add(t);
+        }
+        while (!stop.get()) {
+            Thread.sleep(10);
+        }
+        for (Thread t : threads) {
+            // Each thread leaves at its next turn. Only if one failed holding the lock can the
+            // others be stuck: free them.
+            for (t.join(10_000); t.isAlive(); t.join(1_000)) {
+                lockOf.get().forceUnlock();
+            }
+        }
+        rethrow(failed);
+        long[] s = samples.stream().mapToLong(Long::longValue).sorted().toArray();
+        return new double[] {percentile(s, 0.5), percentile(s, 0.99)};
+    }
+}

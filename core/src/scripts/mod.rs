@@ -23,6 +23,13 @@ macro_rules! lua {
     ($path:literal) => {
         Lua { code: include_str!($path), script: LazyLock::new(|| Script::new(include_str!($path))) }
     };
+    // A script with the fair lock's shared functions (lua/fair_common.lua) in front.
+    (fair $path:literal) => {
+        Lua {
+            code: concat!(include_str!("lua/fair_common.lua"), include_str!($path)),
+            script: LazyLock::new(|| Script::new(concat!(include_str!("lua/fair_common.lua"), include_str!($path)))),
+        }
+    };
 }
 
 static ACQUIRE: Lua = lua!("lua/acquire.lua");
@@ -36,10 +43,10 @@ static READ_RELEASE: Lua = lua!("lua/read_release.lua");
 static WRITE_RELEASE: Lua = lua!("lua/write_release.lua");
 static RW_FORCE_UNLOCK: Lua = lua!("lua/rw_force_unlock.lua");
 static RENEW_READS: Lua = lua!("lua/renew_reads.lua");
-static FAIR_ACQUIRE: Lua = lua!("lua/fair_acquire.lua");
-static FAIR_RELEASE: Lua = lua!("lua/fair_release.lua");
-static FAIR_FORCE_UNLOCK: Lua = lua!("lua/fair_force_unlock.lua");
-static FAIR_GIVE_UP: Lua = lua!("lua/fair_give_up.lua");
+static FAIR_ACQUIRE: Lua = lua!(fair "lua/fair_acquire.lua");
+static FAIR_RELEASE: Lua = lua!(fair "lua/fair_release.lua");
+static FAIR_FORCE_UNLOCK: Lua = lua!(fair "lua/fair_force_unlock.lua");
+static FAIR_GIVE_UP: Lua = lua!(fair "lua/fair_give_up.lua");
 static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
 static SEM_RELEASE: Lua = lua!("lua/sem_release.lua");
 static SEM_TRY_SET: Lua = lua!("lua/sem_try_set.lua");

@@ -7,20 +7,7 @@
 -- Returns nil when acquired (or re-entered); else how long to wait at most (ms; may be <= 0 when
 -- the lock is free but an earlier waiter is first in line).
 local now = tonumber(ARGV[4])
--- Drop waiters at the head whose deadline passed (they stopped re-trying: crashed).
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if first == false then
-        break
-    end
-    local deadline = redis.call('zscore', KEYS[3], first)
-    if deadline ~= false and tonumber(deadline) <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+drop_stale_waiters(KEYS[2], KEYS[3], now)
 if (redis.call('exists', KEYS[1]) == 0)
     and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
     redis.call('lpop', KEYS[2])

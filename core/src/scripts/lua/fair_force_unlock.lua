@@ -8,25 +8,9 @@ local kind = redis.call('type', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'hash' then
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
-local now = tonumber(ARGV[2])
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if first == false then
-        break
-    end
-    local deadline = redis.call('zscore', KEYS[3], first)
-    if deadline ~= false and tonumber(deadline) <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+drop_stale_waiters(KEYS[2], KEYS[3], tonumber(ARGV[2]))
 if redis.call('del', KEYS[1]) == 1 then
-    local next = redis.call('lindex', KEYS[2], 0)
-    if next ~= false then
-        redis.call(ARGV[3], KEYS[4] .. ':' .. next, ARGV[1])
-    end
+    wake_first(KEYS[2], KEYS[4], ARGV[3], ARGV[1])
     return 1
 end
 return 0

@@ -21,10 +21,7 @@ redis.call('lrem', KEYS[1], 0, ARGV[1])
 -- Beyond Redisson: a head that gives up while the lock is free (it was woken, then cancelled)
 -- wakes the next in line, who would otherwise sleep until its next re-try.
 if found and head and redis.call('exists', KEYS[3]) == 0 then
-    local next = redis.call('lindex', KEYS[1], 0)
-    if next ~= false then
-        redis.call(ARGV[4], KEYS[4] .. ':' .. next, ARGV[3])
-    end
+    wake_first(KEYS[1], KEYS[4], ARGV[4], ARGV[3])
 end
 if found then
     return 1

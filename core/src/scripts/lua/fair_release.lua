@@ -14,20 +14,7 @@ end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end
-local now = tonumber(ARGV[4])
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if first == false then
-        break
-    end
-    local deadline = redis.call('zscore', KEYS[3], first)
-    if deadline ~= false and tonumber(deadline) <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+drop_stale_waiters(KEYS[2], KEYS[3], tonumber(ARGV[4]))
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
     redis.call('pexpire', KEYS[1], ARGV[2])
@@ -36,8 +23,5 @@ if count > 0 then
 end
 redis.call('del', KEYS[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[6])
-local next = redis.call('lindex', KEYS[2], 0)
-if next ~= false then
-    redis.call(ARGV[5], KEYS[4] .. ':' .. next, ARGV[1])
-end
+wake_first(KEYS[2], KEYS[4], ARGV[5], ARGV[1])
 return 1

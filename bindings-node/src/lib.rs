@@ -376,12 +376,18 @@ impl NativeLock {
     }
 }
 
-/// A whole number of permits given by JS (at least `min`).
-fn permits_arg(what: &str, n: f64, min: f64) -> napi::Result<u64> {
-    if !(n.is_finite() && n.fract() == 0.0 && n >= min && n <= 9.007_199_254_740_991e15) {
-        return Err(invalid(&format!("{what} must be a whole number >= {min} (got {n})")));
+/// A whole number given by JS (exact up to 2^53).
+fn whole(what: &str, n: f64) -> napi::Result<i64> {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() <= 9.007_199_254_740_991e15 {
+        Ok(n as i64)
+    } else {
+        Err(invalid(&format!("{what} must be a whole number (got {n})")))
     }
-    Ok(n as u64)
+}
+
+/// A count of permits given by JS, at least `min` (core checks the range).
+fn permits_arg(what: &str, n: f64, min: u64) -> napi::Result<u64> {
+    rlock::count_arg(what, whole(what, n)?, min).map_err(js_error)
 }
 
 /// A semaphore (core `rlock::Semaphore`): permits are not owned.
@@ -407,7 +413,7 @@ impl NativeSemaphore {
         permits: f64,
         ttl_ms: Option<f64>,
     ) -> napi::Result<PromiseRaw<'env, bool>> {
-        let parsed = permits_arg("permits", permits, 0.0).and_then(|p| Ok((p, opt_millis("ttlMs", ttl_ms)?)));
+        let parsed = permits_arg("permits", permits, 0).and_then(|p| Ok((p, opt_millis("ttlMs", ttl_ms)?)));
         let sem = self.sem.clone();
         env.spawn_future(async move {
             let (n, ttl) = parsed?;
@@ -427,8 +433,7 @@ impl NativeSemaphore {
         or_false: bool,
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>> {
-        let parsed =
-            permits_arg("permits", permits, 1.0).and_then(|p| Ok((p, opt_millis("waitMs", wait_ms)?)));
+        let parsed = permits_arg("permits", permits, 1).and_then(|p| Ok((p, opt_millis("waitMs", wait_ms)?)));
         let (sem, token) = (self.sem.clone(), cancel.token.clone());
         env.spawn_future(async move {
             let (n, wait) = parsed?;
@@ -459,7 +464,7 @@ impl NativeSemaphore {
     /// Gives back `permits`; resolves the new count.
     #[napi(ts_return_type = "Promise<number>")]
     pub fn release<'env>(&self, env: &'env Env, permits: f64) -> napi::Result<PromiseRaw<'env, f64>> {
-        let parsed = permits_arg("permits", permits, 1.0);
+        let parsed = permits_arg("permits", permits, 1);
         let sem = self.sem.clone();
         env.spawn_future(async move { Ok(sem.release(parsed?).await.map_err(js_error)? as f64) })
     }
@@ -473,11 +478,7 @@ impl NativeSemaphore {
     /// Adds `n` permits (negative removes); resolves the new count.
     #[napi(ts_return_type = "Promise<number>")]
     pub fn add_permits<'env>(&self, env: &'env Env, n: f64) -> napi::Result<PromiseRaw<'env, f64>> {
-        let parsed = if n.is_finite() && n.fract() == 0.0 && n.abs() <= 9.007_199_254_740_991e15 {
-            Ok(n as i64)
-        } else {
-            Err(invalid(&format!("n must be a whole number (got {n})")))
-        };
+        let parsed = whole("n", n);
         let sem = self.sem.clone();
         env.spawn_future(async move { Ok(sem.add_permits(parsed?).await.map_err(js_error)? as f64) })
     }

@@ -46,7 +46,7 @@ pub use options::{
 };
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use read_write_lock::ReadWriteLock;
-pub use semaphore::{Permits, Semaphore};
+pub use semaphore::{count_arg, Permits, Semaphore};
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 

@@ -410,36 +410,34 @@ impl Lock {
         let lock = self.clone();
         let owner = owner.clone();
         let shared = &self.inner.shared;
-        let call = Finish::new(shared.cleanups(), async move {
-            let inner = &lock.inner;
-            match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await? {
-                Ok(token) => {
-                    let key = lock.key(&owner);
-                    inner.shared.watchdog().acquired(
-                        inner.flavor.kind(),
-                        key.clone(),
-                        &owner,
-                        lease,
-                        renew,
-                        inner.group,
-                    );
-                    if matches!(inner.flavor, Flavor::Fenced { .. }) {
-                        inner.shared.watchdog().set_token(&key, token);
+        let answer = shared
+            .step(async move {
+                let inner = &lock.inner;
+                match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await? {
+                    Ok(token) => {
+                        let key = lock.key(&owner);
+                        inner.shared.watchdog().acquired(
+                            inner.flavor.kind(),
+                            key.clone(),
+                            &owner,
+                            lease,
+                            renew,
+                            inner.group,
+                        );
+                        if matches!(inner.flavor, Flavor::Fenced { .. }) {
+                            inner.shared.watchdog().set_token(&key, token);
+                        }
+                        let undo = lock.undo(&owner);
+                        Ok(Ok((undo, token)))
                     }
-                    let undo = lock.undo(&owner);
-                    Ok(Ok((undo, token)))
+                    Err(bound) => {
+                        let give_up = (matches!(inner.flavor, Flavor::Fair { .. }) && queue_up)
+                            .then(|| lock.give_up(&owner, fair_wait_ms));
+                        Ok(Err((bound, give_up)))
+                    }
                 }
-                Err(bound) => {
-                    let give_up = (matches!(inner.flavor, Flavor::Fair { .. }) && queue_up)
-                        .then(|| lock.give_up(&owner, fair_wait_ms));
-                    Ok(Err((bound, give_up)))
-                }
-            }
-        });
-        let answer = tokio::select! {
-            a = call => a,
-            _ = shared.closed() => return Err(Error::closed()),
-        };
+            })
+            .await;
         // No await from here on: the hold is handed to the caller in the same poll.
         match answer? {
             Ok((hold, token)) => {

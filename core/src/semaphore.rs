@@ -55,6 +55,15 @@ impl std::fmt::Debug for Semaphore {
     }
 }
 
+/// Reads a count a surface was given (permits): `InvalidArgument` naming `what` when it is below
+/// `min` (1 for what is taken or given back, 0 for what a semaphore is set to).
+pub fn count_arg(what: &str, n: i64, min: u64) -> Result<u64> {
+    match u64::try_from(n) {
+        Ok(v) if v >= min => Ok(v),
+        _ => Err(Error::invalid(format!("{what} must be at least {min} (got {n})"))),
+    }
+}
+
 /// Checks a permit count: at least 1.
 fn permits_arg(permits: u64) -> Result<u64> {
     if permits == 0 {
@@ -168,35 +177,26 @@ impl Semaphore {
         })
     }
 
-    /// One acquire step inside a [`Finish`]: permits taken for a caller who gave up are given
+    /// One acquire step run to the end ([`Shared::step`]): permits taken for a caller who gave up are given
     /// back (an [`Undo`]).
     async fn attempt(&self, permits: u64, latch: Arc<str>) -> Result<bool> {
         let sem = self.clone();
         let shared = &self.inner.shared;
-        let call = Finish::new(shared.cleanups(), async move {
-            let i = &sem.inner;
-            let taken =
-                scripts::sem_acquire(&mut i.shared.conn(), &i.name, &latch, permits, i.shared.latch_ttl_ms())
-                    .await
-                    .map_err(|e| {
-                        Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e)
-                    })?;
-            Ok::<_, Error>(taken.then(|| {
-                let back = sem.clone();
-                Undo::new(i.shared.cleanups(), async move {
-                    if let Err(e) = back.release_now(permits).await {
-                        log::warn!(
-                            "rlock: could not give back permits nobody took on '{}': {e}",
-                            back.name()
-                        );
-                    }
-                })
-            }))
-        });
-        let answer = tokio::select! {
-            a = call => a,
-            _ = shared.closed() => return Err(Error::closed()),
-        };
+        let answer = shared
+            .step(async move {
+                let i = &sem.inner;
+                let taken = scripts::sem_acquire(
+                    &mut i.shared.conn(),
+                    &i.name,
+                    &latch,
+                    permits,
+                    i.shared.latch_ttl_ms(),
+                )
+                .await
+                .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e))?;
+                Ok(taken.then(|| sem.give_back(permits)))
+            })
+            .await;
         // No await from here on: the permits are handed to the caller in the same poll.
         Ok(match answer? {
             Some(undo) => {
@@ -314,6 +314,14 @@ mod tests {
         assert_eq!(count_message(b"0"), Wake::Nobody);
         assert_eq!(count_message(b"-2"), Wake::Nobody);
         assert_eq!(count_message(b"x"), Wake::Nobody);
+    }
+
+    #[test]
+    fn counts_from_surfaces() {
+        assert_eq!(count_arg("permits", 3, 1).ok(), Some(3));
+        assert!(count_arg("permits", 0, 1).is_err());
+        assert_eq!(count_arg("permits", 0, 0).ok(), Some(0));
+        assert!(count_arg("permits", -1, 0).is_err());
     }
 
     #[test]

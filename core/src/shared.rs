@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::conn::{self, is_transient, retry_transient, Commands, PushHandler, Topology};
 use crate::error::{Error, Result};
-use crate::finish::Cleanups;
+use crate::finish::{Cleanups, Finish};
 use crate::latches::Latches;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
@@ -153,6 +153,19 @@ impl Shared {
     /// Where abandoned calls finish (and their results are given back).
     pub(crate) fn cleanups(&self) -> &Cleanups {
         &self.cleanups
+    }
+
+    /// Runs a step that changes Redis to the end, also when the caller drops the returned future
+    /// (see [`Finish`]); `Closed` when the client closes first (the step still finishes, and
+    /// what it took is given back).
+    pub(crate) async fn step<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        tokio::select! {
+            a = Finish::new(&self.cleanups, fut) => a,
+            _ = self.closed() => Err(Error::closed()),
+        }
     }
 
     /// A connection for commands (cheap: a shared multiplexed connection).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{client_ref, rlock_client};
-use super::{guard, rlock_result, str_arg, Failure};
+use super::{check_out, guard, rlock_result, str_arg, write_out, Failure};
 use crate::lock::Lock;
 use crate::owner::{thread_owner_id, Owner};
 
@@ -106,7 +106,7 @@ unsafe fn target_of(
 fn token_out(lock: &Lock, owner: &Owner, out_token: Option<*mut u64>) {
     if let Some(out) = out_token {
         // Held now: the watchdog has the token the acquire just took.
-        write(out, lock.token_of(owner).unwrap_or(0));
+        write_out(out, lock.token_of(owner).unwrap_or(0));
     }
 }
 
@@ -116,19 +116,6 @@ fn check_token_out(out_token: Option<*mut u64>) -> Result<(), Failure> {
 
 fn lease(lease_ms: i64) -> Option<Duration> {
     u64::try_from(lease_ms).ok().filter(|&ms| ms > 0).map(Duration::from_millis)
-}
-
-fn write<T>(out: *mut T, value: T) {
-    // SAFETY: checked non-NULL by the caller of `write`; writable per the header.
-    unsafe { out.write(value) }
-}
-
-fn check_out<T>(out: *mut T) -> Result<(), Failure> {
-    if out.is_null() {
-        Err(Failure::invalid("out is NULL"))
-    } else {
-        Ok(())
-    }
 }
 
 unsafe fn acquire_impl(
@@ -189,9 +176,7 @@ unsafe fn release_impl(
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let released = c.block_on(lock.release(&owner(&c, who)))??;
-        if !out_unlocked.is_null() {
-            write(out_unlocked, released.is_unlocked());
-        }
+        write_out(out_unlocked, released.is_unlocked());
         Ok(())
     })
 }
@@ -206,7 +191,7 @@ unsafe fn is_held_impl(
         check_out(out)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
-        write(out, c.block_on(lock.is_held(&owner(&c, who)))??);
+        write_out(out, c.block_on(lock.is_held(&owner(&c, who)))??);
         Ok(())
     })
 }
@@ -221,7 +206,7 @@ unsafe fn hold_count_impl(
         check_out(out)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
-        write(out, c.block_on(lock.hold_count(&owner(&c, who)))??);
+        write_out(out, c.block_on(lock.hold_count(&owner(&c, who)))??);
         Ok(())
     })
 }
@@ -356,9 +341,7 @@ unsafe fn force_unlock_impl(
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let released = c.block_on(lock.force_unlock())??;
-        if !out_released.is_null() {
-            write(out_released, released);
-        }
+        write_out(out_released, released);
         Ok(())
     })
 }
@@ -384,7 +367,7 @@ unsafe fn is_locked_impl(
         check_out(out)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
-        write(out, c.block_on(lock.is_locked())??);
+        write_out(out, c.block_on(lock.is_locked())??);
         Ok(())
     })
 }
@@ -425,7 +408,7 @@ pub unsafe extern "C" fn rlock_remaining_ttl(
         check_out(out_ms)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target(client, name) }?;
-        write(out_ms, c.block_on(lock.remaining_ttl())??.as_millis_i64());
+        write_out(out_ms, c.block_on(lock.remaining_ttl())??.as_millis_i64());
         Ok(())
     })
 }

@@ -122,6 +122,24 @@ fn set_last_error(message: &str) {
     });
 }
 
+/// Fails with `RLOCK_INVALID_ARGUMENT` for a NULL required out-parameter.
+pub(crate) fn check_out<T>(out: *mut T) -> Result<(), Failure> {
+    if out.is_null() {
+        Err(Failure::invalid("out is NULL"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Writes `value` to an out-parameter, unless it is NULL (optional ones may be; required ones
+/// were checked with [`check_out`] before anything was done).
+pub(crate) fn write_out<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL and writable per the header.
+        unsafe { out.write(value) }
+    }
+}
+
 /// Runs `f`, turning its failure or a panic into a result code and the last-error message.
 pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> rlock_result {
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{client_ref, rlock_client};
-use super::{guard, rlock_result, str_arg, Failure};
+use super::{check_out, guard, rlock_result, str_arg, write_out, Failure};
+use crate::semaphore::count_arg;
 use crate::semaphore::Semaphore;
 
 /// Checks the client and name and makes the semaphore handle.
@@ -24,25 +25,6 @@ unsafe fn target(
     Ok((c, sem))
 }
 
-fn write<T>(out: *mut T, value: T) {
-    if !out.is_null() {
-        // SAFETY: non-NULL and writable per the header.
-        unsafe { out.write(value) }
-    }
-}
-
-fn required<T>(out: *mut T) -> Result<(), Failure> {
-    if out.is_null() {
-        Err(Failure::invalid("out is NULL"))
-    } else {
-        Ok(())
-    }
-}
-
-fn permits(n: i64) -> Result<u64, Failure> {
-    u64::try_from(n).map_err(|_| Failure::invalid(format!("permits must be at least 1 (got {n})")))
-}
-
 /// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
 /// `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set (false: it existed and
 /// nothing changed). The semaphore is the STRING key `name`; a missing key is 0 permits.
@@ -58,12 +40,11 @@ pub unsafe extern "C" fn rlock_semaphore_try_set_permits(
     out_set: *mut bool,
 ) -> rlock_result {
     guard(|| {
-        let n = u64::try_from(permits)
-            .map_err(|_| Failure::invalid(format!("permits must not be negative (got {permits})")))?;
+        let n = count_arg("permits", permits, 0)?;
         let ttl = u64::try_from(ttl_ms).ok().filter(|&t| t > 0).map(Duration::from_millis);
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
-        write(out_set, c.block_on(sem.try_set_permits(n, ttl))??);
+        write_out(out_set, c.block_on(sem.try_set_permits(n, ttl))??);
         Ok(())
     })
 }
@@ -79,7 +60,7 @@ pub unsafe extern "C" fn rlock_semaphore_acquire(
     permits: i64,
 ) -> rlock_result {
     guard(|| {
-        let n = self::permits(permits)?;
+        let n = count_arg("permits", permits, 1)?;
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
         c.block_on(sem.acquire(n))??;
@@ -100,7 +81,7 @@ pub unsafe extern "C" fn rlock_semaphore_try_acquire(
     wait_ms: i64,
 ) -> rlock_result {
     guard(|| {
-        let n = self::permits(permits)?;
+        let n = count_arg("permits", permits, 1)?;
         let wait = u64::try_from(wait_ms)
             .map(Duration::from_millis)
             .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
@@ -130,10 +111,10 @@ pub unsafe extern "C" fn rlock_semaphore_release(
     out_count: *mut i64,
 ) -> rlock_result {
     guard(|| {
-        let n = self::permits(permits)?;
+        let n = count_arg("permits", permits, 1)?;
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
-        write(out_count, c.block_on(sem.release(n))??);
+        write_out(out_count, c.block_on(sem.release(n))??);
         Ok(())
     })
 }
@@ -148,10 +129,10 @@ pub unsafe extern "C" fn rlock_semaphore_available_permits(
     out: *mut i64,
 ) -> rlock_result {
     guard(|| {
-        required(out)?;
+        check_out(out)?;
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
-        write(out, c.block_on(sem.available_permits())??);
+        write_out(out, c.block_on(sem.available_permits())??);
         Ok(())
     })
 }
@@ -169,7 +150,7 @@ pub unsafe extern "C" fn rlock_semaphore_add_permits(
     guard(|| {
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
-        write(out_count, c.block_on(sem.add_permits(delta))??);
+        write_out(out_count, c.block_on(sem.add_permits(delta))??);
         Ok(())
     })
 }
@@ -185,7 +166,7 @@ pub unsafe extern "C" fn rlock_semaphore_drain_permits(
     guard(|| {
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
-        write(out_drained, c.block_on(sem.drain_permits())??);
+        write_out(out_drained, c.block_on(sem.drain_permits())??);
         Ok(())
     })
 }

@@ -27,7 +27,9 @@ macro_rules! lua {
     (fair $path:literal) => {
         Lua {
             code: concat!(include_str!("lua/fair_common.lua"), include_str!($path)),
-            script: LazyLock::new(|| Script::new(concat!(include_str!("lua/fair_common.lua"), include_str!($path)))),
+            script: LazyLock::new(|| {
+                Script::new(concat!(include_str!("lua/fair_common.lua"), include_str!($path)))
+            }),
         }
     };
 }

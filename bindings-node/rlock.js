@@ -59,6 +59,41 @@ function abortReason(signal) {
 // The cancel token of every acquire made without an AbortSignal; `cancel()` is never called on it.
 const NEVER_CANCELLED = new native.CancelToken()
 
+// Calls `method` of the native object `nativePromise` resolves to, with its errors as RLockErrors.
+async function callNative(nativePromise, method, ...args) {
+  const n = await nativePromise
+  try {
+    return await n[method](...args)
+  } catch (e) {
+    throw mapError(e)
+  }
+}
+
+function checkSignal(signal) {
+  if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+    throw invalid('signal must be an AbortSignal')
+  }
+}
+
+// Runs the native call `run(token)` with a cancel token that `signal` cancels; an aborted call
+// rejects with the signal's reason, other errors with their RLockError.
+async function cancellable(signal, run) {
+  if (signal && signal.aborted) throw abortReason(signal)
+  // Without a signal nothing can cancel the call: share one token that is never cancelled
+  // (a native object per call cost measurable CPU per acquire).
+  const token = signal ? new native.CancelToken() : NEVER_CANCELLED
+  const onAbort = () => token.cancel()
+  if (signal) signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    return await run(token)
+  } catch (e) {
+    if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
+    throw mapError(e)
+  } finally {
+    if (signal) signal.removeEventListener('abort', onAbort)
+  }
+}
+
 // A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
 const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
 
@@ -110,27 +145,12 @@ class Lock {
     const { waitMs, leaseMs, signal } = optionsObject(options)
     const wait = optionalMs('waitMs', waitMs)
     const lease = optionalMs('leaseMs', leaseMs)
-    if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
-      throw invalid('signal must be an AbortSignal')
-    }
+    checkSignal(signal)
     const n = await this.#native
-    if (signal && signal.aborted) throw abortReason(signal)
-    // Without a signal nothing can cancel the call: share one token that is never cancelled
-    // (a native object per call cost measurable CPU per acquire).
-    const token = signal ? new native.CancelToken() : NEVER_CANCELLED
-    const onAbort = () => token.cancel()
-    if (signal) signal.addEventListener('abort', onAbort, { once: true })
-    try {
-      const r = await n[method](wait, lease, token)
-      // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
-      if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
-      return r
-    } catch (e) {
-      if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
-      throw mapError(e)
-    } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
-    }
+    const r = await cancellable(signal, (token) => n[method](wait, lease, token))
+    // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
+    if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
+    return r
   }
 
   /**
@@ -157,13 +177,8 @@ class Lock {
     return (await this.#native).token()
   }
 
-  async #call(method) {
-    const n = await this.#native
-    try {
-      return await n[method]()
-    } catch (e) {
-      throw mapError(e)
-    }
+  #call(method) {
+    return callNative(this.#native, method)
   }
 
   /**
@@ -242,35 +257,17 @@ class Semaphore {
     this.name = name
   }
 
-  async #call(method, ...args) {
-    const n = await this.#native
-    try {
-      return await n[method](...args)
-    } catch (e) {
-      throw mapError(e)
-    }
+  #call(method, ...args) {
+    return callNative(this.#native, method, ...args)
   }
 
   async #acquireWith(options, orFalse) {
     const { permits, waitMs, signal } = optionsObject(options)
     const p = permitsArg(permits)
     const wait = optionalMs('waitMs', waitMs)
-    if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
-      throw invalid('signal must be an AbortSignal')
-    }
+    checkSignal(signal)
     const n = await this.#native
-    if (signal && signal.aborted) throw abortReason(signal)
-    const token = signal ? new native.CancelToken() : NEVER_CANCELLED
-    const onAbort = () => token.cancel()
-    if (signal) signal.addEventListener('abort', onAbort, { once: true })
-    try {
-      return await n.acquire(p, orFalse && wait === undefined ? 0 : wait, orFalse, token)
-    } catch (e) {
-      if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
-      throw mapError(e)
-    } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
-    }
+    return cancellable(signal, (token) => n.acquire(p, orFalse && wait === undefined ? 0 : wait, orFalse, token))
   }
 
   /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */

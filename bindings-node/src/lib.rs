@@ -209,10 +209,17 @@ pub struct NativeLock {
     owner: rlock::Owner,
 }
 
-/// Rejection of an acquire cancelled through its token; the wrapper turns it into the
+/// Runs a core call until `token` is cancelled: then the core future is dropped (core calls are
+/// cancel-safe) and the call rejects `[RLOCK_ABORTED]`, which the wrapper turns into the
 /// signal's `AbortError`.
-fn aborted() -> napi::Error {
-    napi::Error::new(Status::Cancelled, "[RLOCK_ABORTED] the acquire was aborted")
+async fn cancellable<T>(
+    token: &CancellationToken,
+    call: impl std::future::Future<Output = rlock::Result<T>>,
+) -> napi::Result<T> {
+    tokio::select! {
+        r = call => r.map_err(js_error),
+        _ = token.cancelled() => Err(napi::Error::new(Status::Cancelled, "[RLOCK_ABORTED] the acquire was aborted")),
+    }
 }
 
 #[napi]
@@ -265,10 +272,7 @@ impl NativeLock {
                     )),
                 }
             };
-            tokio::select! {
-                r = work => r.map_err(js_error),
-                _ = token.cancelled() => Err(aborted()),
-            }
+            cancellable(&token, work).await
         })
     }
 
@@ -285,10 +289,7 @@ impl NativeLock {
         let (lock, owner, token) = (self.lock.clone(), self.owner.clone(), cancel.token.clone());
         env.spawn_future(async move {
             let (wait, lease) = parsed?;
-            tokio::select! {
-                r = lock.try_acquire(&owner, wait.unwrap_or(Duration::ZERO), lease) => r.map_err(js_error),
-                _ = token.cancelled() => Err(aborted()),
-            }
+            cancellable(&token, lock.try_acquire(&owner, wait.unwrap_or(Duration::ZERO), lease)).await
         })
     }
 
@@ -454,10 +455,7 @@ impl NativeSemaphore {
                     )),
                 }
             };
-            tokio::select! {
-                r = work => r.map_err(js_error),
-                _ = token.cancelled() => Err(aborted()),
-            }
+            cancellable(&token, work).await
         })
     }
 

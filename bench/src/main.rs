@@ -26,13 +26,25 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 async fn pairs(url: &str, owners: usize, secs: f64, connections: usize) -> Res<f64> {
+    pairs_on(url, owners, secs, connections, |client, i| client.lock(&format!("bench:pairs:{i}"))).await
+}
+
+/// Pairs per second of `owners` owners, owner `i` taking and releasing `lock_for(client, i)`
+/// for `secs` seconds.
+async fn pairs_on(
+    url: &str,
+    owners: usize,
+    secs: f64,
+    connections: usize,
+    lock_for: impl Fn(&Client, usize) -> rlock::Result<rlock::Lock>,
+) -> Res<f64> {
     let options = ClientOptions::default().with_command_connections(connections);
     let client = Client::connect(url, options).await?;
     let done = Arc::new(AtomicU64::new(0));
     let stop = Instant::now() + Duration::from_secs_f64(secs);
     let mut tasks = Vec::new();
     for i in 0..owners {
-        let lock = client.lock(&format!("bench:pairs:{i}"))?;
+        let lock = lock_for(&client, i)?;
         let owner = client.new_owner();
         let done = done.clone();
         tasks.push(tokio::spawn(async move {
@@ -67,34 +79,6 @@ async fn latency(url: &str, n: usize) -> Res<(f64, f64)> {
     samples.sort();
     client.close();
     Ok((percentile(&samples, 0.5), percentile(&samples, 0.99)))
-}
-
-/// `readers` owners taking and releasing read holds of one read-write lock at once (readers
-/// share it: the Redis scripts are the limit). Read pairs per second.
-async fn read_pairs(url: &str, readers: usize, secs: f64) -> Res<f64> {
-    let client = Client::connect(url, ClientOptions::default()).await?;
-    let lock = client.read_write_lock("bench:read")?.read_lock();
-    let done = Arc::new(AtomicU64::new(0));
-    let stop = Instant::now() + Duration::from_secs_f64(secs);
-    let mut tasks = Vec::new();
-    for _ in 0..readers {
-        let (lock, owner, done) = (lock.clone(), client.new_owner(), done.clone());
-        tasks.push(tokio::spawn(async move {
-            while Instant::now() < stop {
-                lock.acquire(&owner).await?;
-                lock.release(&owner).await?;
-                done.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok::<(), rlock::Error>(())
-        }));
-    }
-    let start = Instant::now();
-    for t in tasks {
-        t.await??;
-    }
-    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
-    client.close();
-    Ok(rate)
 }
 
 /// Which lock a hand-off bench contends for.
@@ -294,7 +278,9 @@ fn main() -> Res<()> {
         }
         // The lock family beside the reentrant lock.
         if want("family") {
-            let rate = read_pairs(&url, 64, secs).await?;
+            // 64 owners taking read holds of one read-write lock at once (readers share it).
+            let rate =
+                pairs_on(&url, 64, secs, 1, |client, _| Ok(client.read_write_lock("bench:read")?.read_lock())).await?;
             println!("{{\"bench\":\"pairs\",\"surface\":\"rust (read lock, one name)\",\"owners\":64,\"pairs_per_s\":{rate:.0}}}");
             for (kind, label) in [(Kind::Write, "rust (write lock)"), (Kind::Fair, "rust (fair lock)")] {
                 let (p50, p99) = handoff(&url, kind, 16, 2000).await?;

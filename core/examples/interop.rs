@@ -388,13 +388,25 @@ async fn critical_section(mut data: Conn, name: &str, side: &str) -> R<()> {
 /// rlock holds (30 s lease); a Redisson thread waits; rlock releases once Redisson is
 /// subscribed. Java measures how long after the release its waiter held the lock.
 async fn wake_to_java(ctx: &Ctx) -> R<()> {
+    // A fresh name per round, so a subscription left from an earlier round cannot count.
+    hold_and_wake_java(ctx, |round| {
+        let lock = ctx.client.lock(&format!("interop:wake-to-java:{round}"))?;
+        let channel = channel(lock.name());
+        Ok((lock, channel))
+    })
+    .await
+}
+
+/// The holder's side of a wake-up measured by Java, for `WAKE_ROUNDS` + 1 rounds: holds
+/// `lock_of(round)` (a lock and the channel its waiters sleep on), waits until the Redisson
+/// waiter is subscribed, stamps the time and releases.
+async fn hold_and_wake_java(ctx: &Ctx, lock_of: impl Fn(usize) -> R<(Lock, String)>) -> R<()> {
     let me = ctx.client.new_owner();
     for round in 0..=WAKE_ROUNDS {
-        // A fresh name per round, so a subscription left from an earlier round cannot count.
-        let lock = ctx.client.lock(&format!("interop:wake-to-java:{round}"))?;
+        let (lock, channel) = lock_of(round)?;
         lock.acquire(&me).await?;
         ctx.send("held").await?;
-        ctx.await_subscriber(&channel(lock.name())).await?;
+        ctx.await_subscriber(&channel).await?;
         let t0 = now_us();
         check(lock.release(&me).await? == Released::Unlocked, "release should unlock")?;
         ctx.send(&format!("released {t0}")).await?;
@@ -403,13 +415,15 @@ async fn wake_to_java(ctx: &Ctx) -> R<()> {
     Ok(())
 }
 
-/// Redisson holds (30 s lease); an rlock owner waits; Redisson releases once rlock is
-/// subscribed. rlock's waiter must hold the lock within 100 ms of the release.
-async fn wake_to_rust(ctx: &Ctx) -> R<()> {
+/// The waiter's side of a wake-up from a Redisson holder (30 s lease), for `WAKE_ROUNDS` + 1
+/// rounds on `lock_of(round)`: the waiter must hold the lock within 100 ms of the start of
+/// Redisson's release. `what` names the waiter in messages. The measured latencies (us; the
+/// first round warms up).
+async fn wait_for_java(ctx: &Ctx, what: &str, lock_of: impl Fn(usize) -> R<Lock>) -> R<Vec<i64>> {
     let me = ctx.client.new_owner();
     let mut latencies = Vec::new();
     for round in 0..=WAKE_ROUNDS {
-        let lock = ctx.client.lock(&format!("interop:wake-to-rust:{round}"))?;
+        let lock = lock_of(round)?;
         ctx.recv("held").await?;
         let ttl = ctx.ttl_ms(&lock).await?;
         check(
@@ -425,12 +439,20 @@ async fn wake_to_rust(ctx: &Ctx) -> R<()> {
             latencies.push(t1 - t0);
         }
     }
-    println!(
-        "rust: wake-to-rust: rlock waiter held the lock {:?} us after Redisson's unlock began",
-        latencies
-    );
     let worst = latencies.iter().copied().max().unwrap_or(i64::MAX);
-    check(worst < WAKE_BOUND_US, format!("an rlock waiter took {worst} us to wake, more than 100 ms"))
+    check(worst < WAKE_BOUND_US, format!("{what} took {worst} us to wake, more than 100 ms"))?;
+    Ok(latencies)
+}
+
+/// Redisson holds (30 s lease); an rlock owner waits; Redisson releases once rlock is
+/// subscribed. rlock's waiter must hold the lock within 100 ms of the release.
+async fn wake_to_rust(ctx: &Ctx) -> R<()> {
+    let latencies = wait_for_java(ctx, "an rlock waiter", |round| {
+        Ok(ctx.client.lock(&format!("interop:wake-to-rust:{round}"))?)
+    })
+    .await?;
+    println!("rust: wake-to-rust: rlock waiter held the lock {latencies:?} us after Redisson's unlock began");
+    Ok(())
 }
 
 /// Holds never mix, and both sides read the same hold counts and TTLs.
@@ -886,44 +908,20 @@ async fn rwlock(ctx: &Ctx) -> R<()> {
     ctx.send("checked").await?;
 
     // Part 3: a Redisson writer's unlock wakes an rlock write waiter.
-    let me = ctx.client.new_owner();
-    let mut latencies = Vec::new();
-    for round in 0..=WAKE_ROUNDS {
-        let lock = ctx.client.read_write_lock(&format!("interop:rwlock:to-rust:{round}"))?.write_lock();
-        ctx.recv("held").await?;
-        let ttl = ctx.ttl_ms(&lock).await?;
-        check(
-            ttl > 20_000,
-            format!("Redisson's write hold should carry its 30 s watchdog lease, TTL is {ttl} ms"),
-        )?;
-        tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&me)).await??;
-        let t1 = now_us();
-        let t0: i64 = ctx.recv("released").await?.parse()?;
-        check(lock.release(&me).await? == Released::Unlocked, "release should unlock")?;
-        ctx.send("unlocked").await?;
-        if round > 0 {
-            latencies.push(t1 - t0);
-        }
-    }
+    let latencies = wait_for_java(ctx, "an rlock write waiter", |round| {
+        Ok(ctx.client.read_write_lock(&format!("interop:rwlock:to-rust:{round}"))?.write_lock())
+    })
+    .await?;
     println!(
         "rust: rwlock: rlock write waiter held the lock {latencies:?} us after Redisson's write unlock began"
     );
-    let worst = latencies.iter().copied().max().unwrap_or(i64::MAX);
-    check(worst < WAKE_BOUND_US, format!("an rlock write waiter took {worst} us to wake, more than 100 ms"))?;
 
     // Part 4: an rlock writer's release wakes a Redisson write waiter (Java measures).
-    for round in 0..=WAKE_ROUNDS {
+    hold_and_wake_java(ctx, |round| {
         let name = format!("interop:rwlock:to-java:{round}");
-        let lock = ctx.client.read_write_lock(&name)?.write_lock();
-        lock.acquire(&me).await?;
-        ctx.send("held").await?;
-        ctx.await_subscriber(&rwlock_channel(&name)).await?;
-        let t0 = now_us();
-        check(lock.release(&me).await? == Released::Unlocked, "release should unlock")?;
-        ctx.send(&format!("released {t0}")).await?;
-        ctx.recv("unlocked").await?;
-    }
-    Ok(())
+        Ok((ctx.client.read_write_lock(&name)?.write_lock(), rwlock_channel(&name)))
+    })
+    .await
 }
 
 /// A write section of [`rwlock`]: the marker must be free and no reader inside; then a

@@ -248,13 +248,30 @@ public final class Main {
 
     /** rlock holds (30 s lease) and releases; this Redisson waiter must hold within 100 ms. */
     private void wakeToJava() throws InterruptedException {
+        List<Long> latencies = waitForRust("a Redisson waiter", round -> redisson.getLock("interop:wake-to-java:" + round));
+        System.out.println("java: wake-to-java: Redisson waiter held the lock " + latencies
+                + " us after rlock's release began");
+    }
+
+    /** Redisson holds (30 s lease) and releases once the rlock waiter is subscribed. */
+    private void wakeToRust() throws InterruptedException {
+        holdAndWakeRust(round -> "interop:wake-to-rust:" + round, name -> redisson.getLock(name), Main::lockChannel);
+    }
+
+    /**
+     * The waiter's side of a wake-up from an rlock holder (30 s lease), for WAKE_ROUNDS + 1 rounds
+     * on {@code lockOf(round)}: it must hold the lock within 100 ms of the start of rlock's release
+     * ({@code what} names the waiter in messages). The measured latencies (us; the first round
+     * warms up).
+     */
+    private List<Long> waitForRust(String what, java.util.function.IntFunction<RLock> lockOf) throws InterruptedException {
         List<Long> latencies = new ArrayList<>();
         for (int round = 0; round <= WAKE_ROUNDS; round++) {
-            RLock lock = redisson.getLock("interop:wake-to-java:" + round);
+            RLock lock = lockOf.apply(round);
             recv("held");
             long ttl = lock.remainTimeToLive();
             check(ttl > 20_000, "rlock's hold should carry its 30 s watchdog lease, TTL is " + ttl + " ms");
-            check(lock.tryLock(30, TimeUnit.SECONDS), "Redisson waiter did not get the lock within 30 s");
+            check(lock.tryLock(30, TimeUnit.SECONDS), what + " did not get the lock within 30 s");
             long t1 = nowMicros();
             long t0 = Long.parseLong(recv("released"));
             lock.unlock();
@@ -263,20 +280,25 @@ public final class Main {
                 latencies.add(t1 - t0);
             }
         }
-        System.out.println("java: wake-to-java: Redisson waiter held the lock " + latencies
-                + " us after rlock's release began");
         long worst = latencies.stream().mapToLong(Long::longValue).max().orElse(Long.MAX_VALUE);
-        check(worst < WAKE_BOUND_US, "a Redisson waiter took " + worst + " us to wake, more than 100 ms");
+        check(worst < WAKE_BOUND_US, what + " took " + worst + " us to wake, more than 100 ms");
+        return latencies;
     }
 
-    /** Redisson holds (30 s lease) and releases once the rlock waiter is subscribed. */
-    private void wakeToRust() throws InterruptedException {
+    /**
+     * The holder's side of a wake-up measured by rlock, for WAKE_ROUNDS + 1 rounds: holds the lock
+     * {@code lockOf} makes of {@code nameOf(round)}, waits until the rlock waiter is subscribed to
+     * {@code channelOf} that name, stamps the time and unlocks.
+     */
+    private void holdAndWakeRust(java.util.function.IntFunction<String> nameOf,
+            java.util.function.Function<String, RLock> lockOf,
+            java.util.function.Function<String, String> channelOf) throws InterruptedException {
         for (int round = 0; round <= WAKE_ROUNDS; round++) {
-            String name = "interop:wake-to-rust:" + round;
-            RLock lock = redisson.getLock(name);
+            String name = nameOf.apply(round);
+            RLock lock = lockOf.apply(name);
             lock.lock();
             send("held");
-            awaitSubscriber(name);
+            awaitChannelSubscriber(channelOf.apply(name), name);
             long t0 = nowMicros();
             lock.unlock();
             send("released " + t0);
@@ -662,38 +684,14 @@ public final class Main {
 
         // Part 3: a Redisson writer holds; an rlock writer waits; Redisson unlocks once it is
         // subscribed to redisson_rwlock:{name}; the rlock side measures.
-        for (int round = 0; round <= WAKE_ROUNDS; round++) {
-            String n = "interop:rwlock:to-rust:" + round;
-            RLock w = redisson.getReadWriteLock(n).writeLock();
-            w.lock();
-            send("held");
-            awaitChannelSubscriber("redisson_rwlock:{" + n + "}", n);
-            long t0 = nowMicros();
-            w.unlock();
-            send("released " + t0);
-            recv("unlocked");
-        }
+        holdAndWakeRust(round -> "interop:rwlock:to-rust:" + round, n -> redisson.getReadWriteLock(n).writeLock(),
+                n -> "redisson_rwlock:{" + n + "}");
 
         // Part 4: the other way: an rlock writer holds, this Redisson writer waits.
-        List<Long> latencies = new ArrayList<>();
-        for (int round = 0; round <= WAKE_ROUNDS; round++) {
-            RLock w = redisson.getReadWriteLock("interop:rwlock:to-java:" + round).writeLock();
-            recv("held");
-            long ttl = w.remainTimeToLive();
-            check(ttl > 20_000, "rlock's write hold should carry its 30 s watchdog lease, TTL is " + ttl + " ms");
-            check(w.tryLock(30, TimeUnit.SECONDS), "Redisson write waiter did not get the lock within 30 s");
-            long t1 = nowMicros();
-            long t0 = Long.parseLong(recv("released"));
-            w.unlock();
-            send("unlocked");
-            if (round > 0) {
-                latencies.add(t1 - t0);
-            }
-        }
+        List<Long> latencies = waitForRust("a Redisson write waiter",
+                round -> redisson.getReadWriteLock("interop:rwlock:to-java:" + round).writeLock());
         System.out.println("java: rwlock: Redisson write waiter held the lock " + latencies
                 + " us after rlock's write release began");
-        long worst = latencies.stream().mapToLong(Long::longValue).max().orElse(Long.MAX_VALUE);
-        check(worst < WAKE_BOUND_US, "a Redisson write waiter took " + worst + " us to wake, more than 100 ms");
     }
 
     /**

@@ -268,16 +268,15 @@ class Ctx:
 # The cases. Each returns a one-line summary of its numbers, or raises Fail.
 
 
-def case_mutex(ctx: Ctx) -> str:
-    """3 processes of each surface, 16 names, 20000 critical sections in all."""
-    srv = ctx.server()
-    workers = [ctx.worker(s, srv, f"{s}-{i}") for s in SURFACES for i in range(3)]
-    ctx.ready(*workers)
-    total, names = 20000, 16
+def run_mx(srv: Server, workers: List[Worker], prefix: str, names: int, total: int) -> Tuple[int, float]:
+    """`total` critical sections (the `mx` command) on `names` locks `<prefix>:<k>`, shared out
+    among `workers`, started together. Checks 0 violations, every counter equal to the sections
+    run on its name, no key but the counters left (latches go in the background), hand-offs
+    between surfaces. Returns the hand-offs and the seconds it took."""
     shares = [total // len(workers) + (i < total % len(workers)) for i in range(len(workers))]
     start = time.monotonic()
     for w, n in zip(workers, shares):
-        w.send(f"mx chaos:mx {names} {n}")
+        w.send(f"mx {prefix} {names} {n}")
     per_name = [0] * names
     violations = crossings = 0
     for w, n in zip(workers, shares):
@@ -288,16 +287,31 @@ def case_mutex(ctx: Ctx) -> str:
         per_name = [a + b for a, b in zip(per_name, done["per_name"])]
     took = time.monotonic() - start
     r = srv.conn()
-    counters = [int(r.get(f"chaos:mx:{k}:counter") or 0) for k in range(names)]
-    check(violations == 0, f"{violations} critical sections found another's marker set")
-    check(sum(per_name) == total, f"workers ran {sum(per_name)} sections, expected {total}")
-    check(counters == per_name, f"counters {counters} != sections per name {per_name}")
-    left = [str(k) for k in r.keys("chaos:mx:*") if not str(k).endswith((":counter", ":last"))]
-    check(not left, f"left behind: {left}")
-    check(crossings > 0, "the lock never passed between surfaces")
+    counters = [int(r.get(f"{prefix}:{k}:counter") or 0) for k in range(names)]
+    check(violations == 0, f"{prefix}: {violations} critical sections found another's marker set")
+    check(sum(per_name) == total, f"{prefix}: workers ran {sum(per_name)} sections, expected {total}")
+    check(counters == per_name, f"{prefix}: counters {counters} != sections per name {per_name}")
+    base = bare(prefix)
+
+    def left() -> List[str]:
+        return [str(k) for k in r.keys(f"*{base}*") if not str(k).endswith((":counter", ":last"))]
+    try:
+        eventually(lambda: not left(), 10, "no lock, queue, deadline or latch key left")
+    except Fail:
+        raise Fail(f"{prefix}: left behind: {left()}")
+    check(crossings > 0, f"{prefix}: the lock never passed between surfaces")
+    return crossings, took
+
+
+def case_mutex(ctx: Ctx) -> str:
+    """3 processes of each surface, 16 names, 20000 critical sections in all."""
+    srv = ctx.server()
+    workers = [ctx.worker(s, srv, f"{s}-{i}") for s in SURFACES for i in range(3)]
+    ctx.ready(*workers)
+    total, names = 20000, 16
+    crossings, took = run_mx(srv, workers, "chaos:mx", names, total)
     return (f"{len(workers)} processes (3 each of rust/python/node/c), {names} names, {total} sections "
-            f"in {took:.1f} s: 0 violations, counters exact (sum {sum(counters)}), "
-            f"{crossings} hand-offs between surfaces")
+            f"in {took:.1f} s: 0 violations, counters exact, {crossings} hand-offs between surfaces")
 
 
 def holders_and_waiters(ctx: Ctx, srv: Server, prefix: str, holder_opts: Dict[str, int],
@@ -351,6 +365,18 @@ def finish(srv: Server, prefix: str, holders: Dict[str, Worker], waiters: Dict[s
     clean(srv, prefix, [*holders.values(), *waiters.values()])
 
 
+def kill_holders(holders: Dict[str, Worker], waiters: Dict[str, Worker]) -> Dict[str, float]:
+    """SIGKILLs every holder at once; seconds until each surface's waiter held its lock."""
+    killed = time.monotonic()
+    for h in holders.values():
+        h.kill(signal.SIGKILL)
+    took = {}
+    for s, w in waiters.items():
+        t, _ = w.expect("acquired", timeout=10)
+        took[s] = t - killed
+    return took
+
+
 def case_sigkill(ctx: Ctx) -> str:
     """Holders killed with SIGKILL: their locks are free within the watchdog timeout + 1 s."""
     watchdog = 1000
@@ -362,13 +388,7 @@ def case_sigkill(ctx: Ctx) -> str:
     for s in SURFACES:
         check(r.exists(f"chaos:kill:{s}") == 1, f"chaos:kill:{s} expired while its holder lived")
         check(not waiters[s].pending(), f"{waiters[s].label} acquired while the holder lived")
-    killed = time.monotonic()
-    for h in holders.values():
-        h.kill(signal.SIGKILL)
-    took = {}
-    for s, w in waiters.items():
-        t, _ = w.expect("acquired", timeout=10)
-        took[s] = t - killed
+    took = kill_holders(holders, waiters)
     finish(srv, "chaos:kill", {}, waiters)
     worst = max(took.values())
     bound = watchdog / 1000 + 1
@@ -639,37 +659,12 @@ def case_bad_input(ctx: Ctx) -> str:
 def case_mutex_family(ctx: Ctx) -> str:
     """Write locks, then fair locks: 8 processes (2 per surface), 8 names, 4000 sections each."""
     srv = ctx.server()
-    r = srv.conn()
     parts = []
     for kind in ("write", "fair"):
         workers = [ctx.worker(s, srv, f"{s}-{kind}{i}") for s in SURFACES for i in range(2)]
         ctx.ready(*workers)
-        total, names, base = 4000, 8, f"chaos:mx{kind}"
-        prefix = f"{kind}@{base}"
-        shares = [total // len(workers) + (i < total % len(workers)) for i in range(len(workers))]
-        start = time.monotonic()
-        for w, n in zip(workers, shares):
-            w.send(f"mx {prefix} {names} {n}")
-        per_name = [0] * names
-        violations = crossings = 0
-        for w, n in zip(workers, shares):
-            _, done = w.expect("mx_done", timeout=240)
-            check(sum(done["per_name"]) == n, f"{w.label}: ran {sum(done['per_name'])} sections, asked {n}")
-            violations += done["violations"]
-            crossings += done["crossings"]
-            per_name = [a + b for a, b in zip(per_name, done["per_name"])]
-        took = time.monotonic() - start
-        counters = [int(r.get(f"{prefix}:{k}:counter") or 0) for k in range(names)]
-        check(violations == 0, f"{kind}: {violations} critical sections found another's marker set")
-        check(counters == per_name, f"{kind}: counters {counters} != sections per name {per_name}")
-        check(sum(counters) == total, f"{kind}: {sum(counters)} sections, expected {total}")
-        def left() -> List[str]:
-            return [str(k) for k in r.keys(f"*{base}*") if not str(k).endswith((":counter", ":last"))]
-        try:
-            eventually(lambda: not left(), 10, "no lock, queue, deadline or latch key left")
-        except Fail:
-            raise Fail(f"{kind}: left behind: {left()}")
-        check(crossings > 0, f"{kind}: the lock never passed between surfaces")
+        total = 4000
+        crossings, took = run_mx(srv, workers, f"{kind}@chaos:mx{kind}", 8, total)
         parts.append(f"{kind}: {total} sections in {took:.1f} s, 0 violations, counters exact, {crossings} hand-offs")
         for w in workers:
             w.call("exit", "bye")
@@ -698,13 +693,7 @@ def case_sigkill_family(ctx: Ctx) -> str:
         for s in SURFACES:
             check(r.exists(f"{base}:{s}") == 1, f"{base}:{s} expired while its holder lived")
             check(not waiters[s].pending(), f"{waiters[s].label} acquired while the holder lived")
-        killed = time.monotonic()
-        for h in holders.values():
-            h.kill(signal.SIGKILL)
-        took = {}
-        for s, w in waiters.items():
-            t, _ = w.expect("acquired", timeout=10)
-            took[s] = t - killed
+        took = kill_holders(holders, waiters)
         for s, w in waiters.items():
             check(w.call(f"release {wk}@{base}:{s}", "released")["free"] is True, f"{w.label}: release left it held")
         eventually(lambda: not r.keys(f"*{base}*"), 10, f"every {base} key gone (read-hold keys expire with their lease)")

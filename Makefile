@@ -53,8 +53,9 @@ generated: ## Regenerate the C option setters, Python ClientOptions and Node opt
 generated-check:
 	$(CARGO) run --quiet -p rlock --example generate -- --check
 
-test-rust: ## Rust core tests against private redis-servers
+test-rust: ## Rust core tests against private redis-servers (and the C API's unit tests)
 	$(CARGO) test --workspace
+	$(CARGO) test -p rlock --lib --features capi --quiet
 
 lint: ## clippy with warnings as errors, rustfmt check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -14,6 +14,7 @@ use crate::keys::MAX_NAME_LEN;
 use crate::lock::{Flavor, Lock};
 use crate::options::ClientOptions;
 use crate::owner::Owner;
+use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::read_write_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::shared::Shared;
@@ -143,6 +144,15 @@ impl Client {
     pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
         self.check_name(name)?;
         Ok(Semaphore::new(self.shared.clone(), name))
+    }
+
+    /// A handle on the permit-expirable semaphore `name` (Redisson `RPermitExpirableSemaphore`):
+    /// the count of free permits in the STRING `name`, held permits (with ids and expiries) in
+    /// the ZSET `{name}:timeout`. Permits taken without a lease are renewed by the watchdog.
+    /// Fails as [`Client::lock`] does.
+    pub fn permit_expirable_semaphore(&self, name: &str) -> Result<PermitExpirableSemaphore> {
+        self.check_name(name)?;
+        Ok(PermitExpirableSemaphore::new(self.shared.clone(), name))
     }
 
     /// Checks a primitive's name: not empty, at most [`MAX_NAME_LEN`] bytes, and on a cluster

@@ -1,5 +1,5 @@
 //! rlock: Redisson-compatible distributed locks on Redis (reentrant, fenced, read-write and fair)
-//! and synchronizers (semaphore).
+//! and synchronizers (semaphore, permit-expirable semaphore).
 //!
 //! Locks live in Redis exactly as Redisson (the Java client) stores them, so Java services and
 //! rlock users in Rust, C, Python and Node share locks. Holds belong to [`Owner`]s; a watchdog
@@ -26,6 +26,7 @@ mod latches;
 mod lock;
 mod options;
 mod owner;
+mod permit_semaphore;
 mod pubsub;
 mod read_write_lock;
 mod replicas;
@@ -45,6 +46,7 @@ pub use options::{
     duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
 };
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
+pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write_lock::ReadWriteLock;
 pub use semaphore::{count_arg, Permits, Semaphore};
 pub use url::{default_url, DEFAULT_URL};

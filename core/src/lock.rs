@@ -30,7 +30,7 @@ pub(crate) static REENTRANT: HoldKind = HoldKind {
     name: "lock",
     renew: |mut conn, lease_ms, holds| {
         Box::pin(async move {
-            let pairs: Vec<(&str, &str)> = holds.iter().map(|(n, o)| (&**n, o.as_str())).collect();
+            let pairs: Vec<(&str, &str)> = holds.iter().map(|h| (&*h.name, h.owner.as_str())).collect();
             scripts::renew_locks(&mut conn, lease_ms, &pairs).await
         })
     },
@@ -42,9 +42,9 @@ pub(crate) static WRITE: HoldKind = HoldKind {
     name: "write",
     renew: |mut conn, lease_ms, holds| {
         Box::pin(async move {
-            let fields: Vec<String> = holds.iter().map(|(_, o)| write_field(o)).collect();
+            let fields: Vec<String> = holds.iter().map(|h| write_field(&h.owner)).collect();
             let pairs: Vec<(&str, &str)> =
-                holds.iter().zip(&fields).map(|((n, _), f)| (&**n, f.as_str())).collect();
+                holds.iter().zip(&fields).map(|(h, f)| (&*h.name, f.as_str())).collect();
             scripts::renew_locks(&mut conn, lease_ms, &pairs).await
         })
     },
@@ -59,7 +59,7 @@ pub(crate) static READ: HoldKind = HoldKind {
         Box::pin(async move {
             let triples: Vec<(&str, &str, String)> = holds
                 .iter()
-                .map(|(n, o)| (&**n, o.as_str(), keys::read_timeout_prefix(n, o.as_str())))
+                .map(|h| (&*h.name, h.owner.as_str(), keys::read_timeout_prefix(&h.name, h.owner.as_str())))
                 .collect();
             scripts::renew_reads(&mut conn, lease_ms, &triples).await
         })

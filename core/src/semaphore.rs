@@ -25,7 +25,7 @@ use crate::scripts;
 use crate::shared::{Attempt, Shared};
 
 /// What a message on a semaphore channel means: the new count wakes up to that many waiters.
-fn count_message(payload: &[u8]) -> Wake {
+pub(crate) fn count_message(payload: &[u8]) -> Wake {
     std::str::from_utf8(payload).ok().and_then(|s| s.parse::<i64>().ok()).map_or(Wake::Nobody, |n| {
         if n > 0 {
             Wake::UpTo(n as usize)

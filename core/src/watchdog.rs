@@ -70,6 +70,18 @@ pub struct LostEvent {
     pub owner: Owner,
     /// What happened.
     pub reason: LostReason,
+    /// The permit id (32 hex characters) when the hold was a permit of a permit-expirable
+    /// semaphore (kind `"permit"`; `owner` is then the client's owner 0, since permits have
+    /// no owner).
+    pub permit_id: Option<Arc<str>>,
+}
+
+impl LostEvent {
+    /// Who held what was lost, as a surface shows it: the permit id for a permit, else the
+    /// owner as stored in Redis.
+    pub fn holder(&self) -> &str {
+        self.permit_id.as_deref().unwrap_or(self.owner.as_str())
+    }
 }
 
 /// Which lost holds a listener hears of.
@@ -123,10 +135,19 @@ impl ListenerId {
     }
 }
 
-/// A batch renewal step: renews holds `(name, owner)` of one kind, all in one hash slot, to a
-/// lease of the given milliseconds; one flag per hold, true when it was still held.
-pub(crate) type RenewStep =
-    fn(Commands, u64, Vec<(Arc<str>, Owner)>) -> BoxFuture<'static, RedisResult<Vec<bool>>>;
+/// One hold handed to a renewal step.
+pub(crate) struct Renewing {
+    /// The lock (or semaphore) name.
+    pub(crate) name: Arc<str>,
+    /// The owner of the hold.
+    pub(crate) owner: Owner,
+    /// The permit id, for permit holds.
+    pub(crate) permit: Option<Arc<str>>,
+}
+
+/// A batch renewal step: renews holds of one kind, all in one hash slot, to a lease of the
+/// given milliseconds; one flag per hold, true when it was still held.
+pub(crate) type RenewStep = fn(Commands, u64, Vec<Renewing>) -> BoxFuture<'static, RedisResult<Vec<bool>>>;
 
 /// One kind of hold the watchdog renews: each primitive that holds defines one.
 pub(crate) struct HoldKind {
@@ -166,6 +187,8 @@ struct Hold {
     gone_while_releasing: Option<LostReason>,
     /// The latest fencing token of this hold (fenced locks).
     token: Option<u64>,
+    /// The permit id (permit holds).
+    permit: Option<Arc<str>>,
 }
 
 type Listener = Arc<dyn Fn(&LostEvent) + Send + Sync>;
@@ -254,6 +277,7 @@ impl Watchdog {
                     releasing: 0,
                     gone_while_releasing: None,
                     token: None,
+                    permit: None,
                 };
                 holds.insert(key.clone(), hold);
                 renew
@@ -262,6 +286,27 @@ impl Watchdog {
         if schedule {
             lock(&self.fresh).push((key, generation));
         }
+    }
+
+    /// Records a permit `id` taken with a watchdog lease (renewed until released). Called before
+    /// the acquire returns.
+    pub(crate) fn acquired_permit(
+        &self,
+        kind: &'static HoldKind,
+        key: HoldKey,
+        owner: &Owner,
+        id: Arc<str>,
+        group: u16,
+    ) {
+        self.acquired(kind, key.clone(), owner, self.lease, true, group);
+        if let Some(h) = lock(&self.holds).get_mut(&key) {
+            h.permit = Some(id);
+        }
+    }
+
+    /// The permit id tracked under `key` (`None`: no permit hold there).
+    pub(crate) fn permit(&self, key: &HoldKey) -> Option<Arc<str>> {
+        lock(&self.holds).get(key).and_then(|h| h.permit.clone())
     }
 
     /// Records the fencing token the latest acquire of `key` got.
@@ -324,6 +369,7 @@ impl Watchdog {
                         kind: h.kind.name,
                         owner: h.owner,
                         reason,
+                        permit_id: h.permit,
                     });
                     Forgotten::Lost
                 }
@@ -368,7 +414,7 @@ impl Watchdog {
     }
 
     fn mark_lost(&self, key: &HoldKey, generation: u64, reason: LostReason) {
-        let (owner, kind) = {
+        let (owner, kind, permit_id) = {
             let mut holds = lock(&self.holds);
             match holds.get_mut(key) {
                 Some(h) if h.generation == generation && h.lost.is_none() && h.releasing > 0 => {
@@ -380,12 +426,12 @@ impl Watchdog {
                 Some(h) if h.generation == generation && h.lost.is_none() => {
                     h.lost = Some(reason);
                     h.renew = false;
-                    (h.owner.clone(), h.kind.name)
+                    (h.owner.clone(), h.kind.name, h.permit.clone())
                 }
                 _ => return,
             }
         };
-        self.emit(LostEvent { name: key.name.clone(), kind, owner, reason });
+        self.emit(LostEvent { name: key.name.clone(), kind, owner, reason, permit_id });
     }
 
     /// Logs a lost hold and tells the listeners whose filter matches.
@@ -394,7 +440,7 @@ impl Watchdog {
         log::warn!(
             "rlock: lost the {kind} hold of '{}' by {} ({})",
             event.name,
-            event.owner,
+            event.holder(),
             reason.as_str()
         );
         let listeners: Vec<Listener> = lock(&self.listeners)
@@ -417,6 +463,7 @@ struct Due {
     key: HoldKey,
     generation: u64,
     owner: Owner,
+    permit: Option<Arc<str>>,
     last_renewed: Instant,
 }
 
@@ -498,6 +545,7 @@ pub(crate) async fn run(
                     key,
                     generation,
                     owner: h.owner.clone(),
+                    permit: h.permit.clone(),
                     last_renewed: h.last_renewed,
                 };
                 groups.entry((h.group, h.kind.id)).or_default().push(due);
@@ -516,7 +564,14 @@ pub(crate) async fn run(
             let conn = commands.clone();
             async move {
                 let Some(kind) = chunk.first().map(|d| d.kind) else { return (chunk, Ok(Vec::new())) };
-                let holds = chunk.iter().map(|d| (d.key.name.clone(), d.owner.clone())).collect();
+                let holds = chunk
+                    .iter()
+                    .map(|d| Renewing {
+                        name: d.key.name.clone(),
+                        owner: d.owner.clone(),
+                        permit: d.permit.clone(),
+                    })
+                    .collect();
                 let result = (kind.renew)(conn, lease_ms, holds).await;
                 (chunk, result)
             }

@@ -394,3 +394,63 @@ async fn read_write_and_fair_locks_hand_off_through_sharded_pubsub() {
     }
     assert_eq!(*order.lock().unwrap(), vec![0, 1, 2]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphores_wake_through_sharded_pubsub_and_permits_renew_across_slots() {
+    let cluster = Cluster::start(3, 0).unwrap();
+    let options = ClientOptions::default()
+        .with_sharded_pubsub(Some(true))
+        .with_watchdog_timeout(Duration::from_millis(900));
+    let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
+    let b = Client::connect(&cluster.url(), options).await.unwrap();
+    for name in ["sem:orders", "sem{user7}:cart"] {
+        let (sa, sb) = (a.semaphore(name).unwrap(), b.semaphore(name).unwrap());
+        sa.try_set_permits(0, None).await.unwrap();
+        let waiter = tokio::spawn(async move { sb.acquire(2).await });
+        let channel = if name.contains('{') {
+            format!("redisson_sc:{name}")
+        } else {
+            format!("redisson_sc:{{{name}}}")
+        };
+        let master = cluster.shard_of(name).unwrap().master;
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                let v: Vec<redis::Value> = redis::cmd("PUBSUB")
+                    .arg("SHARDNUMSUB")
+                    .arg(&channel)
+                    .query(&mut conn_to(master))
+                    .unwrap();
+                v.get(1) == Some(&redis::Value::Int(1))
+            })
+            .await
+        );
+        assert_eq!(sa.release(2).await.unwrap(), 2);
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+        assert_eq!(sa.available_permits().await.unwrap(), 0);
+    }
+
+    // Watchdog permits on names in every shard stay held for several leases, renewed in
+    // per-slot batches; released, they all come back.
+    let names: Vec<String> = (0..24).map(|i| format!("pes:{i}")).collect();
+    let shards: BTreeSet<u16> = names.iter().map(|n| cluster.shard_of(n).unwrap().master).collect();
+    assert_eq!(shards.len(), 3, "the names cover every master");
+    let mut held = Vec::new();
+    for n in &names {
+        let sem = a.permit_expirable_semaphore(n).unwrap();
+        sem.try_set_permits(1, None).await.unwrap();
+        let id = sem.acquire(None).await.unwrap().keep();
+        held.push((sem, id));
+    }
+    let events = lost_events(&a);
+    let other: Vec<_> = names.iter().map(|n| b.permit_expirable_semaphore(n).unwrap()).collect();
+    // Three leases later nothing expired: another client finds no free permit anywhere.
+    assert!(other[0].try_acquire(Duration::from_millis(2700), None).await.unwrap().is_none());
+    for sem in &other {
+        assert!(sem.try_acquire(Duration::ZERO, None).await.unwrap().is_none());
+    }
+    assert!(events.lock().unwrap().is_empty());
+    for (sem, id) in &held {
+        sem.release(id).await.unwrap();
+        assert_eq!(sem.available_permits().await.unwrap(), 1);
+    }
+}

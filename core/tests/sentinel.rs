@@ -181,3 +181,30 @@ async fn read_write_and_fair_locks_behind_sentinel() {
     let queued: bool = set.master.conn().exists("redisson_lock_queue:{fair}").unwrap();
     assert!(!queued);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphores_behind_sentinel() {
+    let set = SentinelSet::start().unwrap();
+    let a = Client::connect(&set.url(), options()).await.unwrap();
+    let b = Client::connect(&set.url(), options()).await.unwrap();
+    let port = set.master.port();
+    let (sa, sb) = (a.semaphore("sem").unwrap(), b.semaphore("sem").unwrap());
+    sa.try_set_permits(0, None).await.unwrap();
+    let waiter = tokio::spawn(async move { sb.acquire(1).await });
+    assert!(eventually(Duration::from_secs(5), || numsub(port, "redisson_sc:{sem}") == 1).await);
+    sa.release(1).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+
+    let (pa, pb) =
+        (a.permit_expirable_semaphore("pes").unwrap(), b.permit_expirable_semaphore("pes").unwrap());
+    pa.try_set_permits(1, None).await.unwrap();
+    let id = pa.acquire(None).await.unwrap().keep();
+    let waiter = tokio::spawn(async move { pb.acquire(None).await.map(|p| p.keep()) });
+    assert!(eventually(Duration::from_secs(5), || numsub(port, "redisson_sc:{pes}") == 1).await);
+    // Any client may release a permit by its id.
+    b.permit_expirable_semaphore("pes").unwrap().release(&id).await.unwrap();
+    let other = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    assert_ne!(other, id);
+    pa.release(&other).await.unwrap();
+    assert_eq!(pa.available_permits().await.unwrap(), 1);
+}

@@ -23,13 +23,11 @@ macro_rules! lua {
     ($path:literal) => {
         Lua { code: include_str!($path), script: LazyLock::new(|| Script::new(include_str!($path))) }
     };
-    // A script with the fair lock's shared functions (lua/fair_common.lua) in front.
-    (fair $path:literal) => {
+    // A script with shared functions in front (lua/fair_common.lua, lua/pes_common.lua).
+    ($common:literal + $path:literal) => {
         Lua {
-            code: concat!(include_str!("lua/fair_common.lua"), include_str!($path)),
-            script: LazyLock::new(|| {
-                Script::new(concat!(include_str!("lua/fair_common.lua"), include_str!($path)))
-            }),
+            code: concat!(include_str!($common), include_str!($path)),
+            script: LazyLock::new(|| Script::new(concat!(include_str!($common), include_str!($path)))),
         }
     };
 }
@@ -45,15 +43,19 @@ static READ_RELEASE: Lua = lua!("lua/read_release.lua");
 static WRITE_RELEASE: Lua = lua!("lua/write_release.lua");
 static RW_FORCE_UNLOCK: Lua = lua!("lua/rw_force_unlock.lua");
 static RENEW_READS: Lua = lua!("lua/renew_reads.lua");
-static FAIR_ACQUIRE: Lua = lua!(fair "lua/fair_acquire.lua");
-static FAIR_RELEASE: Lua = lua!(fair "lua/fair_release.lua");
-static FAIR_FORCE_UNLOCK: Lua = lua!(fair "lua/fair_force_unlock.lua");
-static FAIR_GIVE_UP: Lua = lua!(fair "lua/fair_give_up.lua");
+static FAIR_ACQUIRE: Lua = lua!("lua/fair_common.lua" + "lua/fair_acquire.lua");
+static FAIR_RELEASE: Lua = lua!("lua/fair_common.lua" + "lua/fair_release.lua");
+static FAIR_FORCE_UNLOCK: Lua = lua!("lua/fair_common.lua" + "lua/fair_force_unlock.lua");
+static FAIR_GIVE_UP: Lua = lua!("lua/fair_common.lua" + "lua/fair_give_up.lua");
 static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
 static SEM_RELEASE: Lua = lua!("lua/sem_release.lua");
 static SEM_TRY_SET: Lua = lua!("lua/sem_try_set.lua");
 static SEM_ADD: Lua = lua!("lua/sem_add.lua");
 static SEM_DRAIN: Lua = lua!("lua/sem_drain.lua");
+static PES_ACQUIRE: Lua = lua!("lua/pes_common.lua" + "lua/pes_acquire.lua");
+static PES_RELEASE: Lua = lua!("lua/pes_common.lua" + "lua/pes_release.lua");
+static PES_RENEW: Lua = lua!("lua/pes_common.lua" + "lua/pes_renew.lua");
+static PES_COUNTS: Lua = lua!("lua/pes_common.lua" + "lua/pes_counts.lua");
 
 impl Lua {
     /// `EVALSHA <sha>` (or `EVAL <source>` when `source`) `<number of keys> <keys...>`.
@@ -537,4 +539,105 @@ pub(crate) async fn sem_add(
 /// `drainPermits`: sets the count to 0; what it was.
 pub(crate) async fn sem_drain(conn: &mut Commands, name: &str) -> RedisResult<i64> {
     SEM_DRAIN.run(&[name], |_| {}, conn).await
+}
+
+/// The keys of a permit-expirable semaphore: its count, its held permits (ZSET) and channel.
+pub(crate) type PesKeys<'a> = (&'a str, &'a str, &'a str);
+
+/// The permit-expirable semaphore's acquire step: takes one permit per id in `ids` (16 raw
+/// bytes each) with an expiry `lease_ms` from now (server clock), reclaiming expired permits
+/// first. `Ok(())` when taken, else `Err(Some(ms))` until the earliest held permit expires
+/// (`Err(None)`: none will). A retry with the same ids takes nothing more.
+pub(crate) async fn pes_acquire(
+    conn: &mut Commands,
+    keys: PesKeys<'_>,
+    lease_ms: u64,
+    publish: &str,
+    ids: &[[u8; 16]],
+) -> RedisResult<Result<(), Option<u64>>> {
+    let (name, timeouts, channel) = keys;
+    let answer: i64 = PES_ACQUIRE
+        .run(
+            &[name, timeouts, channel],
+            |c| {
+                c.arg(lease_ms).arg(publish);
+                for id in ids {
+                    c.arg(&id[..]);
+                }
+            },
+            conn,
+        )
+        .await?;
+    Ok(match answer {
+        -1 => Ok(()),
+        ms if ms >= 0 => Err(Some(ms as u64)),
+        _ => Err(None),
+    })
+}
+
+/// The permit-expirable semaphore's release step: gives permit `id` back and publishes the
+/// new count; idempotent under retries through `latch`. True when released, false when the
+/// permit was unknown or had expired (an expired one is given back all the same).
+pub(crate) async fn pes_release(
+    conn: &mut Commands,
+    keys: PesKeys<'_>,
+    latch: &str,
+    id: &[u8; 16],
+    publish: &str,
+    latch_ttl_ms: u64,
+) -> RedisResult<bool> {
+    let (name, timeouts, channel) = keys;
+    let released: i64 = PES_RELEASE
+        .run(
+            &[name, timeouts, channel, latch],
+            |c| {
+                c.arg(&id[..]).arg(publish).arg(latch_ttl_ms);
+            },
+            conn,
+        )
+        .await?;
+    Ok(released == 1)
+}
+
+/// The permit-expirable semaphore's lease update, batched: each `(held-permits key, id)` not
+/// yet expired gets an expiry `lease_ms` from now. One flag per permit: true when updated.
+/// Every key in one hash slot.
+pub(crate) async fn pes_renew(
+    conn: &mut Commands,
+    lease_ms: u64,
+    permits: &[(&str, [u8; 16])],
+) -> RedisResult<Vec<bool>> {
+    let keys: Vec<&str> = permits.iter().map(|p| p.0).collect();
+    let flags: Vec<i64> = PES_RENEW
+        .run(
+            &keys,
+            |c| {
+                c.arg(lease_ms);
+                for (_, id) in permits {
+                    c.arg(&id[..]);
+                }
+            },
+            conn,
+        )
+        .await?;
+    Ok(flags.into_iter().map(|f| f == 1).collect())
+}
+
+/// The permit-expirable semaphore's counts after reclaiming expired permits: (available,
+/// held).
+pub(crate) async fn pes_counts(
+    conn: &mut Commands,
+    keys: PesKeys<'_>,
+    publish: &str,
+) -> RedisResult<(i64, i64)> {
+    let (name, timeouts, channel) = keys;
+    PES_COUNTS
+        .run(
+            &[name, timeouts, channel],
+            |c| {
+                c.arg(publish);
+            },
+            conn,
+        )
+        .await
 }

@@ -1,0 +1,477 @@
+//! The permit-expirable semaphore (Redisson `RPermitExpirableSemaphore`): permits with ids.
+//!
+//! - The count of free permits is the STRING `name` (missing = 0, as the semaphore); each held
+//!   permit is a member of the ZSET `{name}:timeout`: its id as 16 raw bytes, scored by its
+//!   expiry in absolute milliseconds. Users see ids as 32 lowercase hex characters.
+//! - Expired permits go back to the count when the next script runs (any client's), which
+//!   announces the new count on `redisson_sc:{name}` like the semaphore, so Java and rlock
+//!   waiters wake each other. A waiter with no message to wait for sleeps until the earliest
+//!   held permit expires.
+//! - A permit taken without a lease is renewed by the watchdog (batched like lock renewals;
+//!   Redisson has no watchdog here), so it stays while its client lives and comes back within
+//!   the watchdog timeout when the client dies. A permit the watchdog could not renew is
+//!   reported like a lost lock (kind `"permit"`).
+//! - Cancel-safe: a permit taken for a caller who gave up is released again; acquire and
+//!   release steps are idempotent under retries after a lost reply.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::finish::{Finish, Undo};
+use crate::keys;
+use crate::latches::request_latch;
+use crate::options::check_duration;
+use crate::owner::Owner;
+use crate::scripts;
+use crate::semaphore::{count_message, Semaphore};
+use crate::shared::{Attempt, Shared};
+use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter, Renewing};
+
+/// A permit renewed by the watchdog: its expiry is pushed out while it is held.
+pub(crate) static PERMIT: HoldKind = HoldKind {
+    id: 3,
+    name: "permit",
+    renew: |mut conn, lease_ms, holds| {
+        Box::pin(async move {
+            let permits: Vec<(String, [u8; 16])> = holds
+                .iter()
+                .map(|h: &Renewing| {
+                    let id = h.permit.as_deref().and_then(|p| parse_id(p).ok()).unwrap_or_default();
+                    (keys::suffixed(&h.name, "timeout"), id)
+                })
+                .collect();
+            let refs: Vec<(&str, [u8; 16])> = permits.iter().map(|(k, id)| (k.as_str(), *id)).collect();
+            scripts::pes_renew(&mut conn, lease_ms, &refs).await
+        })
+    },
+};
+
+/// Reads a permit id: 32 hex characters (either case) into its 16 bytes.
+fn parse_id(id: &str) -> Result<[u8; 16]> {
+    let bad = || Error::invalid(format!("a permit id is 32 hex characters (got {:?})", truncated(id)));
+    // from_str_radix alone would take a sign ("+f").
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in id.as_bytes().chunks(2).enumerate() {
+        let hex = std::str::from_utf8(pair).map_err(|_| bad())?;
+        out[i] = u8::from_str_radix(hex, 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+/// At most 40 characters of what a user passed, for an error message.
+fn truncated(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
+/// The id as users see it: 32 lowercase hex characters.
+fn format_id(id: &[u8; 16]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A handle on one permit-expirable semaphore. Cheap to clone.
+#[derive(Clone)]
+pub struct PermitExpirableSemaphore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    /// The plain semaphore on the same key and channel: setting and adding permits are the same.
+    counts: Semaphore,
+    name: Arc<str>,
+    timeouts: String,
+    channel: String,
+    latch_prefix: String,
+    group: u16,
+    /// Permits have no owner; lost-permit events name the client's owner 0.
+    owner: Owner,
+}
+
+impl std::fmt::Debug for PermitExpirableSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermitExpirableSemaphore").field("name", &self.inner.name).finish()
+    }
+}
+
+impl PermitExpirableSemaphore {
+    pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Self {
+        let group = shared.group(name);
+        let owner = Owner::new(shared.id(), 0);
+        PermitExpirableSemaphore {
+            inner: Arc::new(Inner {
+                counts: Semaphore::new(shared.clone(), name),
+                shared,
+                name: name.into(),
+                timeouts: keys::suffixed(name, "timeout"),
+                channel: keys::semaphore_channel(name),
+                latch_prefix: keys::suffixed(name, "rlock_permits_latch:"),
+                group,
+                owner,
+            }),
+        }
+    }
+
+    /// The semaphore name (also the Redis key of its count).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Sets the number of permits when the semaphore does not exist yet (with an expiry when
+    /// `ttl` is given). True when set, false when it existed (nothing changed).
+    pub async fn try_set_permits(&self, permits: u64, ttl: Option<Duration>) -> Result<bool> {
+        self.inner.counts.try_set_permits(permits, ttl).await
+    }
+
+    /// Adds `delta` permits (negative: removes them) and wakes waiters; not retried (a retry
+    /// could add twice). Returns the new count of free permits.
+    pub async fn add_permits(&self, delta: i64) -> Result<i64> {
+        self.inner.counts.add_permits(delta).await
+    }
+
+    /// Waits until a permit is free and takes it. `lease` `None`: the watchdog renews the
+    /// permit until it is released (it comes back within the watchdog timeout if this client
+    /// dies); `Some(d)`: it expires `d` after it was taken unless released or updated first.
+    /// Cancel-safe: a permit taken for a dropped call is released again.
+    pub async fn acquire(&self, lease: Option<Duration>) -> Result<Permit> {
+        let got = self.acquire_inner(None, lease).await?;
+        got.ok_or_else(|| Error::new(ErrorKind::NotAcquired, "the wait for a permit ended"))
+    }
+
+    /// Like [`PermitExpirableSemaphore::acquire`], waiting at most `wait` (zero: one try);
+    /// `None` when no permit came free in time (nothing taken).
+    pub async fn try_acquire(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<Permit>> {
+        self.acquire_inner(Some(wait), lease).await
+    }
+
+    async fn acquire_inner(&self, wait: Option<Duration>, lease: Option<Duration>) -> Result<Option<Permit>> {
+        let lease_ms = match lease {
+            Some(l) => crate::options::positive_ms("lease", l)?,
+            None => crate::options::positive_ms("watchdog lease", self.inner.shared.watchdog().lease())?,
+        };
+        let deadline = match wait {
+            Some(w) => {
+                check_duration("wait", w)?;
+                Some(Instant::now() + w)
+            }
+            None => None,
+        };
+        let i = &self.inner;
+        i.shared.check_open()?;
+        let id = self.new_id();
+        i.shared
+            .wait_until(&i.channel, count_message, deadline, || async move {
+                Ok(match self.attempt(id, lease_ms, lease.is_none()).await? {
+                    Ok(permit) => Attempt::Done(permit),
+                    Err(until_expiry) => Attempt::Busy(until_expiry.map(Duration::from_millis)),
+                })
+            })
+            .await
+    }
+
+    /// A permit id no live permit of this client has (its hold key is free).
+    fn new_id(&self) -> [u8; 16] {
+        let i = &self.inner;
+        loop {
+            let hex = request_latch("", i.shared.id());
+            let id = parse_id(&hex).unwrap_or_default();
+            if i.shared.watchdog().permit(&self.key(&id)).is_none() {
+                return id;
+            }
+        }
+    }
+
+    /// Whether this client's watchdog tracks permit `id` under `key`.
+    fn tracked(&self, key: &HoldKey, id: &[u8; 16]) -> bool {
+        self.inner.shared.watchdog().permit(key).is_some_and(|p| *p == *format_id(id))
+    }
+
+    /// The watchdog's key of permit `id` (its low 8 bytes, unique among this client's ids).
+    fn key(&self, id: &[u8; 16]) -> HoldKey {
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&id[8..]);
+        HoldKey { kind: PERMIT.id, name: self.inner.name.clone(), owner: u64::from_be_bytes(low) }
+    }
+
+    /// One acquire step run to the end ([`Shared::step`]): a permit taken for a caller who gave
+    /// up is released again (an [`Undo`]). `Err` carries the ms until the earliest expiry.
+    async fn attempt(
+        &self,
+        id: [u8; 16],
+        lease_ms: u64,
+        renew: bool,
+    ) -> Result<std::result::Result<Permit, Option<u64>>> {
+        let sem = self.clone();
+        let answer = self
+            .inner
+            .shared
+            .step(async move {
+                let i = &sem.inner;
+                let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
+                let taken = scripts::pes_acquire(
+                    &mut i.shared.conn(),
+                    keys,
+                    lease_ms,
+                    i.shared.publish_command(),
+                    &[id],
+                )
+                .await
+                .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e))?;
+                Ok(match taken {
+                    Ok(()) => {
+                        let hex: Arc<str> = format_id(&id).into();
+                        if renew {
+                            i.shared.watchdog().acquired_permit(
+                                &PERMIT,
+                                sem.key(&id),
+                                &i.owner,
+                                hex.clone(),
+                                i.group,
+                            );
+                        }
+                        Ok((hex, sem.give_back(id)))
+                    }
+                    Err(until) => Err(until),
+                })
+            })
+            .await;
+        // No await from here on: the permit is handed to the caller in the same poll.
+        Ok(match answer? {
+            Ok((hex, undo)) => {
+                undo.keep();
+                Ok(Permit { sem: Some(self.clone()), id: hex })
+            }
+            Err(until) => Err(until),
+        })
+    }
+
+    /// Releases permit `id` on the client's runtime when dropped unkept.
+    fn give_back(&self, id: [u8; 16]) -> Undo {
+        let back = self.clone();
+        Undo::new(self.inner.shared.cleanups(), async move {
+            if let Err(e) = back.release_now(id).await {
+                if e.kind() != ErrorKind::NotHeld && e.kind() != ErrorKind::Lost {
+                    log::warn!("rlock: could not give back a permit nobody took on '{}': {e}", back.name());
+                }
+            }
+        })
+    }
+
+    /// Releases permit `id` (32 hex characters, from either side: rlock or Redisson) and wakes
+    /// waiters. Runs to the end even when the returned future is dropped; retried after
+    /// connection errors without giving the permit back twice. `NotHeld` when the id is not a
+    /// held permit (unknown, already released, or expired: an expired one is given back all the
+    /// same); `Lost` when the watchdog of this client had lost it; `InvalidArgument` (nothing
+    /// sent) for an id that is not 32 hex characters.
+    pub async fn release(&self, id: &str) -> Result<()> {
+        let id = parse_id(id)?;
+        self.inner.shared.check_open()?;
+        let sem = self.clone();
+        Finish::new(self.inner.shared.cleanups(), async move { sem.release_now(id).await }).await
+    }
+
+    async fn release_now(&self, id: [u8; 16]) -> Result<()> {
+        let i = &self.inner;
+        let key = self.key(&id);
+        let ours = self.tracked(&key, &id);
+        if ours {
+            i.shared.watchdog().release_started(&key);
+        }
+        let latch = request_latch(&i.latch_prefix, i.shared.id());
+        let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
+        let latch_ref = &latch;
+        let released = i
+            .shared
+            .retrying_past_close(|mut c| async move {
+                let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
+                scripts::pes_release(&mut c, keys, latch_ref, &id, publish, ttl)
+                    .await
+                    .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
+            })
+            .await;
+        let wd = i.shared.watchdog();
+        match released {
+            Ok(true) => {
+                if ours {
+                    wd.released(&key);
+                }
+                i.shared.latches().delete(i.group, latch);
+                Ok(())
+            }
+            Ok(false) => {
+                let forgotten = if ours { wd.forget(&key) } else { Forgotten::NotHeld };
+                Err(not_held(forgotten, &i.name, &format_id(&id)))
+            }
+            Err(e) => {
+                if ours {
+                    wd.release_ended(&key);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Sets the lease of held permit `id`: `Some(d)` expires it `d` from now (and stops any
+    /// watchdog renewal of it by this client); `None` hands it to this client's watchdog, which
+    /// renews it until it is released. `NotHeld` when the id is not a held permit (unknown,
+    /// released or expired); `InvalidArgument` (nothing sent) for a bad id or lease.
+    pub async fn update_lease(&self, id: &str, lease: Option<Duration>) -> Result<()> {
+        let id = parse_id(id)?;
+        let i = &self.inner;
+        let wd = i.shared.watchdog();
+        let lease_ms = match lease {
+            Some(l) => crate::options::positive_ms("lease", l)?,
+            None => crate::options::positive_ms("watchdog lease", wd.lease())?,
+        };
+        i.shared.check_open()?;
+        let timeouts = i.timeouts.as_str();
+        let flags = i
+            .shared
+            .retrying(|mut c| async move {
+                scripts::pes_renew(&mut c, lease_ms, &[(timeouts, id)]).await.map_err(|e| {
+                    Error::from_redis(&format!("update_lease on semaphore '{}' failed", i.name), e)
+                })
+            })
+            .await?;
+        let key = self.key(&id);
+        let hex: Arc<str> = format_id(&id).into();
+        if flags.first() != Some(&true) {
+            let forgotten = if self.tracked(&key, &id) { wd.forget(&key) } else { Forgotten::NotHeld };
+            return Err(not_held(forgotten, &i.name, &hex));
+        }
+        match lease {
+            None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, i.group),
+            Some(_) => wd.released(&key),
+        }
+        Ok(())
+    }
+
+    /// The number of free permits, after expired permits were given back (0 when the semaphore
+    /// does not exist).
+    pub async fn available_permits(&self) -> Result<i64> {
+        Ok(self.counts().await?.0)
+    }
+
+    /// The number of held permits (taken and not yet released or expired).
+    pub async fn acquired_permits(&self) -> Result<i64> {
+        Ok(self.counts().await?.1)
+    }
+
+    async fn counts(&self) -> Result<(i64, i64)> {
+        let i = &self.inner;
+        let publish = i.shared.publish_command();
+        i.shared
+            .retrying(|mut c| async move {
+                let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
+                scripts::pes_counts(&mut c, keys, publish)
+                    .await
+                    .map_err(|e| Error::from_redis(&format!("counting permits of '{}' failed", i.name), e))
+            })
+            .await
+    }
+
+    /// Whether this client's watchdog lost permit `id` (until it is released).
+    pub fn is_lost(&self, id: &str) -> bool {
+        parse_id(id).is_ok_and(|id| self.inner.shared.watchdog().is_lost(&self.key(&id)))
+    }
+
+    /// Calls `f` (on a library thread) whenever this client's watchdog loses a permit of this
+    /// semaphore (the event's `permit_id` names it). Returns an id for
+    /// [`PermitExpirableSemaphore::remove_lost_listener`].
+    pub fn on_lost(&self, f: impl Fn(&LostEvent) + Send + Sync + 'static) -> ListenerId {
+        let mut filter = LostFilter::name(self.name());
+        filter.kind = Some(PERMIT.name);
+        self.inner.shared.watchdog().add_listener(filter, Arc::new(f))
+    }
+
+    /// Removes a listener added with [`PermitExpirableSemaphore::on_lost`]; false when it was
+    /// already removed.
+    pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
+        self.inner.shared.watchdog().remove_listener(id)
+    }
+}
+
+/// The error of a release or update Redis answered "not held" for.
+fn not_held(forgotten: Forgotten, name: &str, id: &str) -> Error {
+    match forgotten {
+        Forgotten::Lost => Error::new(
+            ErrorKind::Lost,
+            format!("permit {id} of semaphore '{name}' was lost: the watchdog could not renew it"),
+        ),
+        Forgotten::NotHeld => Error::new(
+            ErrorKind::NotHeld,
+            format!("permit {id} of semaphore '{name}' is not held (unknown, released, or expired)"),
+        ),
+    }
+}
+
+/// A permit taken from a [`PermitExpirableSemaphore`]: released when dropped (in the
+/// background) unless [`kept`](Permit::keep).
+#[must_use = "dropping the permit releases it at once"]
+pub struct Permit {
+    sem: Option<PermitExpirableSemaphore>,
+    id: Arc<str>,
+}
+
+impl std::fmt::Debug for Permit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Permit").field("id", &self.id).finish()
+    }
+}
+
+impl Permit {
+    /// The permit id: 32 lowercase hex characters, as Redisson shows it.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Keeps the permit and returns its id: the caller releases it with
+    /// [`PermitExpirableSemaphore::release`] (any client, Java's included, may).
+    pub fn keep(mut self) -> String {
+        self.sem = None;
+        self.id.to_string()
+    }
+
+    /// Releases the permit now (see [`PermitExpirableSemaphore::release`]).
+    pub async fn release(mut self) -> Result<()> {
+        match self.sem.take() {
+            Some(sem) => sem.release(&self.id).await,
+            None => Err(Error::new(ErrorKind::NotHeld, "the permit was already released")),
+        }
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let (Some(sem), Ok(id)) = (self.sem.take(), parse_id(&self.id)) {
+            drop(sem.give_back(id));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permit_ids_are_32_hex_characters() {
+        let id = parse_id("00112233445566778899AABBCCDDEEFF").unwrap_or_default();
+        assert_eq!(id[0], 0x00);
+        assert_eq!(id[15], 0xff);
+        assert_eq!(format_id(&id), "00112233445566778899aabbccddeeff");
+        for bad in [
+            "",
+            "0011",
+            "00112233445566778899aabbccddeefg",
+            "é0112233445566778899aabbccddeef",
+            "+0112233445566778899aabbccddeeff",
+        ] {
+            assert!(parse_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -120,6 +120,12 @@ impl Client {
         Ok(self.wrap(lock))
     }
 
+    /// A handle on the permit-expirable semaphore `name`.
+    fn permit_expirable_semaphore(&self, name: &str) -> PyResult<PermitExpirableSemaphore> {
+        let sem = self.check()?.permit_expirable_semaphore(name).map_err(map_err)?;
+        Ok(PermitExpirableSemaphore { inner: sem, client: self.inner.clone(), rt: self.rt.clone() })
+    }
+
     /// A handle on the semaphore `name`.
     fn semaphore(&self, name: &str) -> PyResult<Semaphore> {
         let sem = self.check()?.semaphore(name).map_err(map_err)?;
@@ -188,6 +194,7 @@ fn owner_of(client: &rlock::Client, id: Option<u64>) -> rlock::Owner {
 enum Taken {
     Hold(rlock::Guard),
     Permits(rlock::Permits),
+    Permit(rlock::Permit),
 }
 
 /// The outcome of a blocking acquire: what it took, or `None` when the wait ran out.
@@ -195,12 +202,18 @@ struct Acquired(Option<Taken>);
 
 impl Acquired {
     fn claim(self) -> bool {
+        self.claim_id().is_some()
+    }
+
+    /// Takes what was acquired; `Some` (with the permit id, for a permit) when something was.
+    fn claim_id(self) -> Option<String> {
         match self.0 {
             Some(Taken::Hold(g)) => g.keep(),
             Some(Taken::Permits(p)) => p.keep(),
-            None => return false,
+            Some(Taken::Permit(p)) => return Some(p.keep()),
+            None => return None,
         }
-        true
+        Some(String::new())
     }
 }
 
@@ -218,6 +231,12 @@ impl PendingAcquire {
     /// the wait ran out, or when it was claimed already).
     fn claim(&self) -> bool {
         Acquired(self.0.lock().unwrap_or_else(|p| p.into_inner()).take()).claim()
+    }
+
+    /// Takes the permit for the awaiting task: its id, or None when the wait ran out (or it
+    /// was claimed already).
+    fn claim_permit(&self) -> Option<String> {
+        Acquired(self.0.lock().unwrap_or_else(|p| p.into_inner()).take()).claim_id()
     }
 }
 
@@ -411,6 +430,159 @@ impl Semaphore {
     }
 }
 
+/// A handle on one permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`).
+#[pyclass(frozen, module = "rlock._native")]
+struct PermitExpirableSemaphore {
+    inner: rlock::PermitExpirableSemaphore,
+    client: rlock::Client,
+    rt: Rt,
+}
+
+impl PermitExpirableSemaphore {
+    fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = rlock::Result<T>> + Send + 'static,
+    {
+        run_blocking(py, &self.rt, &self.client, fut)
+    }
+}
+
+/// A permit acquire: `wait` `None` waits for good.
+async fn permit_future(
+    sem: rlock::PermitExpirableSemaphore,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+) -> rlock::Result<Option<Taken>> {
+    Ok(match wait {
+        Some(w) => sem.try_acquire(w, lease).await?,
+        None => Some(sem.acquire(lease).await?),
+    }
+    .map(Taken::Permit))
+}
+
+#[pymethods]
+impl PermitExpirableSemaphore {
+    /// The semaphore name (also the Redis key of its count).
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// Sets the permits when the semaphore does not exist (with a TTL in seconds when given);
+    /// True when set.
+    #[pyo3(signature = (permits, ttl = None))]
+    fn try_set_permits(&self, py: Python<'_>, permits: i64, ttl: Option<f64>) -> PyResult<bool> {
+        let ttl = opt_seconds("ttl", ttl)?;
+        let n = rlock::count_arg("permits", permits, 0).map_err(map_err)?;
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.try_set_permits(n, ttl).await })
+    }
+
+    /// Blocks until a permit is taken (its id) or `timeout` seconds passed (None: no limit, 0:
+    /// try once; then None). `lease` None: the watchdog renews the permit.
+    #[pyo3(signature = (timeout = None, lease = None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>, lease: Option<f64>) -> PyResult<Option<String>> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let sem = self.inner.clone();
+        let got = self.run(py, async move { Ok(Acquired(permit_future(sem, timeout, lease).await?)) })?;
+        Ok(got.claim_id())
+    }
+
+    /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim_permit()` takes it.
+    #[pyo3(signature = (timeout = None, lease = None))]
+    fn acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        self.rt.check_pid()?;
+        let sem = self.inner.clone();
+        runtime::future_into_py(py, async move {
+            let got =
+                permit_future(sem, timeout, lease).await.map(|t| PendingAcquire(std::sync::Mutex::new(t)));
+            Ok(Outcome(got))
+        })
+    }
+
+    /// Releases permit `id` (NotHeldError when it is not held, LockLostError when the watchdog
+    /// lost it).
+    fn release(&self, py: Python<'_>, id: String) -> PyResult<()> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.release(&id).await })
+    }
+
+    /// Like `release`, as an awaitable (runs to the end even when cancelled).
+    fn release_async<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+        self.rt.check_pid()?;
+        let sem = self.inner.clone();
+        runtime::future_into_py(py, async move { Ok(Outcome(sem.release(&id).await)) })
+    }
+
+    /// Sets the lease of permit `id` to `lease` seconds from now (None: the watchdog renews it).
+    #[pyo3(signature = (id, lease))]
+    fn update_lease(&self, py: Python<'_>, id: String, lease: Option<f64>) -> PyResult<()> {
+        let lease = opt_seconds("lease", lease)?;
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.update_lease(&id, lease).await })
+    }
+
+    /// The free permits, after expired ones came back (0 when the semaphore does not exist).
+    fn available_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.available_permits().await })
+    }
+
+    /// The held permits (not released, not expired).
+    fn acquired_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.acquired_permits().await })
+    }
+
+    /// Adds `n` permits (negative removes); the new count.
+    fn add_permits(&self, py: Python<'_>, n: i64) -> PyResult<i64> {
+        let sem = self.inner.clone();
+        self.run(py, async move { sem.add_permits(n).await })
+    }
+
+    /// Whether this client's watchdog lost permit `id`.
+    fn is_lost(&self, id: &str) -> bool {
+        self.inner.is_lost(id)
+    }
+
+    /// Calls `callback(name, permit_id, reason)` when this client's watchdog loses a permit of
+    /// this semaphore; returns the listener id.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {
+        self.rt.check_pid()?;
+        Ok(self.inner.on_lost(lost_caller(&self.rt, callback)).into_raw())
+    }
+
+    /// Removes a listener added with `on_lost`; False when it was already removed.
+    fn remove_lost_listener(&self, id: u64) -> bool {
+        self.inner.remove_lost_listener(rlock::ListenerId::from_raw(id))
+    }
+}
+
+/// A lost-hold listener that calls `callback(name, holder, reason)` (the holder: the owner, or
+/// the permit id) on the blocking pool, so a slow callback never stalls the watchdog.
+fn lost_caller(rt: &Rt, callback: Py<PyAny>) -> impl Fn(&rlock::LostEvent) + Send + Sync + 'static {
+    let handle = rt.handle().clone();
+    let callback = std::sync::Arc::new(callback);
+    move |ev: &rlock::LostEvent| {
+        let cb = callback.clone();
+        let args = (ev.name.to_string(), ev.holder().to_owned(), ev.reason.as_str());
+        handle.spawn_blocking(move || {
+            Python::try_attach(|py| {
+                if let Err(e) = cb.call1(py, args) {
+                    e.write_unraisable(py, Some(cb.bind(py)));
+                }
+            });
+        });
+    }
+}
+
 /// Longest an interrupted call waits for its clean-up before raising.
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
@@ -542,21 +714,7 @@ impl Lock {
     /// as unraisable, never propagated.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {
         self.rt.check_pid()?;
-        let handle = self.rt.handle().clone();
-        let callback = std::sync::Arc::new(callback);
-        let id = self.inner.on_lost(None, move |ev: &rlock::LostEvent| {
-            let cb = callback.clone();
-            let args = (ev.name.to_string(), ev.owner.as_str().to_owned(), ev.reason.as_str());
-            // Python code runs on the blocking pool so a slow callback never stalls the watchdog.
-            handle.spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    if let Err(e) = cb.call1(py, args) {
-                        e.write_unraisable(py, Some(cb.bind(py)));
-                    }
-                });
-            });
-        });
-        Ok(id.into_raw())
+        Ok(self.inner.on_lost(None, lost_caller(&self.rt, callback)).into_raw())
     }
 
     /// Removes a listener added with `on_lost`; False when it was already removed.
@@ -595,6 +753,7 @@ fn _stop_completions(py: Python<'_>) {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_class::<Semaphore>()?;
+    m.add_class::<PermitExpirableSemaphore>()?;
     m.add_class::<Lock>()?;
     m.add_class::<PendingAcquire>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;

@@ -45,12 +45,15 @@ __all__ = [
     "Lock",
     "ReadWriteLock",
     "Semaphore",
+    "PermitExpirableSemaphore",
     "LostEvent",
+    "PermitLostEvent",
     "lock",
     "fenced_lock",
     "read_write_lock",
     "fair_lock",
     "semaphore",
+    "permit_expirable_semaphore",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -99,6 +102,23 @@ class LostEvent:
 LostCallback = Callable[[LostEvent], object]
 
 
+@dataclass(frozen=True)
+class PermitLostEvent:
+    """A permit the watchdog lost: passed to callbacks registered with
+    :meth:`PermitExpirableSemaphore.on_lost`."""
+
+    #: The semaphore name.
+    name: str
+    #: The permit id (32 hex characters).
+    permit_id: str
+    #: ``"gone"`` (the permit was no longer held: expired, released elsewhere, deleted) or
+    #: ``"renewal_failed"`` (Redis could not be reached for longer than the lease).
+    reason: str
+
+
+PermitLostCallback = Callable[[PermitLostEvent], object]
+
+
 class Client:
     """A connection to Redis that makes locks; also a context manager that closes it.
 
@@ -134,6 +154,13 @@ class Client:
         """A handle on the semaphore ``name`` (Redisson's ``RSemaphore``): permits in the key
         ``name``; a missing key means 0 permits (see :meth:`Semaphore.try_set_permits`)."""
         return Semaphore(self._native.semaphore(name))
+
+    def permit_expirable_semaphore(self, name: str) -> PermitExpirableSemaphore:
+        """A handle on the permit-expirable semaphore ``name`` (Redisson's
+        ``RPermitExpirableSemaphore``): permits with ids, each held until released or until its
+        lease runs out. Permits taken without a lease are renewed by the watchdog, so they come
+        back by themselves within ``watchdog_timeout`` when their process dies."""
+        return PermitExpirableSemaphore(self._native.permit_expirable_semaphore(name))
 
     def fair_lock(self, name: str) -> Lock:
         """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
@@ -496,6 +523,145 @@ class Semaphore:
         return f"<rlock.Semaphore {self.name!r}>"
 
 
+class PermitExpirableSemaphore:
+    """Redisson's permit-expirable semaphore: each permit has an id (32 hex characters) that
+    any thread, process or Java service may release, and a lease. Without a lease the watchdog
+    renews the permit while this client lives, so a crashed holder's permit comes back within
+    ``watchdog_timeout``; a permit the watchdog loses is reported to :meth:`on_lost`.
+    ``with sem.permit() as permit_id:`` holds one permit for the block."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.PermitExpirableSemaphore) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The semaphore name (also the Redis key of its free-permit count)."""
+        return self._native.name
+
+    def try_set_permits(self, permits: int, ttl: Optional[float] = None) -> bool:
+        """Sets the number of permits when the semaphore does not exist yet (expiring after
+        ``ttl`` seconds when given); True when set, False when it existed (nothing changed)."""
+        return self._native.try_set_permits(permits, ttl)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None) -> Optional[str]:
+        """Takes a permit and returns its id, waiting as ``threading.Semaphore.acquire`` does
+        (``blocking=False`` tries once, ``timeout`` in seconds, -1: forever); None when the
+        wait ran out. ``lease`` seconds: the permit expires then unless released or updated;
+        None: the watchdog renews it until released. An interrupted wait (Ctrl-C) takes none."""
+        return self._native.acquire(_wait_arg(blocking, timeout), lease)
+
+    async def acquire_async(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> Optional[str]:
+        """Takes a permit for asyncio and returns its id, waiting up to ``timeout`` seconds
+        (None: forever; 0: try once); None when the wait ran out. Cancelling takes none."""
+        pending = await self._native.acquire_async(timeout, lease)
+        return pending.claim_permit()
+
+    def release(self, permit_id: str) -> None:
+        """Releases the permit ``permit_id`` (taken by any client, Java's included) and wakes a
+        waiter. Raises :class:`NotHeldError` when it is not held (unknown, released, expired)
+        and :class:`LockLostError` when this client's watchdog had lost it."""
+        self._native.release(permit_id)
+
+    async def release_async(self, permit_id: str) -> None:
+        """Like :meth:`release`, for asyncio (runs to the end even when cancelled)."""
+        await self._native.release_async(permit_id)
+
+    def update_lease(self, permit_id: str, lease: Optional[float]) -> None:
+        """Makes the held permit expire ``lease`` seconds from now; None hands it to this
+        client's watchdog. Raises :class:`NotHeldError` when it is not held."""
+        self._native.update_lease(permit_id, lease)
+
+    def available_permits(self) -> int:
+        """The free permits, after expired ones came back (0 when it does not exist)."""
+        return self._native.available_permits()
+
+    def acquired_permits(self) -> int:
+        """The held permits (neither released nor expired)."""
+        return self._native.acquired_permits()
+
+    def add_permits(self, n: int) -> int:
+        """Adds ``n`` permits (negative removes them); returns the new count of free ones."""
+        return self._native.add_permits(n)
+
+    def lost(self, permit_id: str) -> bool:
+        """Whether this client's watchdog lost the permit (until it is released)."""
+        return self._native.is_lost(permit_id)
+
+    def on_lost(self, callback: PermitLostCallback) -> Callable[[], None]:
+        """Calls ``callback(PermitLostEvent)`` (on a library thread) whenever this client's
+        watchdog loses a permit of this semaphore. An exception in the callback is logged,
+        never propagated. Returns a function that unregisters it."""
+
+        def call(name: str, permit_id: str, reason: str) -> None:
+            try:
+                callback(PermitLostEvent(name=name, permit_id=permit_id, reason=reason))
+            except Exception:
+                _log.exception("rlock: on_lost callback for semaphore %r raised", name)
+
+        listener = self._native.on_lost(call)
+        native = self._native
+
+        def remove() -> None:
+            native.remove_lost_listener(listener)
+
+        return remove
+
+    def permit(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> _PermitContext:
+        """A context manager (``with`` or ``async with``) that holds one permit for its block
+        and gives its id; it raises :class:`NotAcquiredError` when ``timeout`` seconds passed
+        first (None: wait forever)."""
+        return _PermitContext(self, timeout, lease)
+
+    def __repr__(self) -> str:
+        return f"<rlock.PermitExpirableSemaphore {self.name!r}>"
+
+
+class _PermitContext:
+    """One permit held for a ``with`` / ``async with`` block (see
+    :meth:`PermitExpirableSemaphore.permit`)."""
+
+    __slots__ = ("_sem", "_timeout", "_lease", "_id")
+
+    def __init__(self, sem: PermitExpirableSemaphore, timeout: Optional[float], lease: Optional[float]) -> None:
+        self._sem, self._timeout, self._lease = sem, timeout, lease
+        self._id: Optional[str] = None
+
+    def _got(self, permit_id: Optional[str]) -> str:
+        if permit_id is None:
+            raise NotAcquiredError(f"no permit of semaphore {self._sem.name!r} came free within {self._timeout} s")
+        self._id = permit_id
+        return permit_id
+
+    def __enter__(self) -> str:
+        timeout = -1 if self._timeout is None else self._timeout
+        return self._got(self._sem.acquire(timeout=timeout, lease=self._lease))
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if self._id is not None:
+            permit_id, self._id = self._id, None
+            self._sem.release(permit_id)
+
+    async def __aenter__(self) -> str:
+        return self._got(await self._sem.acquire_async(self._timeout, lease=self._lease))
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if self._id is not None:
+            permit_id, self._id = self._id, None
+            await self._sem.release_async(permit_id)
+
+
 _default_guard = threading.Lock()
 _default: Optional[Client] = None
 # Clients inherited over a fork: kept referenced, since they cannot be used or torn down there.
@@ -540,6 +706,12 @@ def read_write_lock(name: str) -> ReadWriteLock:
 def semaphore(name: str) -> Semaphore:
     """The semaphore ``name`` on the default client, made on first use (see :func:`configure`)."""
     return _default_client().semaphore(name)
+
+
+def permit_expirable_semaphore(name: str) -> PermitExpirableSemaphore:
+    """The permit-expirable semaphore ``name`` on the default client, made on first use (see
+    :func:`configure`)."""
+    return _default_client().permit_expirable_semaphore(name)
 
 
 def fair_lock(name: str) -> Lock:

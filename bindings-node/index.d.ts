@@ -32,6 +32,8 @@ export declare class NativeClient {
    * writer may downgrade to a read hold).
    */
   readWriteLock(name: string): Array<NativeLock>
+  /** A handle on the permit-expirable semaphore `name`. */
+  permitExpirableSemaphore(name: string): NativePermitSemaphore
   /** A handle on the semaphore `name`. */
   semaphore(name: string): NativeSemaphore
   /**
@@ -101,6 +103,45 @@ export declare class NativeLock {
    * Removes a listener added with `onLost` (dropping its threadsafe function); false when it
    * was already removed.
    */
+  removeLostListener(id: number): boolean
+}
+
+/** A permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`): permits with ids. */
+export declare class NativePermitSemaphore {
+  /** The semaphore name (the Redis key of its count). */
+  get name(): string
+  /**
+   * Sets the permits when the semaphore does not exist (expiring after `ttlMs` when given);
+   * resolves whether it was set.
+   */
+  trySetPermits(permits: number, ttlMs?: number | undefined | null): Promise<boolean>
+  /**
+   * Takes a permit and resolves its id, waiting at most `waitMs` when given (then rejects
+   * `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`). `leaseMs` absent: the watchdog
+   * renews the permit. Cancelling `cancel` takes nothing.
+   */
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, orNull: boolean, cancel: CancelToken): Promise<string | null>
+  /**
+   * Releases permit `id`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the
+   * watchdog lost it.
+   */
+  release(id: string): Promise<void>
+  /** Makes permit `id` expire `leaseMs` from now (absent: the watchdog renews it). */
+  updateLease(id: string, leaseMs?: number | undefined | null): Promise<void>
+  /** The free permits, after expired ones came back (0 when the semaphore does not exist). */
+  availablePermits(): Promise<number>
+  /** The held permits (neither released nor expired). */
+  acquiredPermits(): Promise<number>
+  /** Adds `n` permits (negative removes); resolves the new count of free ones. */
+  addPermits(n: number): Promise<number>
+  /** Whether this client's watchdog lost permit `id` (until it is released). */
+  isLost(id: string): boolean
+  /**
+   * Calls `callback(name, permitId, reason)` on the JS thread when this client's watchdog
+   * loses a permit of this semaphore. Returns the listener id for `removeLostListener`.
+   */
+  onLost(callback: (name: string, permitId: string, reason: string) => void): number
+  /** Removes a listener added with `onLost`; false when it was already removed. */
   removeLostListener(id: number): boolean
 }
 

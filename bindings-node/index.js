@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.CancelToken = nativeBinding.CancelToken
 module.exports.NativeClient = nativeBinding.NativeClient
 module.exports.NativeLock = nativeBinding.NativeLock
+module.exports.NativePermitSemaphore = nativeBinding.NativePermitSemaphore
 module.exports.NativeSemaphore = nativeBinding.NativeSemaphore
 module.exports.connect = nativeBinding.connect
 module.exports.errorCodes = nativeBinding.errorCodes

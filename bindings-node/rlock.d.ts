@@ -171,6 +171,58 @@ export declare class Semaphore {
   drainPermits(): Promise<number>
 }
 
+export interface PermitAcquireOptions {
+  /** Longest wait in ms (`acquire`: then rejects RLOCK_NOT_ACQUIRED; `tryAcquire`: default 0, then resolves null). */
+  waitMs?: number
+  /** The permit expires this many ms after it was taken; absent: the watchdog renews it until released. */
+  leaseMs?: number
+  /** Aborting it rejects with its AbortError; nothing is taken. */
+  signal?: AbortSignal
+}
+
+/** A permit the watchdog lost. */
+export interface PermitLostEvent {
+  /** The semaphore name. */
+  name: string
+  /** The permit id (32 hex characters). */
+  permitId: string
+  /** `"gone"` (expired, released elsewhere, deleted) or `"renewal_failed"` (Redis unreachable for longer than the lease). */
+  reason: string
+}
+
+/**
+ * Redisson's permit-expirable semaphore: permits with ids (32 hex characters) that any client,
+ * Java's included, may release. Without `leaseMs` the watchdog renews a permit while this client
+ * lives, so a crashed holder's permit comes back within the watchdog timeout.
+ */
+export declare class PermitExpirableSemaphore {
+  private constructor()
+  /** The semaphore name (the Redis key of its count). */
+  readonly name: string
+  /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
+  trySetPermits(permits: number, options?: { ttlMs?: number }): Promise<boolean>
+  /** Takes a permit and resolves its id, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED). */
+  acquire(options?: PermitAcquireOptions): Promise<string>
+  /** Resolves a permit id, or null when none came free within `waitMs` (default 0: try once). */
+  tryAcquire(options?: PermitAcquireOptions): Promise<string | null>
+  /** Releases a permit; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the watchdog lost it. */
+  release(permitId: string): Promise<void>
+  /** Makes the held permit expire `leaseMs` from now (absent or null: the watchdog renews it). */
+  updateLease(permitId: string, leaseMs?: number | null): Promise<void>
+  /** The free permits, after expired ones came back (0 when the semaphore does not exist). */
+  availablePermits(): Promise<number>
+  /** The held permits (neither released nor expired). */
+  acquiredPermits(): Promise<number>
+  /** Adds `n` permits (negative removes them); resolves the new count of free ones. */
+  addPermits(n: number): Promise<number>
+  /** Whether this client's watchdog lost the permit (until it is released). */
+  isLost(permitId: string): Promise<boolean>
+  /** Calls `callback` when this client's watchdog loses a permit of this semaphore; resolves a remover. */
+  onLost(callback: (event: PermitLostEvent) => void): Promise<() => void>
+  /** Runs `fn(permitId)` holding a permit and releases it afterwards; resolves what `fn` resolves. */
+  withPermit<T>(fn: (permitId: string) => T | Promise<T>, options?: PermitAcquireOptions): Promise<T>
+}
+
 /** A hold made by `client.acquire`; `await using` releases it at the end of the block. */
 export declare class HeldLock implements AsyncDisposable {
   private constructor()
@@ -202,6 +254,8 @@ export declare class Client {
   readWriteLock(name: string): ReadWriteLock
   /** A handle on the semaphore `name` (Redisson's RSemaphore). */
   semaphore(name: string): Semaphore
+  /** A handle on the permit-expirable semaphore `name` (Redisson's RPermitExpirableSemaphore). */
+  permitExpirableSemaphore(name: string): PermitExpirableSemaphore
   /** Acquires `name` on a new handle. */
   acquire(name: string, options?: AcquireOptions): Promise<HeldLock>
   /** Runs `fn` holding `name`, releasing afterwards; `signal` is the hold's `lostSignal`. */
@@ -221,6 +275,7 @@ declare const rlock: {
   Lock: typeof Lock
   ReadWriteLock: typeof ReadWriteLock
   Semaphore: typeof Semaphore
+  PermitExpirableSemaphore: typeof PermitExpirableSemaphore
   HeldLock: typeof HeldLock
   RLockError: typeof RLockError
   codes: typeof codes

@@ -313,6 +313,118 @@ class Semaphore {
 }
 
 /**
+ * Redisson's permit-expirable semaphore: each permit has an id (32 hex characters) that any
+ * client, Java's included, may release, and a lease. Without `leaseMs` the watchdog renews the
+ * permit while this client lives, so a crashed holder's permit comes back within the watchdog
+ * timeout. Made by `client.permitExpirableSemaphore(name)`.
+ */
+class PermitExpirableSemaphore {
+  #native
+
+  constructor(nativePromise, name) {
+    this.#native = nativePromise
+    /** The semaphore name (the Redis key of its count). */
+    this.name = name
+  }
+
+  #call(method, ...args) {
+    return callNative(this.#native, method, ...args)
+  }
+
+  async #acquireWith(options, orNull) {
+    const { waitMs, leaseMs, signal } = optionsObject(options)
+    const wait = optionalMs('waitMs', waitMs)
+    const lease = optionalMs('leaseMs', leaseMs)
+    checkSignal(signal)
+    const n = await this.#native
+    return cancellable(signal, (token) => n.acquire(orNull && wait === undefined ? 0 : wait, lease, orNull, token))
+  }
+
+  /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
+  async trySetPermits(permits, options) {
+    const { ttlMs } = optionsObject(options)
+    if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
+    return this.#call('trySetPermits', permits, optionalMs('ttlMs', ttlMs))
+  }
+
+  /**
+   * Takes a permit and resolves its id. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it),
+   * `leaseMs` (the permit expires then; absent: the watchdog renews it), `signal` (reject with
+   * its AbortError; nothing taken).
+   */
+  async acquire(options) {
+    return this.#acquireWith(options, false)
+  }
+
+  /** Like `acquire`, resolving `null` instead of waiting past `waitMs` (default 0: try once). */
+  async tryAcquire(options) {
+    return this.#acquireWith(options, true)
+  }
+
+  /** Releases permit `permitId`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the watchdog lost it. */
+  async release(permitId) {
+    if (typeof permitId !== 'string') throw invalid(`permitId must be a string (got ${typeof permitId})`)
+    return this.#call('release', permitId)
+  }
+
+  /** Makes the held permit expire `leaseMs` from now (absent or null: the watchdog renews it). */
+  async updateLease(permitId, leaseMs) {
+    if (typeof permitId !== 'string') throw invalid(`permitId must be a string (got ${typeof permitId})`)
+    return this.#call('updateLease', permitId, optionalMs('leaseMs', leaseMs))
+  }
+
+  /** The free permits, after expired ones came back (0 when the semaphore does not exist). */
+  async availablePermits() {
+    return this.#call('availablePermits')
+  }
+
+  /** The held permits (neither released nor expired). */
+  async acquiredPermits() {
+    return this.#call('acquiredPermits')
+  }
+
+  /** Adds `n` permits (negative removes them); resolves the new count of free ones. */
+  async addPermits(n) {
+    if (typeof n !== 'number') throw invalid(`n must be a number (got ${typeof n})`)
+    return this.#call('addPermits', n)
+  }
+
+  /** Whether this client's watchdog lost the permit (until it is released). */
+  async isLost(permitId) {
+    return (await this.#native).isLost(String(permitId))
+  }
+
+  /**
+   * Calls `callback({ name, permitId, reason })` when this client's watchdog loses a permit of
+   * this semaphore. Resolves a function that removes the listener.
+   */
+  async onLost(callback) {
+    if (typeof callback !== 'function') throw invalid('onLost needs a function')
+    const n = await this.#native
+    const id = n.onLost((name, permitId, reason) => callback({ name, permitId, reason }))
+    return () => n.removeLostListener(id)
+  }
+
+  /**
+   * Runs `fn(permitId)` holding a permit (options as `acquire`) and releases it afterwards, also
+   * when `fn` throws (its error wins over a failed release). Resolves what `fn` resolves.
+   */
+  async withPermit(fn, options) {
+    if (typeof fn !== 'function') throw invalid('withPermit needs a function')
+    const permitId = await this.acquire(options)
+    let result
+    try {
+      result = await fn(permitId)
+    } catch (e) {
+      await this.release(permitId).catch(() => {})
+      throw e
+    }
+    await this.release(permitId)
+    return result
+  }
+}
+
+/**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
  * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
  * waits forever); nothing changes in Redis.
@@ -440,6 +552,11 @@ class Client {
     return new Semaphore(this.#native(name, (c) => c.semaphore(name)), name)
   }
 
+  /** A new handle on the permit-expirable semaphore `name` (Redisson's RPermitExpirableSemaphore). */
+  permitExpirableSemaphore(name) {
+    return new PermitExpirableSemaphore(this.#native(name, (c) => c.permitExpirableSemaphore(name)), name)
+  }
+
   #handle(name, kind) {
     return new Lock(this.#native(name, (c) => c.lock(name, kind)), name, kind)
   }
@@ -500,4 +617,4 @@ class Client {
 }
 
 
-module.exports = { Client, Lock, ReadWriteLock, Semaphore, HeldLock, RLockError, codes }
+module.exports = { Client, Lock, ReadWriteLock, Semaphore, PermitExpirableSemaphore, HeldLock, RLockError, codes }

@@ -129,6 +129,12 @@ impl NativeClient {
         ])
     }
 
+    /// A handle on the permit-expirable semaphore `name`.
+    #[napi]
+    pub fn permit_expirable_semaphore(&self, name: String) -> napi::Result<NativePermitSemaphore> {
+        Ok(NativePermitSemaphore { sem: self.client.permit_expirable_semaphore(&name).map_err(js_error)? })
+    }
+
     /// A handle on the semaphore `name`.
     #[napi]
     pub fn semaphore(&self, name: String) -> napi::Result<NativeSemaphore> {
@@ -353,20 +359,8 @@ impl NativeLock {
     /// for `removeLostListener`. The threadsafe function is weak, so it never keeps
     /// the process alive by itself.
     #[napi(ts_args_type = "callback: (name: string, owner: string, reason: string) => void")]
-    pub fn on_lost(&self, callback: Function<FnArgs<(String, String, String)>, ()>) -> napi::Result<f64> {
-        // FnArgs spreads the tuple into JS arguments (a bare tuple arrives as one array).
-        type Args = FnArgs<(String, String, String)>;
-        let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
-            callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
-        let id = self.lock.on_lost(Some(&self.owner), move |ev| {
-            let args = FnArgs::from((
-                ev.name.to_string(),
-                ev.owner.as_str().to_owned(),
-                ev.reason.as_str().to_owned(),
-            ));
-            tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
-        });
-        Ok(id.into_raw() as f64)
+    pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64> {
+        Ok(self.lock.on_lost(Some(&self.owner), lost_listener(callback)?).into_raw() as f64)
     }
 
     /// Removes a listener added with `onLost` (dropping its threadsafe function); false when it
@@ -375,6 +369,24 @@ impl NativeLock {
     pub fn remove_lost_listener(&self, id: f64) -> bool {
         self.lock.remove_lost_listener(ListenerId::from_raw(id as u64))
     }
+}
+
+/// A JS lost-hold callback: `(name, holder, reason)`, the holder being the owner or permit id.
+/// FnArgs spreads the tuple into JS arguments (a bare tuple arrives as one array).
+type LostCallback<'a> = Function<'a, FnArgs<(String, String, String)>, ()>;
+
+/// A core lost-hold listener that calls `callback` on the JS thread. The threadsafe function
+/// is weak, so it never keeps the process alive by itself.
+fn lost_listener(
+    callback: LostCallback<'_>,
+) -> napi::Result<impl Fn(&rlock::LostEvent) + Send + Sync + 'static> {
+    type Args = FnArgs<(String, String, String)>;
+    let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
+        callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
+    Ok(move |ev: &rlock::LostEvent| {
+        let args = FnArgs::from((ev.name.to_string(), ev.holder().to_owned(), ev.reason.as_str().to_owned()));
+        tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
+    })
 }
 
 /// A whole number given by JS (exact up to 2^53).
@@ -485,5 +497,134 @@ impl NativeSemaphore {
     #[napi]
     pub async fn drain_permits(&self) -> napi::Result<f64> {
         Ok(self.sem.drain_permits().await.map_err(js_error)? as f64)
+    }
+}
+
+/// A permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`): permits with ids.
+#[napi]
+pub struct NativePermitSemaphore {
+    sem: rlock::PermitExpirableSemaphore,
+}
+
+#[napi]
+impl NativePermitSemaphore {
+    /// The semaphore name (the Redis key of its count).
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.sem.name().to_owned()
+    }
+
+    /// Sets the permits when the semaphore does not exist (expiring after `ttlMs` when given);
+    /// resolves whether it was set.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn try_set_permits<'env>(
+        &self,
+        env: &'env Env,
+        permits: f64,
+        ttl_ms: Option<f64>,
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
+        let parsed = permits_arg("permits", permits, 0).and_then(|p| Ok((p, opt_millis("ttlMs", ttl_ms)?)));
+        let sem = self.sem.clone();
+        env.spawn_future(async move {
+            let (n, ttl) = parsed?;
+            sem.try_set_permits(n, ttl).await.map_err(js_error)
+        })
+    }
+
+    /// Takes a permit and resolves its id, waiting at most `waitMs` when given (then rejects
+    /// `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`). `leaseMs` absent: the watchdog
+    /// renews the permit. Cancelling `cancel` takes nothing.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        wait_ms: Option<f64>,
+        lease_ms: Option<f64>,
+        or_null: bool,
+        cancel: &CancelToken,
+    ) -> napi::Result<PromiseRaw<'env, Option<String>>> {
+        let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
+        let (sem, token) = (self.sem.clone(), cancel.token.clone());
+        env.spawn_future(async move {
+            let (wait, lease) = parsed?;
+            let work = async {
+                let got = match wait {
+                    Some(w) => sem.try_acquire(w, lease).await?,
+                    None => Some(sem.acquire(lease).await?),
+                };
+                match got {
+                    Some(p) => Ok(Some(p.keep())),
+                    None if or_null => Ok(None),
+                    None => Err(rlock::Error::new(
+                        ErrorKind::NotAcquired,
+                        format!(
+                            "no permit of semaphore '{}' came free within {} ms",
+                            sem.name(),
+                            wait.map_or(0, |w| w.as_millis())
+                        ),
+                    )),
+                }
+            };
+            cancellable(&token, work).await
+        })
+    }
+
+    /// Releases permit `id`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the
+    /// watchdog lost it.
+    #[napi]
+    pub async fn release(&self, id: String) -> napi::Result<()> {
+        self.sem.release(&id).await.map_err(js_error)
+    }
+
+    /// Makes permit `id` expire `leaseMs` from now (absent: the watchdog renews it).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn update_lease<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        lease_ms: Option<f64>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let parsed = opt_millis("leaseMs", lease_ms);
+        let sem = self.sem.clone();
+        env.spawn_future(async move { sem.update_lease(&id, parsed?).await.map_err(js_error) })
+    }
+
+    /// The free permits, after expired ones came back (0 when the semaphore does not exist).
+    #[napi]
+    pub async fn available_permits(&self) -> napi::Result<f64> {
+        Ok(self.sem.available_permits().await.map_err(js_error)? as f64)
+    }
+
+    /// The held permits (neither released nor expired).
+    #[napi]
+    pub async fn acquired_permits(&self) -> napi::Result<f64> {
+        Ok(self.sem.acquired_permits().await.map_err(js_error)? as f64)
+    }
+
+    /// Adds `n` permits (negative removes); resolves the new count of free ones.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn add_permits<'env>(&self, env: &'env Env, n: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+        let parsed = whole("n", n);
+        let sem = self.sem.clone();
+        env.spawn_future(async move { Ok(sem.add_permits(parsed?).await.map_err(js_error)? as f64) })
+    }
+
+    /// Whether this client's watchdog lost permit `id` (until it is released).
+    #[napi]
+    pub fn is_lost(&self, id: String) -> bool {
+        self.sem.is_lost(&id)
+    }
+
+    /// Calls `callback(name, permitId, reason)` on the JS thread when this client's watchdog
+    /// loses a permit of this semaphore. Returns the listener id for `removeLostListener`.
+    #[napi(ts_args_type = "callback: (name: string, permitId: string, reason: string) => void")]
+    pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64> {
+        Ok(self.sem.on_lost(lost_listener(callback)?).into_raw() as f64)
+    }
+
+    /// Removes a listener added with `onLost`; false when it was already removed.
+    #[napi]
+    pub fn remove_lost_listener(&self, id: f64) -> bool {
+        self.sem.remove_lost_listener(ListenerId::from_raw(id as u64))
     }
 }

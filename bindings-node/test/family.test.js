@@ -145,3 +145,67 @@ test('a semaphore: Redisson layout, waiting on released permits, aborts take not
   await rejectsWith(client.semaphore('').availablePermits(), codes.INVALID_ARGUMENT)
   assert.equal(await a.availablePermits(), 0, 'nothing changed')
 })
+
+test('a permit-expirable semaphore: ids, leases, waiting, aborts, lost permits, bad input', async () => {
+  const n = name('pes')
+  const a = client.permitExpirableSemaphore(n)
+  const b = other.permitExpirableSemaphore(n)
+  assert.equal(await a.tryAcquire(), null, 'a missing key is 0 permits')
+  assert.equal(await a.trySetPermits(2), true)
+  const first = await a.acquire({ leaseMs: 60_000 })
+  assert.match(first, /^[0-9a-f]{32}$/)
+  const score = Number(await redis.data.sendCommand(['ZSCORE', `{${n}}:timeout`, Buffer.from(first, 'hex')]))
+  assert.ok(score > Date.now() + 50_000, `expiry ${score}`)
+  const second = await b.acquire()
+  assert.equal(await a.acquiredPermits(), 2)
+  await rejectsWith(b.acquire({ waitMs: 50 }), codes.NOT_ACQUIRED)
+  // A waiter wakes on another client's release.
+  const waiting = b.acquire()
+  await eventually(async () => (await redis.data.sendCommand(['PUBSUB', 'NUMSUB', `redisson_sc:{${n}}`]))[1] === 1, 10_000, 'waiter subscribed')
+  await a.release(second)
+  const third = await waiting
+  await rejectsWith(a.release(second), codes.NOT_HELD)
+  const ac = new AbortController()
+  const aborted = b.acquire({ signal: ac.signal })
+  ac.abort()
+  await assert.rejects(aborted, { name: 'AbortError' })
+  await b.release(third)
+  await a.updateLease(first, null)
+  assert.equal(await a.withPermit(async (id) => {
+    assert.match(id, /^[0-9a-f]{32}$/)
+    return (await a.acquiredPermits())
+  }), 2)
+  await a.release(first)
+  assert.equal(await a.availablePermits(), 2)
+
+  for (const bad of ['', 'xyz', first.slice(1), `${first.slice(1)}g`]) {
+    await rejectsWith(a.release(bad), codes.INVALID_ARGUMENT)
+    await rejectsWith(a.updateLease(bad, 1000), codes.INVALID_ARGUMENT)
+  }
+  await rejectsWith(a.release(7), codes.INVALID_ARGUMENT)
+  await rejectsWith(a.acquire({ leaseMs: 0 }), codes.INVALID_ARGUMENT)
+  await rejectsWith(a.acquire({ leaseMs: -5 }), codes.INVALID_ARGUMENT)
+  await rejectsWith(client.permitExpirableSemaphore('').availablePermits(), codes.INVALID_ARGUMENT)
+  assert.equal(await a.availablePermits(), 2, 'nothing changed')
+  assert.equal(await a.acquiredPermits(), 0)
+})
+
+test('a permit removed under the watchdog is reported lost', async () => {
+  const n = name('pes-lost')
+  const c = new Client(redis.url, { watchdogTimeoutMs: 300 })
+  try {
+    const sem = c.permitExpirableSemaphore(n)
+    await sem.trySetPermits(1)
+    const events = []
+    const remove = await sem.onLost((e) => events.push(e))
+    const id = await sem.acquire()
+    assert.equal(await redis.data.sendCommand(['ZREM', `{${n}}:timeout`, Buffer.from(id, 'hex')]), 1)
+    await eventually(async () => events.length === 1, 10_000, 'the loss reported')
+    assert.deepEqual(events, [{ name: n, permitId: id, reason: 'gone' }])
+    assert.equal(await sem.isLost(id), true)
+    await rejectsWith(sem.release(id), codes.LOST)
+    remove()
+  } finally {
+    await c.close()
+  }
+})

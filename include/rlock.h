@@ -34,6 +34,9 @@
 // The owner id that means "the calling thread" in the `rlock_family_*` functions.
 #define RLOCK_THREAD UINT64_MAX
 
+// Bytes of the buffer a permit id is written to: 32 hex characters and a NUL.
+#define RLOCK_PERMIT_ID_SIZE 33
+
 // Result of every fallible librlock call. The numbers are stable.
 typedef enum rlock_result {
   // Success.
@@ -121,8 +124,9 @@ typedef struct rlock_client_info {
   bool replica_sync;
 } rlock_client_info;
 
-// Called when the watchdog loses a hold of the client: `name` is the lock name, `owner` the
-// owner as stored in Redis (`"<client uuid>:<id>"`), `reason` `"gone"` (a renewal found the
+// Called when the watchdog loses a hold of the client: `name` is the lock (or semaphore) name,
+// `owner` the owner as stored in Redis (`"<client uuid>:<id>"`) or, for a permit of a
+// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (a renewal found the
 // lock no longer held by the owner: expired, force-unlocked or deleted) or `"renewal_failed"`
 // (renewals failed for longer than the lease). The strings are valid only during the call.
 typedef void (*rlock_lost_callback)(void *userdata,
@@ -384,6 +388,77 @@ struct rlock_options *rlock_options_new(void);
 // Frees an options object; NULL is a no-op. Clients created with it are not affected. No
 // other call may use `options` once this started.
 void rlock_options_free(struct rlock_options *options);
+
+// Sets permit-expirable semaphore `name` to `permits` when it does not exist yet (expiring
+// after `ttl_ms` when `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set
+// (false: it existed and nothing changed). A missing semaphore has 0 permits.
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative permits),
+// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`.
+enum rlock_result rlock_permit_semaphore_try_set_permits(const struct rlock_client *client,
+                                                         const char *name,
+                                                         int64_t permits,
+                                                         int64_t ttl_ms,
+                                                         bool *out_set);
+
+// Blocks until a permit of semaphore `name` is free, takes it and writes its id (32
+// lowercase hex characters and a NUL) to `out_id`, a buffer of at least
+// `RLOCK_PERMIT_ID_SIZE` bytes. `lease_ms > 0`: the permit expires that long after it was
+// taken unless released or updated; `lease_ms <= 0`: the watchdog renews it until it is
+// released, so it comes back within the watchdog timeout if the process dies.
+//
+// Thread-safe. Errors as `rlock_permit_semaphore_try_set_permits` (`RLOCK_INVALID_ARGUMENT`
+// also for a NULL `out_id`).
+enum rlock_result rlock_permit_semaphore_acquire(const struct rlock_client *client,
+                                                 const char *name,
+                                                 int64_t lease_ms,
+                                                 char *out_id);
+
+// Like `rlock_permit_semaphore_acquire`, waiting at most `wait_ms` (0 tries once):
+// `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing taken, `out_id` untouched).
+//
+// Thread-safe. Errors as `rlock_permit_semaphore_acquire`, and `RLOCK_INVALID_ARGUMENT` for a
+// negative `wait_ms`.
+enum rlock_result rlock_permit_semaphore_try_acquire(const struct rlock_client *client,
+                                                     const char *name,
+                                                     int64_t wait_ms,
+                                                     int64_t lease_ms,
+                                                     char *out_id);
+
+// Releases permit `id` (32 hex characters, NUL-terminated) of semaphore `name` and wakes a
+// waiter. Never gives back twice, also when retried after a connection error.
+//
+// Thread-safe. Errors: `RLOCK_NOT_HELD` (unknown, released or expired id), `RLOCK_LOST` (this
+// client's watchdog lost it), `RLOCK_INVALID_ARGUMENT` (NULL or malformed id; nothing sent),
+// and those of `rlock_permit_semaphore_try_set_permits`.
+enum rlock_result rlock_permit_semaphore_release(const struct rlock_client *client,
+                                                 const char *name,
+                                                 const char *id);
+
+// Makes held permit `id` of semaphore `name` expire `lease_ms` from now (`lease_ms <= 0`:
+// this client's watchdog renews it until it is released).
+//
+// Thread-safe. Errors as `rlock_permit_semaphore_release`.
+enum rlock_result rlock_permit_semaphore_update_lease(const struct rlock_client *client,
+                                                      const char *name,
+                                                      const char *id,
+                                                      int64_t lease_ms);
+
+// Writes the free permits of semaphore `name` (after expired permits came back; 0 when it
+// does not exist) to `*out_available` and the held ones to `*out_acquired` (either may be
+// NULL). Thread-safe. Errors as `rlock_permit_semaphore_try_set_permits`.
+enum rlock_result rlock_permit_semaphore_permits(const struct rlock_client *client,
+                                                 const char *name,
+                                                 int64_t *out_available,
+                                                 int64_t *out_acquired);
+
+// Adds `delta` permits to semaphore `name` (negative removes them) and wakes waiters;
+// `*out_count` (when not NULL) receives the new count of free permits. Thread-safe. Errors as
+// `rlock_permit_semaphore_try_set_permits`.
+enum rlock_result rlock_permit_semaphore_add_permits(const struct rlock_client *client,
+                                                     const char *name,
+                                                     int64_t delta,
+                                                     int64_t *out_count);
 
 // Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
 // `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set (false: it existed and

@@ -615,10 +615,11 @@ static void test_fenced(void) {
     CHECK_RC(rlock_release(client, name, NULL), RLOCK_OK);
 }
 
-/* LLEN of `key` on the test server (redis-cli; redis-tools comes with `make deps`). */
-static long redis_llen(const char *key) {
+/* The integer reply of `redis-cli <args>` on the test server (redis-tools comes with
+ * `make deps`); -1 when there is none. */
+static long redis_int(const char *args) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "redis-cli -u '%s' LLEN '%s'", getenv("REDIS_URL"), key);
+    snprintf(cmd, sizeof cmd, "redis-cli -u '%s' %s", getenv("REDIS_URL"), args);
     FILE *p = popen(cmd, "r");
     long n = -1;
     if (p) {
@@ -626,6 +627,13 @@ static long redis_llen(const char *key) {
         pclose(p);
     }
     return n;
+}
+
+/* LLEN of `key` on the test server. */
+static long redis_llen(const char *key) {
+    char args[256];
+    snprintf(args, sizeof args, "LLEN '%s'", key);
+    return redis_int(args);
 }
 
 /* Thread body: waits for the fair lock as owner (intptr_t)arg, then releases it. */
@@ -747,6 +755,66 @@ static void test_semaphore(void) {
     CHECK_RC(rlock_semaphore_acquire(client, "", 1), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_semaphore_available_permits(client, sem, &n), RLOCK_OK);
     CHECK(n == 0);
+}
+
+/* ---- the permit-expirable semaphore ---- */
+static void test_permit_semaphore(void) {
+    const char *sem = "c:pes";
+    char id[RLOCK_PERMIT_ID_SIZE], id2[RLOCK_PERMIT_ID_SIZE], none[RLOCK_PERMIT_ID_SIZE] = "untouched";
+    bool set = false;
+    int64_t avail = -1, held = -1;
+    CHECK_RC(rlock_permit_semaphore_try_acquire(client, sem, 0, 0, none), RLOCK_NOT_ACQUIRED);
+    CHECK(strcmp(none, "untouched") == 0);
+    CHECK_RC(rlock_permit_semaphore_try_set_permits(client, sem, 2, 0, &set), RLOCK_OK);
+    CHECK(set);
+    CHECK_RC(rlock_permit_semaphore_acquire(client, sem, 60000, id), RLOCK_OK);
+    CHECK(strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32);
+    CHECK_RC(rlock_permit_semaphore_try_acquire(client, sem, 100, 0, id2), RLOCK_OK);
+    CHECK(strcmp(id, id2) != 0);
+    CHECK_RC(rlock_permit_semaphore_permits(client, sem, &avail, &held), RLOCK_OK);
+    CHECK(avail == 0 && held == 2);
+    CHECK(redis_int("ZCARD '{c:pes}:timeout'") == 2);
+    CHECK_RC(rlock_permit_semaphore_try_acquire(client, sem, 30, 0, none), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_permit_semaphore_update_lease(client, sem, id, 0), RLOCK_OK);
+    CHECK_RC(rlock_permit_semaphore_release(client, sem, id), RLOCK_OK);
+    CHECK_RC(rlock_permit_semaphore_release(client, sem, id), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_permit_semaphore_update_lease(client, sem, id, 1000), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_permit_semaphore_release(client, sem, id2), RLOCK_OK);
+    /* Bad input changes nothing. */
+    CHECK_RC(rlock_permit_semaphore_release(client, sem, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_release(client, sem, "xyz"), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_update_lease(client, sem, "+0112233445566778899aabbccddeeff", 0),
+             RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_acquire(client, sem, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_try_acquire(client, sem, -1, 0, none), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_acquire(NULL, sem, 0, none), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_acquire(client, "", 0, none), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_permit_semaphore_try_set_permits(client, sem, -1, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK(strcmp(none, "untouched") == 0);
+    CHECK_RC(rlock_permit_semaphore_add_permits(client, sem, 1, &avail), RLOCK_OK);
+    CHECK(avail == 3);
+    CHECK_RC(rlock_permit_semaphore_permits(client, sem, &avail, &held), RLOCK_OK);
+    CHECK(avail == 3 && held == 0);
+
+    /* A permit removed under the watchdog reaches the client's callback, the permit id in the
+     * owner argument; its release fails with RLOCK_LOST. */
+    rlock_options *o = rlock_options_new();
+    CHECK_RC(rlock_options_set_watchdog_timeout_ms(o, 600), RLOCK_OK);
+    rlock_client *holder = NULL;
+    CHECK_RC(rlock_client_new(NULL, o, &holder), RLOCK_OK);
+    rlock_options_free(o);
+    if (!holder) return;
+    atomic_int calls = 0;
+    CHECK_RC(rlock_client_on_lost(holder, on_lost, &calls), RLOCK_OK);
+    CHECK_RC(rlock_permit_semaphore_acquire(holder, sem, 0, id), RLOCK_OK);
+    CHECK(redis_int("DEL '{c:pes}:timeout'") == 1);
+    for (int i = 0; i < 500 && atomic_load(&calls) < 1; i++) sleep_ms(10);
+    CHECK(atomic_load(&calls) == 1);
+    CHECK(strcmp(lost_name, sem) == 0);
+    CHECK(strcmp(lost_owner, id) == 0);
+    CHECK(strcmp(lost_reason, "gone") == 0);
+    CHECK_RC(rlock_permit_semaphore_release(holder, sem, id), RLOCK_LOST);
+    rlock_client_free(holder);
 }
 
 static void test_fork(void) {
@@ -917,6 +985,7 @@ int main(void) {
     test_fenced();
     test_family();
     test_semaphore();
+    test_permit_semaphore();
     test_fork();
     test_free_racing_calls();
     test_topologies();

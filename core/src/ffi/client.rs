@@ -189,8 +189,9 @@ pub unsafe extern "C" fn rlock_client_free(client: *mut rlock_client) {
     });
 }
 
-/// Called when the watchdog loses a hold of the client: `name` is the lock name, `owner` the
-/// owner as stored in Redis (`"<client uuid>:<id>"`), `reason` `"gone"` (a renewal found the
+/// Called when the watchdog loses a hold of the client: `name` is the lock (or semaphore) name,
+/// `owner` the owner as stored in Redis (`"<client uuid>:<id>"`) or, for a permit of a
+/// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (a renewal found the
 /// lock no longer held by the owner: expired, force-unlocked or deleted) or `"renewal_failed"`
 /// (renewals failed for longer than the lease). The strings are valid only during the call.
 pub type rlock_lost_callback = Option<
@@ -236,7 +237,7 @@ pub unsafe extern "C" fn rlock_client_on_lost(
                 let cb = &cb;
                 let strings = (
                     CString::new(event.name.as_bytes()),
-                    CString::new(event.owner.as_str()),
+                    CString::new(event.holder()),
                     CString::new(event.reason.as_str()),
                 );
                 if let (Ok(name), Ok(owner), Ok(reason)) = strings {

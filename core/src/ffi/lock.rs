@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{client_ref, rlock_client};
-use super::{check_out, guard, rlock_result, str_arg, write_out, Failure};
+use super::{check_out, guard, lease, rlock_result, str_arg, write_out, Failure};
 use crate::lock::Lock;
 use crate::owner::{thread_owner_id, Owner};
 
@@ -112,10 +112,6 @@ fn token_out(lock: &Lock, owner: &Owner, out_token: Option<*mut u64>) {
 
 fn check_token_out(out_token: Option<*mut u64>) -> Result<(), Failure> {
     out_token.map_or(Ok(()), check_out)
-}
-
-fn lease(lease_ms: i64) -> Option<Duration> {
-    u64::try_from(lease_ms).ok().filter(|&ms| ms > 0).map(Duration::from_millis)
 }
 
 unsafe fn acquire_impl(

@@ -18,6 +18,7 @@
 mod client;
 mod lock;
 mod options_object;
+mod permit_semaphore;
 mod semaphore;
 
 // The per-option setters, generated from `rlock::OPTIONS` by `make generated` (after the object
@@ -120,6 +121,11 @@ fn set_last_error(message: &str) {
         // An interior NUL would cut the message short in C; replace it.
         m.extend(message.bytes().map(|b| if b == 0 { b'?' } else { b }));
     });
+}
+
+/// A lease (or TTL) in ms from C: `<= 0` means none (the watchdog renews, or no expiry).
+pub(crate) fn lease(lease_ms: i64) -> Option<std::time::Duration> {
+    u64::try_from(lease_ms).ok().filter(|&ms| ms > 0).map(std::time::Duration::from_millis)
 }
 
 /// Fails with `RLOCK_INVALID_ARGUMENT` for a NULL required out-parameter.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::{client_ref, rlock_client};
-use super::{check_out, guard, rlock_result, str_arg, write_out, Failure};
+use super::{check_out, guard, lease, rlock_result, str_arg, write_out, Failure};
 use crate::semaphore::count_arg;
 use crate::semaphore::Semaphore;
 
@@ -41,7 +41,7 @@ pub unsafe extern "C" fn rlock_semaphore_try_set_permits(
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("permits", permits, 0)?;
-        let ttl = u64::try_from(ttl_ms).ok().filter(|&t| t > 0).map(Duration::from_millis);
+        let ttl = lease(ttl_ms);
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { target(client, name) }?;
         write_out(out_set, c.block_on(sem.try_set_permits(n, ttl))??);

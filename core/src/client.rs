@@ -23,6 +23,11 @@ use crate::watchdog::{ListenerId, LostEvent, LostFilter};
 /// First id handed out by [`Client::new_owner`]; explicit ids below it never collide with it.
 const AUTO_OWNER_BASE: u64 = 1 << 62;
 
+/// The next id [`Client::new_owner`] hands out: one sequence for every client of the process,
+/// so an id is an owner of its own on every client (a multi-lock's members may live on
+/// several).
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(AUTO_OWNER_BASE);
+
 /// A connection to Redis that makes locks. Cheap to clone (clones share everything); the last
 /// clone and lock handle dropped, or [`Client::close`], stops the watchdog and the pub/sub task.
 ///
@@ -31,7 +36,6 @@ const AUTO_OWNER_BASE: u64 = 1 << 62;
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
-    next_owner: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Client {
@@ -54,7 +58,7 @@ impl Client {
     /// with `Connection`/`Timeout`/`Redis` when Redis cannot be reached or refuses the login.
     pub async fn connect(url: &str, options: ClientOptions) -> Result<Client> {
         let shared = Shared::connect(url, options).await?;
-        Ok(Client { shared, next_owner: Arc::new(AtomicU64::new(AUTO_OWNER_BASE)) })
+        Ok(Client { shared })
     }
 
     /// Connects to [`default_url`](crate::default_url) (`REDIS_URL`, else
@@ -96,9 +100,9 @@ impl Client {
         Owner::new(self.shared.id(), id)
     }
 
-    /// A fresh owner no other call of this client has returned.
+    /// A fresh owner no other call of any client of this process has returned.
     pub fn new_owner(&self) -> Owner {
-        self.owner(self.next_owner.fetch_add(1, Ordering::Relaxed))
+        self.owner(NEXT_OWNER.fetch_add(1, Ordering::Relaxed))
     }
 
     /// A handle on the reentrant lock `name` (used byte for byte as the Redis key, Redisson's

@@ -1,5 +1,5 @@
 //! rlock: Redisson-compatible distributed locks on Redis (reentrant, fenced, read-write and fair)
-//! and synchronizers (semaphore, permit-expirable semaphore).
+//! and synchronizers (semaphore, permit-expirable semaphore, multi-lock).
 //!
 //! Locks live in Redis exactly as Redisson (the Java client) stores them, so Java services and
 //! rlock users in Rust, C, Python and Node share locks. Holds belong to [`Owner`]s; a watchdog
@@ -24,6 +24,7 @@ mod finish;
 mod keys;
 mod latches;
 mod lock;
+mod multi_lock;
 mod options;
 mod owner;
 mod permit_semaphore;
@@ -42,6 +43,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
+pub use multi_lock::MultiLock;
 pub use options::{
     duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
 };

@@ -297,6 +297,11 @@ impl Lock {
         Ok(got.is_some().then(|| self.guard(owner)))
     }
 
+    /// The owner with id `id` on this lock's client.
+    pub(crate) fn owner_on_client(&self, id: u64) -> Owner {
+        Owner::new(self.inner.shared.id(), id)
+    }
+
     fn guard(&self, owner: &Owner) -> Guard {
         Guard { lock: Some(self.clone()), owner: owner.clone() }
     }

@@ -195,6 +195,7 @@ enum Taken {
     Hold(rlock::Guard),
     Permits(rlock::Permits),
     Permit(rlock::Permit),
+    Multi(rlock::MultiGuard),
 }
 
 /// The outcome of a blocking acquire: what it took, or `None` when the wait ran out.
@@ -211,6 +212,7 @@ impl Acquired {
             Some(Taken::Hold(g)) => g.keep(),
             Some(Taken::Permits(p)) => p.keep(),
             Some(Taken::Permit(p)) => return Some(p.keep()),
+            Some(Taken::Multi(m)) => m.keep(),
             None => return None,
         }
         Some(String::new())
@@ -583,6 +585,107 @@ fn lost_caller(rt: &Rt, callback: Py<PyAny>) -> impl Fn(&rlock::LostEvent) + Sen
     }
 }
 
+/// Several locks taken all-or-nothing (core `rlock::MultiLock`); members may come from several
+/// clients. Holds belong to owners: the calling thread, or an explicit id.
+#[pyclass(frozen, module = "rlock._native")]
+struct MultiLock {
+    inner: rlock::MultiLock,
+    client: rlock::Client,
+    rt: Rt,
+}
+
+impl MultiLock {
+    fn owner(&self, id: Option<u64>) -> PyResult<rlock::Owner> {
+        self.rt.check_pid()?;
+        Ok(owner_of(&self.client, id))
+    }
+
+    fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = rlock::Result<T>> + Send + 'static,
+    {
+        run_blocking(py, &self.rt, &self.client, fut)
+    }
+}
+
+#[pymethods]
+impl MultiLock {
+    /// A multi-lock over `locks` (at least one), taken in this order.
+    #[new]
+    fn new(locks: Vec<PyRef<'_, Lock>>) -> PyResult<Self> {
+        let first = locks.first().map(|l| (l.client.clone(), l.rt.clone()));
+        let members = locks.iter().map(|l| l.inner.clone()).collect();
+        let inner = rlock::MultiLock::new(members).map_err(map_err)?;
+        let (client, rt) = first.ok_or_else(|| {
+            map_err(rlock::Error::new(
+                rlock::ErrorKind::InvalidArgument,
+                "a multi-lock needs at least one lock",
+            ))
+        })?;
+        Ok(MultiLock { inner, client, rt })
+    }
+
+    /// Blocks until `owner` (None: this thread) holds every member or `timeout` seconds passed
+    /// (None: no limit, 0: one round); whether it does.
+    #[pyo3(signature = (owner = None, timeout = None, lease = None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        owner: Option<u64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<bool> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
+        let got = self.run(py, async move {
+            Ok(Acquired(multi.acquire_guard(&owner, timeout, lease).await?.map(Taken::Multi)))
+        })?;
+        Ok(got.claim())
+    }
+
+    /// Like `acquire` for `owner`, as an awaitable of a `PendingAcquire`.
+    #[pyo3(signature = (owner, timeout = None, lease = None))]
+    fn acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        owner: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        runtime::future_into_py(py, async move {
+            let got = multi
+                .acquire_guard(&owner, timeout, lease)
+                .await
+                .map(|g| PendingAcquire(std::sync::Mutex::new(g.map(Taken::Multi))));
+            Ok(Outcome(got))
+        })
+    }
+
+    /// Releases every member held by `owner` (None: this thread); the error names every
+    /// member that failed.
+    #[pyo3(signature = (owner = None))]
+    fn release(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<()> {
+        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
+        self.run(py, async move { multi.release(&owner).await })
+    }
+
+    /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
+    fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
+        let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        runtime::future_into_py(py, async move { Ok(Outcome(multi.release(&owner).await)) })
+    }
+
+    /// Whether `owner` (None: this thread) holds every member.
+    #[pyo3(signature = (owner = None))]
+    fn is_held(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<bool> {
+        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
+        self.run(py, async move { multi.is_held(&owner).await })
+    }
+}
+
 /// Longest an interrupted call waits for its clean-up before raising.
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
@@ -754,6 +857,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_class::<Semaphore>()?;
     m.add_class::<PermitExpirableSemaphore>()?;
+    m.add_class::<MultiLock>()?;
     m.add_class::<Lock>()?;
     m.add_class::<PendingAcquire>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;

@@ -43,7 +43,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
-pub use multi_lock::MultiLock;
+pub use multi_lock::{MultiGuard, MultiLock};
 pub use options::{
     duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
 };

@@ -60,21 +60,25 @@ impl MultiLock {
     /// each member's hold expires that long after it was taken. Cancel-safe: a dropped call
     /// leaves no member held.
     pub async fn acquire(&self, owner: &Owner, lease: Option<Duration>) -> Result<()> {
-        self.acquire_inner(owner, None, lease).await.map(drop)
+        self.acquire_guard(owner, None, lease).await?.map(MultiGuard::keep);
+        Ok(())
     }
 
     /// Like [`MultiLock::acquire`], giving up after `wait` (zero: one round); false when the
     /// wait ran out (no member held).
     pub async fn try_acquire(&self, owner: &Owner, wait: Duration, lease: Option<Duration>) -> Result<bool> {
-        self.acquire_inner(owner, Some(wait), lease).await
+        Ok(self.acquire_guard(owner, Some(wait), lease).await?.map(MultiGuard::keep).is_some())
     }
 
-    async fn acquire_inner(
+    /// Acquires like [`MultiLock::acquire`] (`wait` `None`) or [`MultiLock::try_acquire`]
+    /// (`None` returned when the wait ran out), as a [`MultiGuard`] that releases every member
+    /// when dropped unkept: for surfaces whose caller may be gone when the result arrives.
+    pub async fn acquire_guard(
         &self,
         owner: &Owner,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> Result<bool> {
+    ) -> Result<Option<MultiGuard>> {
         if let Some(l) = lease {
             positive_ms("lease", l)?;
         }
@@ -88,16 +92,13 @@ impl MultiLock {
         let mut first = 0;
         loop {
             match self.round(owner, first, deadline, lease).await? {
-                Round::Taken(guards) => {
-                    guards.into_iter().for_each(Guard::keep);
-                    return Ok(true);
-                }
-                Round::TimedOut => return Ok(false),
+                Round::Taken(guards) => return Ok(Some(MultiGuard { guards })),
+                Round::TimedOut => return Ok(None),
                 Round::Busy(member) => {
                     first = member;
                     let pause = jitter();
                     if remaining(deadline).is_some_and(|r| r <= pause) {
-                        return Ok(false);
+                        return Ok(None);
                     }
                     tokio::time::sleep(pause).await;
                 }
@@ -167,6 +168,20 @@ impl MultiLock {
             }
         }
         Ok(true)
+    }
+}
+
+/// Every member of a multi-lock, held ([`MultiLock::acquire_guard`]): released when dropped
+/// (in the background) unless [`kept`](MultiGuard::keep).
+#[must_use = "dropping the guard releases every member at once"]
+pub struct MultiGuard {
+    guards: Vec<Guard>,
+}
+
+impl MultiGuard {
+    /// Keeps the holds: the owner releases them with [`MultiLock::release`].
+    pub fn keep(self) {
+        self.guards.into_iter().for_each(Guard::keep);
     }
 }
 

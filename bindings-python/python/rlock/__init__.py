@@ -18,7 +18,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, List, Literal, Optional, Type
+from typing import Any, Callable, Iterable, List, Literal, Optional, Type
 
 from typing_extensions import Unpack
 
@@ -46,6 +46,7 @@ __all__ = [
     "ReadWriteLock",
     "Semaphore",
     "PermitExpirableSemaphore",
+    "MultiLock",
     "LostEvent",
     "PermitLostEvent",
     "lock",
@@ -54,6 +55,7 @@ __all__ = [
     "fair_lock",
     "semaphore",
     "permit_expirable_semaphore",
+    "multi_lock",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -660,6 +662,93 @@ class _PermitContext:
         if self._id is not None:
             permit_id, self._id = self._id, None
             await self._sem.release_async(permit_id)
+
+
+class MultiLock:
+    """Several locks taken all-or-nothing (Redisson's ``RedissonMultiLock``): any mix of
+    reentrant, fenced, fair, read and write locks, from one client or several (other servers
+    included), under one wait. ``with multi:`` holds every member for the calling thread,
+    ``async with multi:`` for the current task. Owners taking the same locks in different orders
+    never deadlock. Release frees every member and names each one that failed."""
+
+    __slots__ = ("_locks", "_native")
+
+    def __init__(self, locks: Iterable[Lock]) -> None:
+        self._locks = tuple(locks)
+        self._native = _native.MultiLock([lock._native for lock in self._locks])
+
+    @property
+    def locks(self) -> "tuple[Lock, ...]":
+        """The member locks, in the order they are taken."""
+        return self._locks
+
+    def _client(self) -> Client:
+        return self._locks[0]._client
+
+    def acquire(self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None) -> bool:
+        """Takes every member for the calling thread, waiting as :meth:`Lock.acquire` does;
+        returns whether it did (when not, no member is held). ``lease`` as :meth:`Lock.acquire`,
+        for each member."""
+        return self._native.acquire(None, _wait_arg(blocking, timeout), lease)
+
+    def release(self) -> None:
+        """Releases every member held by the calling thread. When some fail the others are
+        released all the same, and the error (the first failure's class) names each one."""
+        self._native.release(None)
+
+    async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+        """Takes every member for the current asyncio task (``timeout`` None: forever; 0: one
+        round). Cancelling the call leaves no member held."""
+        pending = await self._native.acquire_async(self._client()._task_owner(), timeout, lease)
+        return pending.claim()
+
+    async def release_async(self) -> None:
+        """Releases every member held by the current task (errors as :meth:`release`)."""
+        await self._native.release_async(self._client()._task_owner())
+
+    def is_held(self) -> bool:
+        """Whether the current owner (task or thread) holds every member."""
+        return self._native.is_held(self._client()._current_owner())
+
+    def __enter__(self) -> MultiLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            self.release()
+        except NotHeldError:
+            if exc_type is None:
+                raise
+
+    async def __aenter__(self) -> MultiLock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.release_async()
+        except NotHeldError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"<rlock.MultiLock {[lock.name for lock in self._locks]!r}>"
+
+
+def multi_lock(locks: Iterable[Lock]) -> MultiLock:
+    """A :class:`MultiLock` over ``locks`` (at least one), taken in this order."""
+    return MultiLock(locks)
 
 
 _default_guard = threading.Lock()

@@ -106,6 +106,20 @@ export declare class NativeLock {
   removeLostListener(id: number): boolean
 }
 
+/** Several locks taken all-or-nothing by one owner (core `rlock::MultiLock`). */
+export declare class NativeMultiLock {
+  /**
+   * Takes every member, waiting at most `waitMs` when given (then resolves false, nothing
+   * held); `leaseMs` fixes each member's lease (else the watchdog renews). Cancelling
+   * `cancel` leaves nothing held.
+   */
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<boolean>
+  /** Releases every member; the error names each member that failed. */
+  release(): Promise<void>
+  /** Whether this handle's owner holds every member. */
+  isHeld(): Promise<boolean>
+}
+
 /** A permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`): permits with ids. */
 export declare class NativePermitSemaphore {
   /** The semaphore name (the Redis key of its count). */
@@ -179,6 +193,12 @@ export declare function connect(url?: string | undefined | null, options?: Recor
 
 /** Every error code (`RLOCK_NOT_HELD`, ...), from core's one list of error kinds. */
 export declare function errorCodes(): Array<string>
+
+/**
+ * A multi-lock over the locks of `members` (core `rlock::MultiLock`), with a fresh owner of
+ * its own (the members' handles keep theirs).
+ */
+export declare function multiLock(members: Array<NativeLock>): NativeMultiLock
 
 /** The option names core knows, in Node spelling (checked against the `.d.ts` by the tests). */
 export declare function optionNames(): Array<string>

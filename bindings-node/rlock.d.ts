@@ -223,6 +223,37 @@ export declare class PermitExpirableSemaphore {
   withPermit<T>(fn: (permitId: string) => T | Promise<T>, options?: PermitAcquireOptions): Promise<T>
 }
 
+export interface MultiLockAcquireOptions {
+  /** Longest wait in ms (`acquire`: then rejects RLOCK_NOT_ACQUIRED; `tryAcquire`: default 0, then resolves false). */
+  waitMs?: number
+  /** Each member's lease in ms; absent: the watchdog renews them until released. */
+  leaseMs?: number
+  /** Aborting it rejects with its AbortError; nothing is held. */
+  signal?: AbortSignal
+}
+
+/**
+ * Several locks taken all-or-nothing (Redisson's RedissonMultiLock): any mix of kinds, from one
+ * client or several, by one owner of its own. Owners taking the same locks in different orders
+ * never deadlock; `release` frees every member and its error names each one that failed.
+ */
+export declare class MultiLock {
+  /** A multi-lock over `locks` (at least one), taken in this order. */
+  constructor(locks: Lock[])
+  /** The member locks, in the order they are taken. */
+  readonly locks: readonly Lock[]
+  /** Takes every member, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED). */
+  acquire(options?: MultiLockAcquireOptions): Promise<void>
+  /** Resolves whether every member was taken within `waitMs` (default 0: one round). */
+  tryAcquire(options?: MultiLockAcquireOptions): Promise<boolean>
+  /** Releases every member. */
+  release(): Promise<void>
+  /** Whether this multi-lock's owner holds every member. */
+  isHeld(): Promise<boolean>
+  /** Runs `fn` holding every member, releasing afterwards; resolves what `fn` resolves. */
+  withLock<T>(fn: () => T | Promise<T>, options?: MultiLockAcquireOptions): Promise<T>
+}
+
 /** A hold made by `client.acquire`; `await using` releases it at the end of the block. */
 export declare class HeldLock implements AsyncDisposable {
   private constructor()
@@ -274,6 +305,7 @@ declare const rlock: {
   Client: typeof Client
   Lock: typeof Lock
   ReadWriteLock: typeof ReadWriteLock
+  MultiLock: typeof MultiLock
   Semaphore: typeof Semaphore
   PermitExpirableSemaphore: typeof PermitExpirableSemaphore
   HeldLock: typeof HeldLock

@@ -101,6 +101,9 @@ const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListen
  * A handle on one lock; each handle is its own owner. Made by `client.lock(name)`,
  * `client.fencedLock(name)`, `client.fairLock(name)` or a `ReadWriteLock`'s sides.
  */
+// Each Lock's native handle (a promise), for the multi-locks made over it.
+const nativeOfLock = new WeakMap()
+
 class Lock {
   #native
   #lost = null
@@ -108,6 +111,7 @@ class Lock {
 
   constructor(nativePromise, name, kind = 'lock') {
     this.#native = nativePromise
+    nativeOfLock.set(this, nativePromise)
     /** The lock name (its Redis key). */
     this.name = name
     /** Which lock of the family: 'lock', 'fenced', 'read', 'write' or 'fair'. */
@@ -425,6 +429,85 @@ class PermitExpirableSemaphore {
 }
 
 /**
+ * Several locks taken all-or-nothing (Redisson's RedissonMultiLock): any mix of kinds, from one
+ * client or several (other servers included), under one wait, by one owner of its own. Owners
+ * taking the same locks in different orders never deadlock. `release` frees every member and
+ * its error names each one that failed.
+ */
+class MultiLock {
+  #native
+
+  /** A multi-lock over `locks` (an array of at least one `Lock`), taken in this order. */
+  constructor(locks) {
+    if (!Array.isArray(locks) || locks.length === 0 || !locks.every((l) => nativeOfLock.has(l))) {
+      throw invalid('a multi-lock needs an array of at least one Lock')
+    }
+    /** The member locks, in the order they are taken. */
+    this.locks = Object.freeze([...locks])
+    this.#native = Promise.all(locks.map((l) => nativeOfLock.get(l))).then((ns) => {
+      try {
+        return native.multiLock(ns)
+      } catch (e) {
+        throw mapError(e)
+      }
+    })
+    this.#native.catch(() => {})
+  }
+
+  async #acquireWith(options, orFalse) {
+    const { waitMs, leaseMs, signal } = optionsObject(options)
+    const wait = optionalMs('waitMs', waitMs)
+    const lease = optionalMs('leaseMs', leaseMs)
+    checkSignal(signal)
+    const n = await this.#native
+    const got = await cancellable(signal, (token) => n.acquire(orFalse && wait === undefined ? 0 : wait, lease, token))
+    if (!got && !orFalse) {
+      throw new RLockError(codes.NOT_ACQUIRED, `the multi-lock was not acquired within ${wait} ms`)
+    }
+    return got
+  }
+
+  /**
+   * Takes every member. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it, nothing held),
+   * `leaseMs` (each member's lease; default: the watchdog), `signal` (reject with its
+   * AbortError; nothing held).
+   */
+  async acquire(options) {
+    await this.#acquireWith(options, false)
+  }
+
+  /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round). */
+  async tryAcquire(options) {
+    return this.#acquireWith(options, true)
+  }
+
+  /** Releases every member (all of them, also when some fail; the error names each failure). */
+  async release() {
+    return callNative(this.#native, 'release')
+  }
+
+  /** Whether this multi-lock's owner holds every member. */
+  async isHeld() {
+    return callNative(this.#native, 'isHeld')
+  }
+
+  /** Runs `fn()` holding every member and releases afterwards; resolves what `fn` resolves. */
+  async withLock(fn, options) {
+    if (typeof fn !== 'function') throw invalid('withLock needs a function')
+    await this.acquire(options)
+    let result
+    try {
+      result = await fn()
+    } catch (e) {
+      await this.release().catch(() => {})
+      throw e
+    }
+    await this.release()
+    return result
+  }
+}
+
+/**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
  * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
  * waits forever); nothing changes in Redis.
@@ -617,4 +700,4 @@ class Client {
 }
 
 
-module.exports = { Client, Lock, ReadWriteLock, Semaphore, PermitExpirableSemaphore, HeldLock, RLockError, codes }
+module.exports = { Client, Lock, ReadWriteLock, MultiLock, Semaphore, PermitExpirableSemaphore, HeldLock, RLockError, codes }

@@ -628,3 +628,56 @@ impl NativePermitSemaphore {
         self.sem.remove_lost_listener(ListenerId::from_raw(id as u64))
     }
 }
+
+/// A multi-lock over the locks of `members` (core `rlock::MultiLock`), with a fresh owner of
+/// its own (the members' handles keep theirs).
+#[napi]
+pub fn multi_lock(members: Vec<&NativeLock>) -> napi::Result<NativeMultiLock> {
+    let multi = rlock::MultiLock::new(members.iter().map(|m| m.lock.clone()).collect()).map_err(js_error)?;
+    let owner = multi.new_owner();
+    Ok(NativeMultiLock { multi, owner })
+}
+
+/// Several locks taken all-or-nothing by one owner (core `rlock::MultiLock`).
+#[napi]
+pub struct NativeMultiLock {
+    multi: rlock::MultiLock,
+    owner: rlock::Owner,
+}
+
+#[napi]
+impl NativeMultiLock {
+    /// Takes every member, waiting at most `waitMs` when given (then resolves false, nothing
+    /// held); `leaseMs` fixes each member's lease (else the watchdog renews). Cancelling
+    /// `cancel` leaves nothing held.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        wait_ms: Option<f64>,
+        lease_ms: Option<f64>,
+        cancel: &CancelToken,
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
+        let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
+        let (multi, owner, token) = (self.multi.clone(), self.owner.clone(), cancel.token.clone());
+        env.spawn_future(async move {
+            let (wait, lease) = parsed?;
+            let work = async {
+                Ok(multi.acquire_guard(&owner, wait, lease).await?.map(rlock::MultiGuard::keep).is_some())
+            };
+            cancellable(&token, work).await
+        })
+    }
+
+    /// Releases every member; the error names each member that failed.
+    #[napi]
+    pub async fn release(&self) -> napi::Result<()> {
+        self.multi.release(&self.owner).await.map_err(js_error)
+    }
+
+    /// Whether this handle's owner holds every member.
+    #[napi]
+    pub async fn is_held(&self) -> napi::Result<bool> {
+        self.multi.is_held(&self.owner).await.map_err(js_error)
+    }
+}

@@ -5,7 +5,7 @@
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { startRedis, eventually } = require('./redis-server.js')
-const { Client, RLockError, codes } = require('../rlock.js')
+const { Client, MultiLock, RLockError, codes } = require('../rlock.js')
 
 let redis
 let client
@@ -208,4 +208,52 @@ test('a permit removed under the watchdog is reported lost', async () => {
   } finally {
     await c.close()
   }
+})
+
+test('a multi-lock: all-or-nothing over kinds and clients, opposite orders, aborts, every failure reported', async () => {
+  const [a, b, c] = [name('ma'), name('mb'), name('mc')]
+  const multi = new MultiLock([client.lock(a), other.fairLock(b), client.readWriteLock(c).writeLock()])
+  const blocker = other.fairLock(b)
+  await blocker.acquire()
+  assert.equal(await multi.tryAcquire({ waitMs: 100 }), false)
+  assert.equal(await client.lock(a).isLocked(), false, 'nothing left held')
+  await rejectsWith(multi.acquire({ waitMs: 50 }), codes.NOT_ACQUIRED)
+  const ac = new AbortController()
+  const aborted = multi.acquire({ signal: ac.signal })
+  ac.abort()
+  await assert.rejects(aborted, { name: 'AbortError' })
+  await blocker.release()
+  assert.equal(await multi.withLock(async () => multi.isHeld()), true)
+
+  // Opposite orders on two clients: no deadlock, mutual exclusion.
+  const orders = [0, 1, 2, 3].map((i) =>
+    i % 2 === 0 ? new MultiLock([client.lock(a), client.lock(b)]) : new MultiLock([other.lock(b), other.lock(a)]))
+  let inside = 0
+  let total = 0
+  await Promise.all(orders.map(async (m) => {
+    for (let k = 0; k < 30; k++) {
+      await m.acquire()
+      assert.equal(++inside, 1, 'one owner inside')
+      await new Promise((r) => setImmediate(r))
+      inside--
+      total++
+      await m.release()
+    }
+  }))
+  assert.equal(total, 120)
+
+  // Release frees every member and names each failure.
+  const locks = [client.lock(name('r')), client.lock(name('r')), client.lock(name('r'))]
+  const m = new MultiLock(locks)
+  await m.acquire()
+  await locks[0].forceUnlock()
+  await locks[2].forceUnlock()
+  await assert.rejects(m.release(), (e) => {
+    assert.ok(e instanceof RLockError)
+    assert.match(e.message, /2 of 3/)
+    assert.ok(e.message.includes(`'${locks[0].name}'`) && e.message.includes(`'${locks[2].name}'`))
+    return true
+  })
+  assert.equal(await locks[1].isLocked(), false)
+  assert.throws(() => new MultiLock([]), (e) => e.code === codes.INVALID_ARGUMENT)
 })

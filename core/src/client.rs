@@ -1,7 +1,6 @@
 //! The client: connects, makes owners and primitives, and reports lost holds. Its state lives
 //! in [`Shared`], which the primitives use.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -19,14 +18,6 @@ use crate::read_write_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::shared::Shared;
 use crate::watchdog::{ListenerId, LostEvent, LostFilter};
-
-/// First id handed out by [`Client::new_owner`]; explicit ids below it never collide with it.
-const AUTO_OWNER_BASE: u64 = 1 << 62;
-
-/// The next id [`Client::new_owner`] hands out: one sequence for every client of the process,
-/// so an id is an owner of its own on every client (a multi-lock's members may live on
-/// several).
-static NEXT_OWNER: AtomicU64 = AtomicU64::new(AUTO_OWNER_BASE);
 
 /// A connection to Redis that makes locks. Cheap to clone (clones share everything); the last
 /// clone and lock handle dropped, or [`Client::close`], stops the watchdog and the pub/sub task.
@@ -102,7 +93,7 @@ impl Client {
 
     /// A fresh owner no other call of any client of this process has returned.
     pub fn new_owner(&self) -> Owner {
-        self.owner(NEXT_OWNER.fetch_add(1, Ordering::Relaxed))
+        self.owner(crate::owner::next_auto_owner_id())
     }
 
     /// A handle on the reentrant lock `name` (used byte for byte as the Redis key, Redisson's

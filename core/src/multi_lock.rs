@@ -51,6 +51,12 @@ impl MultiLock {
         &self.members
     }
 
+    /// A fresh owner (on the first member's client) that no other call of this process
+    /// returned: its id is an owner of its own on every member's client.
+    pub fn new_owner(&self) -> Owner {
+        self.members[0].owner_on_client(crate::owner::next_auto_owner_id())
+    }
+
     /// `owner`'s id as an owner on member `i`'s client.
     fn owner_on(&self, i: usize, owner: &Owner) -> Owner {
         self.members[i].owner_on_client(owner.id())

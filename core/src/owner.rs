@@ -63,3 +63,15 @@ pub fn thread_owner_id() -> u64 {
     }
     ID.with(|id| *id)
 }
+
+/// First id handed out by [`Client::new_owner`](crate::Client::new_owner); explicit ids below
+/// it never collide with it.
+const AUTO_OWNER_BASE: u64 = 1 << 62;
+
+/// The next id `Client::new_owner` hands out: one sequence for every client of the process, so
+/// an id is an owner of its own on every client (a multi-lock's members may live on several).
+pub(crate) fn next_auto_owner_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(AUTO_OWNER_BASE);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

@@ -134,6 +134,16 @@ typedef void (*rlock_lost_callback)(void *userdata,
                                     const char *owner,
                                     const char *reason);
 
+// One member of a multi-lock: the lock `name` of `kind` (an `rlock_lock_kind`) on `client`.
+typedef struct rlock_lock_ref {
+  // The client the lock lives on (members may use different clients and servers).
+  const struct rlock_client *client;
+  // The lock name (only read during the call).
+  const char *name;
+  // An `rlock_lock_kind`.
+  int kind;
+} rlock_lock_ref;
+
 
 
 #ifdef __cplusplus
@@ -380,6 +390,39 @@ enum rlock_result rlock_family_hold_count(const struct rlock_client *client,
                                           const char *name,
                                           uint64_t owner_id,
                                           uint32_t *out);
+
+// Blocks until `owner_id` (`RLOCK_THREAD`: the calling thread) holds every one of the `count`
+// `members`, all-or-nothing: a round that finds a member held elsewhere gives back what it
+// took and waits for that member, so owners taking the same locks in other orders never
+// deadlock. `lease_ms <= 0`: the watchdog renews each hold; `> 0`: each member's lease.
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL or empty members, a NULL client or
+// name, a bad kind), `RLOCK_WOULD_DEADLOCK`, `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`,
+// `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`; nothing is held after an error.
+enum rlock_result rlock_multi_acquire(const struct rlock_lock_ref *members,
+                                      size_t count,
+                                      uint64_t owner_id,
+                                      int64_t lease_ms);
+
+// Like `rlock_multi_acquire`, waiting at most `wait_ms` (0: one round): `RLOCK_NOT_ACQUIRED`
+// when the wait ran out (no member held).
+//
+// Thread-safe. Errors as `rlock_multi_acquire`, and `RLOCK_INVALID_ARGUMENT` for a negative
+// `wait_ms`.
+enum rlock_result rlock_multi_try_acquire(const struct rlock_lock_ref *members,
+                                          size_t count,
+                                          uint64_t owner_id,
+                                          int64_t wait_ms,
+                                          int64_t lease_ms);
+
+// Releases every one of the `count` `members` held by `owner_id` (`RLOCK_THREAD`: the calling
+// thread), all of them also when some fail; the last error names each member that failed and
+// the result is the first failure's code (`RLOCK_NOT_HELD`, `RLOCK_LOST`, ...).
+//
+// Thread-safe. Errors as `rlock_multi_acquire`, and those of `rlock_release`.
+enum rlock_result rlock_multi_release(const struct rlock_lock_ref *members,
+                                      size_t count,
+                                      uint64_t owner_id);
 
 // A new options object with every option at its default. Free it with `rlock_options_free`.
 // Returns NULL only on an internal error. Thread-safe.

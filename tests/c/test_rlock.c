@@ -817,6 +817,82 @@ static void test_permit_semaphore(void) {
     rlock_client_free(holder);
 }
 
+/* ---- the multi-lock ---- */
+struct multi_arg {
+    const rlock_lock_ref *members;
+    int rounds;
+    atomic_int *inside, *total, *errors;
+};
+
+/* Takes the members (in this thread's order) `rounds` times; counts overlaps as errors. */
+static void *multi_worker(void *p) {
+    struct multi_arg *a = p;
+    for (int i = 0; i < a->rounds; i++) {
+        if (rlock_multi_acquire(a->members, 2, RLOCK_THREAD, 0) != RLOCK_OK) { atomic_fetch_add(a->errors, 1); continue; }
+        if (atomic_fetch_add(a->inside, 1) != 0) atomic_fetch_add(a->errors, 1);
+        sched_yield();
+        atomic_fetch_sub(a->inside, 1);
+        atomic_fetch_add(a->total, 1);
+        if (rlock_multi_release(a->members, 2, RLOCK_THREAD) != RLOCK_OK) atomic_fetch_add(a->errors, 1);
+    }
+    return NULL;
+}
+
+static void test_multi_lock(void) {
+    rlock_lock_ref m[3] = {
+        {client, "c:m:a", RLOCK_LOCK},
+        {client, "c:m:b", RLOCK_FAIR_LOCK},
+        {client, "c:m:c", RLOCK_WRITE_LOCK},
+    };
+    /* Another owner holds one member: nothing is taken. */
+    CHECK_RC(rlock_family_acquire(client, RLOCK_FAIR_LOCK, "c:m:b", 5, 0, NULL), RLOCK_OK);
+    CHECK_RC(rlock_multi_try_acquire(m, 3, RLOCK_THREAD, 100, 0), RLOCK_NOT_ACQUIRED);
+    bool locked = true;
+    CHECK_RC(rlock_is_locked(client, "c:m:a", &locked), RLOCK_OK);
+    CHECK(!locked);
+    CHECK_RC(rlock_family_release(client, RLOCK_FAIR_LOCK, "c:m:b", 5, NULL), RLOCK_OK);
+    CHECK_RC(rlock_multi_acquire(m, 3, RLOCK_THREAD, 0), RLOCK_OK);
+    bool held = false;
+    CHECK_RC(rlock_family_is_held(client, RLOCK_WRITE_LOCK, "c:m:c", RLOCK_THREAD, &held), RLOCK_OK);
+    CHECK(held);
+    /* Release frees every member and reports the failures. */
+    CHECK_RC(rlock_force_unlock(client, "c:m:a", NULL), RLOCK_OK);
+    rlock_result rc = rlock_multi_release(m, 3, RLOCK_THREAD);
+    CHECK(rc == RLOCK_NOT_HELD || rc == RLOCK_LOST);
+    char msg[512];
+    rlock_last_error(msg, sizeof msg);
+    CHECK(strstr(msg, "1 of 3") != NULL && strstr(msg, "'c:m:a'") != NULL);
+    CHECK_RC(rlock_family_is_locked(client, RLOCK_FAIR_LOCK, "c:m:b", &locked), RLOCK_OK);
+    CHECK(!locked);
+    CHECK_RC(rlock_family_is_locked(client, RLOCK_WRITE_LOCK, "c:m:c", &locked), RLOCK_OK);
+    CHECK(!locked);
+
+    /* Threads taking {a, b} and {b, a}: no deadlock, one inside at a time. */
+    rlock_lock_ref ab[2] = {{client, "c:d:a", RLOCK_LOCK}, {client, "c:d:b", RLOCK_LOCK}};
+    rlock_lock_ref ba[2] = {{client, "c:d:b", RLOCK_LOCK}, {client, "c:d:a", RLOCK_LOCK}};
+    atomic_int inside = 0, total = 0, errs = 0;
+    pthread_t t[4];
+    struct multi_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (struct multi_arg){i % 2 ? ba : ab, 50, &inside, &total, &errs};
+        pthread_create(&t[i], NULL, multi_worker, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    CHECK(atomic_load(&errs) == 0);
+    CHECK(atomic_load(&total) == 200);
+
+    /* Bad input. */
+    rlock_lock_ref bad_kind[1] = {{client, "c:m:a", 42}};
+    rlock_lock_ref no_client[1] = {{NULL, "c:m:a", RLOCK_LOCK}};
+    CHECK_RC(rlock_multi_acquire(NULL, 1, RLOCK_THREAD, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_multi_acquire(m, 0, RLOCK_THREAD, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_multi_acquire(bad_kind, 1, RLOCK_THREAD, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_multi_acquire(no_client, 1, RLOCK_THREAD, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_multi_try_acquire(m, 3, RLOCK_THREAD, -1, 0), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_is_locked(client, "c:m:a", &locked), RLOCK_OK);
+    CHECK(!locked);
+}
+
 static void test_fork(void) {
     /* The parent's client is in use (its runtime thread runs) when the children are made. */
     bool b = true;
@@ -986,6 +1062,7 @@ int main(void) {
     test_family();
     test_semaphore();
     test_permit_semaphore();
+    test_multi_lock();
     test_fork();
     test_free_racing_calls();
     test_topologies();

@@ -13,12 +13,12 @@ use crate::owner::{thread_owner_id, Owner};
 
 /// Which owner a call acts for.
 #[derive(Clone, Copy)]
-enum Who {
+pub(crate) enum Who {
     Thread,
     Id(u64),
 }
 
-fn owner(c: &rlock_client, who: Who) -> Owner {
+pub(crate) fn owner(c: &rlock_client, who: Who) -> Owner {
     c.core().owner(match who {
         Who::Thread => thread_owner_id(),
         Who::Id(id) => id,
@@ -44,7 +44,7 @@ pub enum rlock_lock_kind {
     RLOCK_FAIR_LOCK = 4,
 }
 
-fn kind_arg(kind: c_int) -> Result<rlock_lock_kind, Failure> {
+pub(crate) fn kind_arg(kind: c_int) -> Result<rlock_lock_kind, Failure> {
     Ok(match kind {
         0 => rlock_lock_kind::RLOCK_LOCK,
         1 => rlock_lock_kind::RLOCK_FENCED_LOCK,
@@ -58,7 +58,7 @@ fn kind_arg(kind: c_int) -> Result<rlock_lock_kind, Failure> {
 /// The owner id that means "the calling thread" in the `rlock_family_*` functions.
 pub const RLOCK_THREAD: u64 = u64::MAX;
 
-fn who(owner_id: u64) -> Who {
+pub(crate) fn who(owner_id: u64) -> Who {
     if owner_id == RLOCK_THREAD {
         Who::Thread
     } else {
@@ -83,7 +83,7 @@ unsafe fn target(
 ///
 /// # Safety
 /// As [`target`].
-unsafe fn target_of(
+pub(crate) unsafe fn target_of(
     client: *const rlock_client,
     name: *const c_char,
     kind: rlock_lock_kind,

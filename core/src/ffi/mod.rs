@@ -17,6 +17,7 @@
 
 mod client;
 mod lock;
+mod multi_lock;
 mod options_object;
 mod permit_semaphore;
 mod semaphore;

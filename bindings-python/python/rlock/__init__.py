@@ -18,7 +18,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Iterable, List, Literal, Optional, Type
+from typing import Any, Awaitable, Callable, Iterable, List, Literal, Optional, Type
 
 from typing_extensions import Unpack
 
@@ -235,6 +235,27 @@ class Client:
         return None if task is None else self._task_owner()
 
 
+def _release_on_exit(release: Callable[[], object], exc_type: Optional[Type[BaseException]]) -> None:
+    """Releases at the end of a ``with`` block. A lost hold (:class:`NotHeldError`) is loud, but
+    never louder than the exception already on its way."""
+    try:
+        release()
+    except NotHeldError:
+        if exc_type is None:
+            raise
+
+
+async def _release_on_exit_async(
+    release: Callable[[], Awaitable[object]], exc_type: Optional[Type[BaseException]]
+) -> None:
+    """:func:`_release_on_exit` for ``async with``."""
+    try:
+        await release()
+    except NotHeldError:
+        if exc_type is None:
+            raise
+
+
 def _wait_arg(blocking: bool, timeout: float) -> Optional[float]:
     """``threading``'s (blocking, timeout) as a wait in seconds: None forever, 0 try once."""
     if not blocking:
@@ -300,12 +321,7 @@ class Lock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        try:
-            self._native.release(None)
-        except NotHeldError:
-            # A lost hold is loud, but never louder than the exception already on its way.
-            if exc_type is None:
-                raise
+        _release_on_exit(lambda: self._native.release(None), exc_type)
 
     async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
         """Acquires for the current asyncio task: waits up to ``timeout`` seconds (None:
@@ -330,11 +346,7 @@ class Lock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        try:
-            await self.release_async()
-        except NotHeldError:
-            if exc_type is None:
-                raise
+        await _release_on_exit_async(self.release_async, exc_type)
 
     def locked(self) -> bool:
         """Whether anyone holds the lock."""
@@ -720,11 +732,7 @@ class MultiLock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        try:
-            self.release()
-        except NotHeldError:
-            if exc_type is None:
-                raise
+        _release_on_exit(self.release, exc_type)
 
     async def __aenter__(self) -> MultiLock:
         await self.acquire_async()
@@ -736,11 +744,7 @@ class MultiLock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        try:
-            await self.release_async()
-        except NotHeldError:
-            if exc_type is None:
-                raise
+        await _release_on_exit_async(self.release_async, exc_type)
 
     def __repr__(self) -> str:
         return f"<rlock.MultiLock {[lock.name for lock in self._locks]!r}>"

@@ -42,6 +42,23 @@ impl rlock_client {
 /// Takes a reference to the client behind a C pointer for the duration of a call. Fails with
 /// `RLOCK_INVALID_ARGUMENT` for NULL and `RLOCK_FORKED` in a process other than the client's
 /// (taking no reference then).
+/// Checks `client` and `name` and makes the handle `make` builds from them (a lock, a
+/// semaphore), with a reference to the client for the call.
+///
+/// # Safety
+/// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn named<T>(
+    client: *const rlock_client,
+    name: *const std::ffi::c_char,
+    make: impl FnOnce(&Client, &str) -> crate::Result<T>,
+) -> Result<(Arc<rlock_client>, T), Failure> {
+    let c = client_ref(client)?;
+    // SAFETY: forwarded contract.
+    let name = unsafe { super::str_arg(name, "name") }?;
+    let handle = make(c.core(), name)?;
+    Ok((c, handle))
+}
+
 pub(crate) fn client_ref(client: *const rlock_client) -> Result<Arc<rlock_client>, Failure> {
     if client.is_null() {
         return Err(Failure::invalid("client is NULL"));

@@ -6,8 +6,8 @@ use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::client::{client_ref, rlock_client};
-use super::{check_out, guard, lease, rlock_result, str_arg, write_out, Failure};
+use super::client::{named, rlock_client};
+use super::{check_out, guard, lease, rlock_result, write_out, Failure};
 use crate::lock::Lock;
 use crate::owner::{thread_owner_id, Owner};
 
@@ -88,18 +88,18 @@ pub(crate) unsafe fn target_of(
     name: *const c_char,
     kind: rlock_lock_kind,
 ) -> Result<(Arc<rlock_client>, Lock), Failure> {
-    let c = client_ref(client)?;
     // SAFETY: forwarded contract.
-    let name = unsafe { str_arg(name, "name") }?;
-    let core = c.core();
-    let lock = match kind {
-        rlock_lock_kind::RLOCK_LOCK => core.lock(name)?,
-        rlock_lock_kind::RLOCK_FENCED_LOCK => core.fenced_lock(name)?.lock().clone(),
-        rlock_lock_kind::RLOCK_READ_LOCK => core.read_write_lock(name)?.read_lock(),
-        rlock_lock_kind::RLOCK_WRITE_LOCK => core.read_write_lock(name)?.write_lock(),
-        rlock_lock_kind::RLOCK_FAIR_LOCK => core.fair_lock(name)?,
-    };
-    Ok((c, lock))
+    unsafe {
+        named(client, name, |core, name| {
+            Ok(match kind {
+                rlock_lock_kind::RLOCK_LOCK => core.lock(name)?,
+                rlock_lock_kind::RLOCK_FENCED_LOCK => core.fenced_lock(name)?.lock().clone(),
+                rlock_lock_kind::RLOCK_READ_LOCK => core.read_write_lock(name)?.read_lock(),
+                rlock_lock_kind::RLOCK_WRITE_LOCK => core.read_write_lock(name)?.write_lock(),
+                rlock_lock_kind::RLOCK_FAIR_LOCK => core.fair_lock(name)?,
+            })
+        })
+    }
 }
 
 /// Where a fenced acquire writes its token (`None`: a plain lock's acquire).

@@ -3,31 +3,15 @@
 //! release one by its id.
 
 use std::ffi::c_char;
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::client::{client_ref, rlock_client};
+use super::client::{named, rlock_client};
 use super::{check_out, guard, lease, rlock_result, str_arg, write_out, Failure};
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
 
 /// Bytes of the buffer a permit id is written to: 32 hex characters and a NUL.
 pub const RLOCK_PERMIT_ID_SIZE: usize = 33;
-
-/// Checks the client and name and makes the semaphore handle.
-///
-/// # Safety
-/// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
-unsafe fn target(
-    client: *const rlock_client,
-    name: *const c_char,
-) -> Result<(Arc<rlock_client>, PermitExpirableSemaphore), Failure> {
-    let c = client_ref(client)?;
-    // SAFETY: forwarded contract.
-    let name = unsafe { str_arg(name, "name") }?;
-    let sem = c.core().permit_expirable_semaphore(name)?;
-    Ok((c, sem))
-}
 
 /// Sets permit-expirable semaphore `name` to `permits` when it does not exist yet (expiring
 /// after `ttl_ms` when `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set
@@ -46,7 +30,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_try_set_permits(
     guard(|| {
         let n = count_arg("permits", permits, 0)?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         write_out(out_set, c.block_on(sem.try_set_permits(n, lease(ttl_ms)))??);
         Ok(())
     })
@@ -105,7 +89,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_acquire(
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         // SAFETY: forwarded contract.
         unsafe { take_permit(&c, &sem, None, lease_ms, out_id) }
     })
@@ -129,7 +113,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_try_acquire(
             .map(Duration::from_millis)
             .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         // SAFETY: forwarded contract.
         unsafe { take_permit(&c, &sem, Some(wait), lease_ms, out_id) }
     })
@@ -151,7 +135,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_release(
         // SAFETY: forwarded contract.
         let id = unsafe { str_arg(id, "id") }?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         c.block_on(sem.release(id))??;
         Ok(())
     })
@@ -172,7 +156,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_update_lease(
         // SAFETY: forwarded contract.
         let id = unsafe { str_arg(id, "id") }?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         c.block_on(sem.update_lease(id, lease(lease_ms)))??;
         Ok(())
     })
@@ -190,7 +174,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_permits(
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         write_out(out_available, c.block_on(sem.available_permits())??);
         write_out(out_acquired, c.block_on(sem.acquired_permits())??);
         Ok(())
@@ -209,7 +193,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_add_permits(
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         write_out(out_count, c.block_on(sem.add_permits(delta))??);
         Ok(())
     })

@@ -2,28 +2,11 @@
 //! them back.
 
 use std::ffi::c_char;
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::client::{client_ref, rlock_client};
-use super::{check_out, guard, lease, rlock_result, str_arg, write_out, Failure};
+use super::client::{named, rlock_client};
+use super::{check_out, guard, lease, rlock_result, write_out, Failure};
 use crate::semaphore::count_arg;
-use crate::semaphore::Semaphore;
-
-/// Checks the client and name and makes the semaphore handle.
-///
-/// # Safety
-/// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
-unsafe fn target(
-    client: *const rlock_client,
-    name: *const c_char,
-) -> Result<(Arc<rlock_client>, Semaphore), Failure> {
-    let c = client_ref(client)?;
-    // SAFETY: forwarded contract.
-    let name = unsafe { str_arg(name, "name") }?;
-    let sem = c.core().semaphore(name)?;
-    Ok((c, sem))
-}
 
 /// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
 /// `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set (false: it existed and
@@ -43,7 +26,7 @@ pub unsafe extern "C" fn rlock_semaphore_try_set_permits(
         let n = count_arg("permits", permits, 0)?;
         let ttl = lease(ttl_ms);
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         write_out(out_set, c.block_on(sem.try_set_permits(n, ttl))??);
         Ok(())
     })
@@ -62,7 +45,7 @@ pub unsafe extern "C" fn rlock_semaphore_acquire(
     guard(|| {
         let n = count_arg("permits", permits, 1)?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         c.block_on(sem.acquire(n))??;
         Ok(())
     })
@@ -86,7 +69,7 @@ pub unsafe extern "C" fn rlock_semaphore_try_acquire(
             .map(Duration::from_millis)
             .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         if c.block_on(sem.try_acquire(n, wait))?? {
             Ok(())
         } else {
@@ -113,7 +96,7 @@ pub unsafe extern "C" fn rlock_semaphore_release(
     guard(|| {
         let n = count_arg("permits", permits, 1)?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         write_out(out_count, c.block_on(sem.release(n))??);
         Ok(())
     })
@@ -131,7 +114,7 @@ pub unsafe extern "C" fn rlock_semaphore_available_permits(
     guard(|| {
         check_out(out)?;
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         write_out(out, c.block_on(sem.available_permits())??);
         Ok(())
     })
@@ -149,7 +132,7 @@ pub unsafe extern "C" fn rlock_semaphore_add_permits(
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         write_out(out_count, c.block_on(sem.add_permits(delta))??);
         Ok(())
     })
@@ -165,7 +148,7 @@ pub unsafe extern "C" fn rlock_semaphore_drain_permits(
 ) -> rlock_result {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { target(client, name) }?;
+        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         write_out(out_drained, c.block_on(sem.drain_permits())??);
         Ok(())
     })

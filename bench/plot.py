@@ -29,6 +29,10 @@ COLORS = {
     "redisson (write lock)": "#7b68a6",
     "rust (fair lock)": "#f4a261",
     "redisson (fair lock)": "#b8a9d9",
+    "rust (semaphore)": "#2a9d8f",
+    "redisson (semaphore)": "#c5b0d5",
+    "rust (permit semaphore)": "#264653",
+    "redisson (permit semaphore)": "#8e7cc3",
 }
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(17.5, 7.6), gridspec_kw={"width_ratios": [1, 1.3]})

@@ -117,7 +117,12 @@ if redisson:
             a, b = rate(mine, o), rate(theirs, o)
             if a is None and b is None:
                 continue
-            who = f"reader{'s' if o > 1 else ''} on one name" if "read" in what else f"owner{'s' if o > 1 else ''}"
+            if "read" in what:
+                who = f"reader{'s' if o > 1 else ''} on one name"
+            elif "semaphore" in what:
+                who = f"owners on one semaphore of {o} permits"
+            else:
+                who = f"owner{'s' if o > 1 else ''}"
             p(f"| {what} pairs/s, {o} {who} | {fmt(a) if a else ''} | {fmt(b) if b else ''} | {ratio(b, a)} |")
     a, b = lat.get("rust"), lat.get("redisson")
     if a or b:

@@ -11,14 +11,22 @@ SURFACES = ["rust", "rust (2 connections)", "redisson", "c", "node", "python-thr
             # fair-lock hand-offs with 16 waiters. Redisson's beside each (issue 15).
             "rust (read lock, one name)", "redisson (read lock, one name)",
             "rust (write lock)", "redisson (write lock)",
-            "rust (fair lock)", "redisson (fair lock)"]
+            "rust (fair lock)", "redisson (fair lock)",
+            # Semaphores (issue 14): 64 owners on one semaphore of 64 permits; a permit handed
+            # off among 16 waiters of a 1-permit semaphore. Plain and permit-expirable.
+            "rust (semaphore)", "redisson (semaphore)",
+            "rust (permit semaphore)", "redisson (permit semaphore)"]
 
 # The Rust core's rows Redisson mirrors: (what, rlock surface, Redisson surface).
 REDISSON_PAIRS = [("reentrant lock", "rust", "redisson"),
-                  ("read lock", "rust (read lock, one name)", "redisson (read lock, one name)")]
+                  ("read lock", "rust (read lock, one name)", "redisson (read lock, one name)"),
+                  ("semaphore", "rust (semaphore)", "redisson (semaphore)"),
+                  ("permit-expirable semaphore", "rust (permit semaphore)", "redisson (permit semaphore)")]
 REDISSON_HANDOFFS = [("reentrant lock", "rust", "redisson"),
                      ("write lock", "rust (write lock)", "redisson (write lock)"),
-                     ("fair lock", "rust (fair lock)", "redisson (fair lock)")]
+                     ("fair lock", "rust (fair lock)", "redisson (fair lock)"),
+                     ("semaphore permit", "rust (semaphore)", "redisson (semaphore)"),
+                     ("permit-expirable semaphore permit", "rust (permit semaphore)", "redisson (permit semaphore)")]
 
 
 def is_peer(surface):

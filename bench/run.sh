@@ -81,8 +81,8 @@ cli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
   /^cmdstat_evalsha/ {ev=$3; evu=$5}
   /^cmdstat_del/ {d=$3; du=$5}
   END { pairs = ev/2; if (pairs > 0) printf "{\"bench\":\"server_cpu\",\"usec_per_pair\":%.2f,\"ceiling_pairs_per_s\":%.0f}\n", (evu+du)/pairs, 1e6*pairs/(evu+du) }' | tee -a "$out"
-step "rust core: one-pair latency, hand-off"
-target/release/rlock-bench latency handoff family | tee -a "$out"
+step "rust core: one-pair latency, hand-off, the lock family, semaphores"
+target/release/rlock-bench latency handoff family semaphore | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 # 4. Watchdog scale.
@@ -91,10 +91,11 @@ target/release/rlock-bench watchdog | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 # 5. Redisson (the Java client whose layout rlock shares), measured as the Rust core above:
-#    pairs, one-pair latency, hand-off, the lock family (tests/interop/redisson, rlock.interop.Bench).
+#    pairs, one-pair latency, hand-off, the lock family, semaphores (tests/interop/redisson,
+#    rlock.interop.Bench).
 redisson_jar=tests/interop/redisson/target/interop.jar
 if command -v java >/dev/null && [ -f "$redisson_jar" ]; then
-  step "Redisson: pairs (1, 16, 64, 256 threads), one-pair latency, hand-off, the lock family"
+  step "Redisson: pairs (1, 16, 64, 256 threads), one-pair latency, hand-off, the lock family, semaphores"
   java -cp "$redisson_jar:tests/interop/redisson/target/lib/*" rlock.interop.Bench | tee -a "$out"
   cli FLUSHALL >/dev/null
 else

@@ -3,7 +3,9 @@
 //! (`{"bench": ..., ...}`) for bench/report.py to tabulate with the ceiling and the peers.
 //!
 //! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `family`
-//! (read pairs with 64 readers on one name, write- and fair-lock hand-offs), `watchdog`;
+//! (read pairs with 64 readers on one name, write- and fair-lock hand-offs), `semaphore`
+//! (64 owners on one semaphore of 64 permits, a permit handed off among 16 waiters; plain and
+//! permit-expirable), `watchdog`;
 //! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
 //! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
 //! `valgrind --tool=callgrind target/release/rlock-bench fixed`.
@@ -13,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use rlock::{Client, ClientOptions};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -40,17 +43,24 @@ async fn pairs_on(
 ) -> Res<f64> {
     let options = ClientOptions::default().with_command_connections(connections);
     let client = Client::connect(url, options).await?;
+    let rate =
+        pairs_of(owners, secs, |i| Ok(Contender::lock(lock_for(&client, i)?, client.new_owner()))).await?;
+    client.close();
+    Ok(rate)
+}
+
+/// Pairs per second of `owners` contenders (`make(i)`) taking and giving back for `secs` seconds.
+async fn pairs_of(owners: usize, secs: f64, make: impl Fn(usize) -> rlock::Result<Contender>) -> Res<f64> {
     let done = Arc::new(AtomicU64::new(0));
     let stop = Instant::now() + Duration::from_secs_f64(secs);
     let mut tasks = Vec::new();
     for i in 0..owners {
-        let lock = lock_for(&client, i)?;
-        let owner = client.new_owner();
+        let c = make(i)?;
         let done = done.clone();
         tasks.push(tokio::spawn(async move {
             while Instant::now() < stop {
-                lock.acquire(&owner).await?;
-                lock.release(&owner).await?;
+                (c.take)().await?;
+                (c.give)().await?;
                 done.fetch_add(1, Ordering::Relaxed);
             }
             Ok::<(), rlock::Error>(())
@@ -60,9 +70,7 @@ async fn pairs_on(
     for t in tasks {
         t.await??;
     }
-    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
-    client.close();
-    Ok(rate)
+    Ok(done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
 }
 
 async fn latency(url: &str, n: usize) -> Res<(f64, f64)> {
@@ -97,25 +105,104 @@ fn lock_of(client: &Client, kind: Kind) -> rlock::Result<rlock::Lock> {
     }
 }
 
-/// 16 waiters on one name; each hand-off is measured from the moment the previous holder
-/// called release to the moment another owner's acquire returned.
+/// One contender of a hand-off bench: how it takes and gives back the contended thing (a lock
+/// for an owner, a semaphore permit).
+struct Contender {
+    take: Box<dyn Fn() -> BoxFuture<'static, rlock::Result<()>> + Send + Sync>,
+    give: Box<dyn Fn() -> BoxFuture<'static, rlock::Result<()>> + Send + Sync>,
+}
+
+impl Contender {
+    /// Owner `owner` taking and releasing `lock`.
+    fn lock(lock: rlock::Lock, owner: rlock::Owner) -> Contender {
+        let (l2, o2) = (lock.clone(), owner.clone());
+        Contender {
+            take: Box::new(move || {
+                let (l, o) = (lock.clone(), owner.clone());
+                Box::pin(async move { l.acquire(&o).await })
+            }),
+            give: Box::new(move || {
+                let (l, o) = (l2.clone(), o2.clone());
+                Box::pin(async move { l.release(&o).await.map(drop) })
+            }),
+        }
+    }
+
+    /// One permit of `sem`.
+    fn permit(sem: rlock::Semaphore) -> Contender {
+        let s2 = sem.clone();
+        Contender {
+            take: Box::new(move || {
+                let s = sem.clone();
+                Box::pin(async move { s.acquire(1).await })
+            }),
+            give: Box::new(move || {
+                let s = s2.clone();
+                Box::pin(async move { s.release(1).await.map(drop) })
+            }),
+        }
+    }
+
+    /// One permit of the permit-expirable `sem` (watchdog-renewed), released by its id.
+    fn expirable_permit(sem: rlock::PermitExpirableSemaphore) -> Contender {
+        let held = Arc::new(std::sync::Mutex::new(None::<String>));
+        let (s2, h2) = (sem.clone(), held.clone());
+        Contender {
+            take: Box::new(move || {
+                let (s, h) = (sem.clone(), held.clone());
+                Box::pin(async move {
+                    let id = s.acquire(None).await?.keep();
+                    *h.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+                    Ok(())
+                })
+            }),
+            give: Box::new(move || {
+                let (s, h) = (s2.clone(), h2.clone());
+                Box::pin(async move {
+                    let id = h.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
+                    s.release(&id).await
+                })
+            }),
+        }
+    }
+}
+
+fn lock_contender(client: &Client, kind: Kind) -> rlock::Result<Contender> {
+    Ok(Contender::lock(lock_of(client, kind)?, client.new_owner()))
+}
+
+/// 16 waiters on one lock; see [`handoff_on`].
 async fn handoff(url: &str, kind: Kind, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
     let client = Client::connect(url, ClientOptions::default()).await?;
-    let released_at = Arc::new(std::sync::Mutex::new(None::<(Instant, u64)>));
+    let got = handoff_on(waiters, rounds, |_| lock_contender(&client, kind)).await?;
+    // The others were stopped mid-wait or holding: free the lock for the next bench.
+    let _ = lock_of(&client, kind)?.force_unlock().await;
+    client.close();
+    Ok(got)
+}
+
+/// `waiters` contenders for one thing (contender `i` made by `make(i)`), until `rounds`
+/// acquisitions in all; each hand-off is measured from the moment the previous holder called
+/// release to the moment another contender's acquire returned. p50 and p99 in microseconds.
+async fn handoff_on(
+    waiters: usize,
+    rounds: usize,
+    make: impl Fn(usize) -> rlock::Result<Contender>,
+) -> Res<(f64, f64)> {
+    let released_at = Arc::new(std::sync::Mutex::new(None::<(Instant, usize)>));
     let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
     let taken = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    for _ in 0..waiters {
-        let lock = lock_of(&client, kind)?;
-        let owner = client.new_owner();
+    for me in 0..waiters {
+        let c = make(me)?;
         let (released_at, samples, taken) = (released_at.clone(), samples.clone(), taken.clone());
         tasks.push(tokio::spawn(async move {
             loop {
-                lock.acquire(&owner).await?;
+                (c.take)().await?;
                 let now = Instant::now();
-                // Only hand-offs to another owner count (a releaser re-taking its lock is not one).
+                // Only hand-offs to another contender count (a releaser re-taking is not one).
                 if let Some((r, by)) = released_at.lock().map(|mut g| g.take()).unwrap_or(None) {
-                    if by != owner.id() {
+                    if by != me {
                         if let Ok(mut s) = samples.lock() {
                             s.push(now.saturating_duration_since(r));
                         }
@@ -127,9 +214,9 @@ async fn handoff(url: &str, kind: Kind, waiters: usize, rounds: usize) -> Res<(f
                 // Stamped before the call: a woken waiter often holds the lock before the
                 // release's own reply is back, so "release returned" would read as zero.
                 if let Ok(mut g) = released_at.lock() {
-                    *g = Some((Instant::now(), owner.id()));
+                    *g = Some((Instant::now(), me));
                 }
-                lock.release(&owner).await?;
+                (c.give)().await?;
                 // Work outside the lock, so a waiter (not the releaser barging back) takes it.
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
@@ -137,19 +224,51 @@ async fn handoff(url: &str, kind: Kind, waiters: usize, rounds: usize) -> Res<(f
             Ok::<(), rlock::Error>(())
         }));
     }
-    // Stop the others once the rounds are done: they may be waiting for a lock nobody takes.
-    let lock = lock_of(&client, kind)?;
+    // Stop the others once the rounds are done: they may be waiting for what nobody gives.
     while taken.load(Ordering::Relaxed) < rounds as u64 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for t in &tasks {
         t.abort();
     }
-    let _ = lock.force_unlock().await;
     let mut s = samples.lock().map(|g| g.clone()).unwrap_or_default();
     s.sort();
-    client.close();
     Ok((percentile(&s, 0.5), percentile(&s, 0.99)))
+}
+
+/// A name no earlier run used (semaphores keep their counts between runs).
+fn fresh_name(what: &str) -> String {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("bench:{what}:{t}")
+}
+
+/// 64 owners taking and giving back one permit each of one semaphore of 64 permits (pairs/s),
+/// and a permit handed off among 16 waiters of a 1-permit semaphore; for the semaphore and the
+/// permit-expirable semaphore (permits renewed by the watchdog).
+async fn semaphores(url: &str, secs: f64) -> Res<()> {
+    let client = Client::connect(url, ClientOptions::default()).await?;
+    for expirable in [false, true] {
+        let label = if expirable { "rust (permit semaphore)" } else { "rust (semaphore)" };
+        let (rate, (p50, p99)) = if expirable {
+            let (many, one) = (fresh_name("pes"), fresh_name("pes"));
+            let (many, one) =
+                (client.permit_expirable_semaphore(&many)?, client.permit_expirable_semaphore(&one)?);
+            many.try_set_permits(64, None).await?;
+            one.try_set_permits(1, None).await?;
+            let rate = pairs_of(64, secs, |_| Ok(Contender::expirable_permit(many.clone()))).await?;
+            (rate, handoff_on(16, 2000, |_| Ok(Contender::expirable_permit(one.clone()))).await?)
+        } else {
+            let (many, one) = (client.semaphore(&fresh_name("sem"))?, client.semaphore(&fresh_name("sem"))?);
+            many.try_set_permits(64, None).await?;
+            one.try_set_permits(1, None).await?;
+            let rate = pairs_of(64, secs, |_| Ok(Contender::permit(many.clone()))).await?;
+            (rate, handoff_on(16, 2000, |_| Ok(Contender::permit(one.clone()))).await?)
+        };
+        println!("{{\"bench\":\"pairs\",\"surface\":\"{label}\",\"owners\":64,\"pairs_per_s\":{rate:.0}}}");
+        println!("{{\"bench\":\"handoff\",\"surface\":\"{label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+    }
+    client.close();
+    Ok(())
 }
 
 /// A fixed amount of work for instruction counts (callgrind): `owners` owners, `per_owner`
@@ -286,6 +405,10 @@ fn main() -> Res<()> {
                 let (p50, p99) = handoff(&url, kind, 16, 2000).await?;
                 println!("{{\"bench\":\"handoff\",\"surface\":\"{label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
             }
+        }
+        // Semaphores: pairs with 64 owners, permit hand-off with 16 waiters.
+        if want("semaphore") {
+            semaphores(&url, secs).await?;
         }
         // Not part of make bench: fixed work for profiling (BENCH_OWNERS x BENCH_PER_OWNER pairs).
         if sections.iter().any(|x| x == "fixed") {

@@ -16,7 +16,9 @@ import java.util.function.Supplier;
 
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -28,7 +30,9 @@ import org.redisson.config.Config;
  * <p>Usage: {@code Bench [section...]} with sections {@code pairs} (1, 16, 64, 256 threads on
  * distinct names), {@code latency} (one thread, 5000 pairs), {@code handoff} (16 waiters on one
  * {@code RLock}), {@code family} (64 readers of one {@code RReadWriteLock}; write-lock and
- * {@code RFairLock} hand-offs with 16 waiters); none: all of them. Redis from {@code REDIS_URL},
+ * {@code RFairLock} hand-offs with 16 waiters), {@code semaphore} (64 threads on one {@code RSemaphore}
+ * of 64 permits, a permit handed off among 16 waiters of a 1-permit one; the same for
+ * {@code RPermitExpirableSemaphore}); none: all of them. Redis from {@code REDIS_URL},
  * {@code BENCH_SECONDS} (default 3) per pairs run.
  *
  * <p>Redisson keeps its defaults (30 s watchdog, {@code lock()} without a lease time, as rlock's
@@ -75,6 +79,54 @@ public final class Bench {
             e.printStackTrace();
         }
         System.exit(code);
+    }
+
+    /** What a pairs or hand-off thread takes and gives back: a lock, a semaphore permit. */
+    interface Contender {
+        void take() throws Exception;
+
+        void give() throws Exception;
+
+        /** The lock (its thread's owner). */
+        static Contender of(RLock lock) {
+            return new Contender() {
+                public void take() {
+                    lock.lock();
+                }
+
+                public void give() {
+                    lock.unlock();
+                }
+            };
+        }
+
+        /** One permit of {@code sem}. */
+        static Contender of(RSemaphore sem) {
+            return new Contender() {
+                public void take() throws InterruptedException {
+                    sem.acquire();
+                }
+
+                public void give() {
+                    sem.release();
+                }
+            };
+        }
+
+        /** One permit of {@code sem} (no lease: Redisson's permits then never expire), released by id. */
+        static Contender of(RPermitExpirableSemaphore sem) {
+            return new Contender() {
+                private String id;
+
+                public void take() throws InterruptedException {
+                    id = sem.acquire();
+                }
+
+                public void give() {
+                    sem.release(id);
+                }
+            };
+        }
     }
 
     /** A measurement on a client of its own. */
@@ -138,6 +190,48 @@ public final class Bench {
             printHandoff("redisson (write lock)", handoffOn(r -> r.getReadWriteLock("bench:handoff:rw")::writeLock));
             printHandoff("redisson (fair lock)", handoffOn(r -> () -> r.getFairLock("bench:handoff:fair")));
         }
+        // Semaphores: 64 threads on one semaphore of 64 permits; a permit handed off among 16.
+        if (all || sections.contains("semaphore")) {
+            semaphoreRows("redisson (semaphore)", (r, permits) -> {
+                RSemaphore sem = r.getSemaphore(freshName("sem"));
+                sem.trySetPermits(permits);
+                return new Contended(() -> Contender.of(sem), () -> sem.addPermits(1));
+            });
+            semaphoreRows("redisson (permit semaphore)", (r, permits) -> {
+                RPermitExpirableSemaphore sem = r.getPermitExpirableSemaphore(freshName("pes"));
+                sem.trySetPermits(permits);
+                return new Contended(() -> Contender.of(sem), () -> sem.addPermits(1));
+            });
+        }
+    }
+
+    /** Contenders for one thing, and how to free it if a contender failed holding it. */
+    record Contended(Supplier<Contender> contenders, Runnable unstick) {}
+
+    /** A semaphore of so many permits on a client. */
+    interface SemaphoreOf {
+        Contended make(RedissonClient redisson, int permits);
+    }
+
+    /** A name no earlier run used (semaphores keep their counts between runs). */
+    private static String freshName(String what) {
+        return "bench:" + what + ":" + System.nanoTime();
+    }
+
+    /** The pairs (64 threads, 64 permits) and hand-off (16 threads, 1 permit) rows of a semaphore. */
+    private void semaphoreRows(String surface, SemaphoreOf of) throws Exception {
+        double rate = fresh(r -> {
+            Contended c = of.make(r, 64);
+            pairsOf(64, PRE_SECS, i -> c.contenders().get());
+            return pairsOf(64, secs, i -> c.contenders().get());
+        });
+        System.out.printf(Locale.ROOT, "{\"bench\":\"pairs\",\"surface\":\"%s\",\"owners\":64,\"pairs_per_s\":%.0f}%n",
+                surface, rate);
+        printHandoff(surface, fresh(r -> {
+            Contended c = of.make(r, 1);
+            handoffOf(c.contenders(), 16, PRE_HANDOFFS, c.unstick());
+            return handoffOf(c.contenders(), 16, 2000, c.unstick());
+        }));
     }
 
     /** The 16-waiter hand-off on a fresh client, after PRE_HANDOFFS unmeasured acquisitions. */
@@ -195,19 +289,24 @@ public final class Bench {
      * {@code secs} seconds, all starting together. Pairs per second.
      */
     private static double pairs(int owners, double secs, IntFunction<RLock> lockOf) throws Exception {
+        return pairsOf(owners, secs, i -> Contender.of(lockOf.apply(i)));
+    }
+
+    /** {@link #pairs} over any contenders: thread i takes and gives back {@code of(i)}. */
+    private static double pairsOf(int owners, double secs, IntFunction<Contender> of) throws Exception {
         AtomicLong done = new AtomicLong();
         AtomicReference<Throwable> failed = new AtomicReference<>();
         CountDownLatch go = new CountDownLatch(1);
         long[] deadline = new long[1]; // written before go opens, read after
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < owners; i++) {
-            RLock lock = lockOf.apply(i);
+            Contender c = of.apply(i);
             Thread t = new Thread(() -> {
                 try {
                     go.await();
                     while (System.nanoTime() < deadline[0]) {
-                        lock.lock();
-                        lock.unlock();
+                        c.take();
+                        c.give();
                         done.incrementAndGet();
                     }
                 } catch (Throwable e) {
@@ -258,6 +357,14 @@ public final class Bench {
      * holder called unlock to another thread's lock() returning: p50 and p99 in microseconds.
      */
     private static double[] handoff(Supplier<RLock> lockOf, int waiters, int rounds) throws Exception {
+        return handoffOf(() -> Contender.of(lockOf.get()), waiters, rounds, () -> lockOf.get().forceUnlock());
+    }
+
+    /**
+     * {@link #handoff} over any contenders ({@code of} gives each thread its own); {@code unstick}
+     * frees the contended thing if a thread failed holding it.
+     */
+    private static double[] handoffOf(Supplier<Contender> of, int waiters, int rounds, Runnable unstick) throws Exception {
         AtomicReference<Stamp> releasedAt = new AtomicReference<>();
         ConcurrentLinkedQueue<Long> samples = new ConcurrentLinkedQueue<>();
         AtomicLong taken = new AtomicLong();
@@ -265,16 +372,16 @@ public final class Bench {
         AtomicReference<Throwable> failed = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < waiters; i++) {
-            RLock lock = lockOf.get();
+            Contender lock = of.get();
             Thread t = new Thread(() -> {
                 long me = Thread.currentThread().getId();
                 try {
                     while (!stop.get()) {
-                        lock.lock();
+                        lock.take();
                         long now = System.nanoTime();
                         if (stop.get()) {
                             // The rounds are done: pass it on so every waiter gets out.
-                            lock.unlock();
+                            lock.give();
                             break;
                         }
                         // Only hand-offs to another thread count (a releaser re-taking its lock is not one).
@@ -290,7 +397,7 @@ public final class Bench {
                         // Stamped before the call: a woken waiter often holds the lock before the
                         // unlock's own reply is back, so "unlock returned" would read as zero.
                         releasedAt.set(new Stamp(System.nanoTime(), me));
-                        lock.unlock();
+                        lock.give();
                         // Work outside the lock, so a waiter (not the releaser barging back) takes it.
                         Thread.sleep(2);
                     }
@@ -309,7 +416,7 @@ public final class Bench {
             // Each thread leaves at its next turn. Only if one failed holding the lock can the
             // others be stuck: free them.
             for (t.join(10_000); t.isAlive(); t.join(1_000)) {
-                lockOf.get().forceUnlock();
+                unstick.run();
             }
         }
         rethrow(failed);

@@ -62,9 +62,10 @@ impl LostReason {
 /// [`Client::on_lost`](crate::Client::on_lost) whose filter matches.
 #[derive(Debug, Clone)]
 pub struct LostEvent {
-    /// The lock name.
+    /// The lock (or semaphore) name.
     pub name: Arc<str>,
-    /// The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"` or `"write"`.
+    /// The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"`, `"write"`, or
+    /// `"permit"` (a permit of a permit-expirable semaphore).
     pub kind: &'static str,
     /// The owner whose hold was lost.
     pub owner: Owner,
@@ -92,7 +93,8 @@ pub struct LostFilter {
     /// Only holds of the owner with this id (`None`: every owner).
     pub owner: Option<u64>,
     /// Only holds of this kind (`"lock"`: reentrant, fenced and fair locks; `"read"` and
-    /// `"write"`: the sides of a read-write lock; `None`: every kind).
+    /// `"write"`: the sides of a read-write lock; `"permit"`: permits of a permit-expirable
+    /// semaphore; `None`: every kind).
     pub kind: Option<&'static str>,
 }
 

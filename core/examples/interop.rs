@@ -774,6 +774,8 @@ async fn semaphore(ctx: &Ctx) -> R<()> {
     let mut data = ctx.data.clone();
     let violations: Option<i64> = data.get(format!("{NAME}:violations")).await?;
     check(violations.is_none(), format!("{violations:?} times more holders than the {SEM_PERMITS} permits"))?;
+    let holders: Option<i64> = data.get(format!("{NAME}:counter")).await?;
+    check(holders == Some(0), format!("the holders counter ends at {holders:?}, expected 0"))?;
     check(sem.available_permits().await? == SEM_PERMITS as i64, "not every permit came back")?;
     check(most.max(java_most) > 1, "never more than one holder: the permits were not shared")?;
     // Nothing of the semaphore is left for the key check (its count is data, not a hold), once

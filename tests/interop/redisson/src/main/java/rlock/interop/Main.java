@@ -17,6 +17,7 @@ import org.redisson.api.RBucket;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RList;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RQueue;
 import org.redisson.api.RReadWriteLock;
@@ -109,6 +110,8 @@ public final class Main {
                 case "rwlock" -> main.rwlock();
                 case "fair" -> main.fair();
                 case "semaphore" -> main.semaphore();
+                case "permit-semaphore" -> main.permitSemaphore();
+                case "multi-lock" -> main.multiLock();
                 default -> throw new Failure("unknown scenario '" + scenario + "'");
             }
             System.out.println("java: " + scenario + " ok");
@@ -593,6 +596,282 @@ public final class Main {
         check(redisson.getKeys().countExists(name + ":violations") == 0, "more holders than permits");
         check(sem.availablePermits() == SEM_PERMITS, "the semaphore ends with " + sem.availablePermits() + " permits");
         send("checked");
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Permit-expirable semaphore
+
+    /** A waiter must hold a permit whose 300 ms lease ran out within this long after it was taken. */
+    private static final long PES_RECLAIM_BOUND_US = 1_000_000;
+    /** Redisson must get back a permit of a closed rlock client (1 s watchdog) within this long. */
+    private static final long PES_CLOSED_BOUND_US = 1_500_000;
+
+    /** The channel semaphore waiters (Java's and rlock's) sleep on. */
+    private static String semaphoreChannel(String name) {
+        return "redisson_sc:{" + name + "}";
+    }
+
+    /** Fails unless the semaphore has {@code available} free and {@code acquired} held permits. */
+    private static void checkPermits(RPermitExpirableSemaphore sem, int available, int acquired, String when) {
+        int a = sem.availablePermits();
+        int h = sem.acquiredPermits();
+        check(a == available && h == acquired, when + ": " + sem.getName() + " has " + a + " free and " + h
+                + " held permits, expected " + available + " and " + acquired);
+    }
+
+    /** Sleeps until the wall clock reads {@code micros} (waiting for a lease to run out: no event tells). */
+    private static void sleepUntil(long micros) throws InterruptedException {
+        long left = micros - nowMicros();
+        if (left > 0) {
+            TimeUnit.MICROSECONDS.sleep(left);
+        }
+    }
+
+    /**
+     * Ids cross over, wake-ups both ways, expiry reclaimed by the other side's waiter, and an
+     * rlock watchdog permit that outlives its 1 s leases and comes back when its client closes.
+     * See the rlock side for the whole story.
+     */
+    private void permitSemaphore() throws Exception {
+        String name = "interop:pes";
+        // Part 1: ids released by the other side.
+        RPermitExpirableSemaphore sem = redisson.getPermitExpirableSemaphore(name);
+        recv("ready");
+        checkPermits(sem, 2, 0, "the semaphore rlock set up");
+        String mine = sem.acquire();
+        check(mine != null && mine.matches("[0-9a-f]{32}"), "Redisson's permit id '" + mine + "'");
+        checkPermits(sem, 1, 1, "after Redisson's acquire");
+        send("acquired " + mine);
+        String rust = recv("acquired");
+        checkPermits(sem, 1, 1, "after rlock released Redisson's permit and took one");
+        long lease = sem.getLeaseTime(rust);
+        check(lease > 20_000 && lease <= 30_000, "rlock's permit should have its 30 s lease, it has " + lease + " ms");
+        check(sem.tryRelease(rust), "Redisson could not release rlock's permit " + rust);
+        checkPermits(sem, 2, 0, "after Redisson released rlock's permit");
+        check(!sem.tryRelease(mine), "Redisson released its permit " + mine + " again after rlock had released it");
+        checkPermits(sem, 2, 0, "after a release of a released permit");
+        send("released");
+
+        // Part 2: rlock's release wakes this side's waiter (a fresh semaphore per round).
+        List<Long> latencies = new ArrayList<>();
+        for (int round = 0; round <= WAKE_ROUNDS; round++) {
+            RPermitExpirableSemaphore s = redisson.getPermitExpirableSemaphore(name + ":to-java:" + round);
+            recv("held");
+            checkPermits(s, 0, 1, "while rlock holds the only permit");
+            String id = s.tryAcquire(30, TimeUnit.SECONDS);
+            long t1 = nowMicros();
+            check(id != null, "the Redisson waiter got no permit within 30 s");
+            long t0 = Long.parseLong(recv("released"));
+            check(s.tryRelease(id), "the Redisson waiter could not release its permit");
+            send("unlocked");
+            if (round > 0) {
+                latencies.add(t1 - t0);
+            }
+        }
+        long worst = latencies.stream().mapToLong(Long::longValue).max().orElse(Long.MAX_VALUE);
+        check(worst < WAKE_BOUND_US, "a Redisson permit waiter took " + worst + " us to wake, more than 100 ms");
+        System.out.println("java: permit-semaphore: Redisson waiter held a permit " + latencies
+                + " us after rlock's release began");
+        // ... and this side's release wakes rlock's waiter (rlock measures).
+        for (int round = 0; round <= WAKE_ROUNDS; round++) {
+            String n = name + ":to-rust:" + round;
+            RPermitExpirableSemaphore s = redisson.getPermitExpirableSemaphore(n);
+            recv("ready");
+            String id = s.acquire(); // no lease: never expires, only the release frees it
+            send("held " + id);
+            awaitChannelSubscriber(semaphoreChannel(n), n);
+            long t0 = nowMicros();
+            check(s.tryRelease(id), "Redisson could not release its permit");
+            send("released " + t0);
+            recv("unlocked");
+            checkPermits(s, 1, 0, "after the rlock waiter released");
+        }
+
+        // Part 3a: rlock's 300 ms permit expires; this side's waiter takes it.
+        RPermitExpirableSemaphore s = redisson.getPermitExpirableSemaphore(name + ":expiry");
+        String[] held = recv("held").split(" ");
+        String got = s.tryAcquire(10, TimeUnit.SECONDS);
+        long reclaim = nowMicros() - Long.parseLong(held[1]);
+        check(got != null, "Redisson's waiter did not get rlock's expired permit within 10 s");
+        check(reclaim >= 299_000, "Redisson took rlock's permit " + reclaim
+                + " us after it was taken, before its 300 ms lease ran out");
+        check(reclaim < PES_RECLAIM_BOUND_US, "Redisson took rlock's 300 ms permit only " + reclaim
+                + " us after it was taken");
+        check(!s.tryRelease(held[0]), "Redisson released rlock's expired permit " + held[0]);
+        checkPermits(s, 0, 1, "after Redisson's waiter took rlock's expired permit");
+        System.out.println("java: permit-semaphore: Redisson's waiter took rlock's expired 300 ms permit "
+                + reclaim + " us after it was taken");
+        send("reclaimed " + got + " " + reclaim);
+        recv("released");
+        checkPermits(s, 1, 0, "after rlock released Redisson's permit");
+        // 3b: this side's 300 ms permit expires; rlock's waiter takes it.
+        long before = nowMicros();
+        String shortId = s.acquire(300, TimeUnit.MILLISECONDS);
+        send("held " + shortId + " " + before);
+        String[] reclaimed = recv("reclaimed").split(" ");
+        check(!s.tryRelease(shortId), "Redisson released its expired permit " + shortId);
+        checkPermits(s, 0, 1, "after rlock's waiter took Redisson's expired permit");
+        check(s.tryRelease(reclaimed[0]), "Redisson could not release rlock's permit " + reclaimed[0]);
+        checkPermits(s, 1, 0, "after Redisson released rlock's permit");
+        send("released");
+        // 3c: an expired permit nobody reclaimed yet: a failing release gives it back once.
+        held = recv("held").split(" ");
+        sleepUntil(Long.parseLong(held[1]) + 400_000);
+        check(!s.tryRelease(held[0]), "Redisson released rlock's expired permit " + held[0]);
+        checkPermits(s, 1, 0, "after Redisson's release of rlock's expired permit");
+        send("checked");
+        recv("seen"); // rlock has read the counts too
+        before = nowMicros();
+        shortId = s.acquire(300, TimeUnit.MILLISECONDS);
+        send("held " + shortId + " " + before);
+        recv("checked");
+
+        // Part 4: rlock's watchdog permit (1 s leases) stays held while this side tries for 3 s.
+        RPermitExpirableSemaphore w = redisson.getPermitExpirableSemaphore(name + ":watchdog");
+        String rustId = recv("held");
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+        Future<List<Long>> sampler = pool.submit(() -> {
+            List<Long> samples = new ArrayList<>();
+            while (System.nanoTime() < end) {
+                try {
+                    samples.add(w.getLeaseTime(rustId));
+                } catch (RuntimeException notHeld) {
+                    samples.add(0L); // Redisson throws for a permit that is gone: not held
+                }
+                Thread.sleep(100);
+            }
+            return samples;
+        });
+        long start = System.nanoTime();
+        String stolen = w.tryAcquire(3000, TimeUnit.MILLISECONDS);
+        long waited = System.nanoTime() - start;
+        List<Long> samples;
+        try {
+            samples = sampler.get(30, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+        if (stolen != null) {
+            w.tryRelease(stolen);
+        }
+        check(stolen == null, "Redisson took the permit rlock's watchdog should keep");
+        check(waited >= TimeUnit.MILLISECONDS.toNanos(2950), "tryAcquire gave up early");
+        check(samples.size() >= 15, "only " + samples.size() + " lease samples");
+        List<Long> bad = samples.stream().filter(t -> t <= 0 || t > 1_000).toList();
+        check(bad.isEmpty(), "rlock's permit had leases outside (0, 1000] ms: " + bad);
+        checkPermits(w, 0, 1, "while rlock's watchdog keeps the only permit");
+        send("checked");
+        // ... and comes back once the rlock client is closed without releasing it.
+        long closed = Long.parseLong(recv("closed"));
+        String back = w.tryAcquire(10, TimeUnit.SECONDS);
+        long backAfter = nowMicros() - closed;
+        check(back != null, "Redisson did not get the closed client's permit back within 10 s");
+        check(backAfter < PES_CLOSED_BOUND_US, "Redisson got the closed client's permit back only "
+                + backAfter + " us after the close");
+        check(!w.tryRelease(rustId), "Redisson released the closed client's expired permit");
+        checkPermits(w, 0, 1, "after Redisson got the permit back");
+        check(w.tryRelease(back), "Redisson could not release its permit");
+        checkPermits(w, 1, 0, "after Redisson released its permit");
+        System.out.println("java: permit-semaphore: rlock's watchdog permit held for 3 s (" + samples.size()
+                + " lease samples in (0, 1000] ms); back " + backAfter + " us after its client closed");
+        send("done " + backAfter);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Multi-lock
+
+    /** Sections per Redisson thread in part 1 of {@link #multiLock} and of its multi-lock in part 2. */
+    private static final int MULTI_JAVA_SECTIONS = 150;
+    private static final int MULTI_PAIR_SECTIONS = 60;
+
+    /**
+     * Part 1: 3 Redisson threads lock the names rlock's multi-locks take, one name at a time.
+     * Part 2: a Redisson multi-lock over y, x against rlock multi-locks over x, y and y, x. See
+     * the rlock side for the checks.
+     */
+    private void multiLock() throws Exception {
+        String[] names = {"interop:multi:a", "interop:multi:b", "interop:multi:c"};
+        send("ready");
+        recv("ready");
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        List<Future<?>> futures = new ArrayList<>();
+        for (int t = 0; t < 3; t++) {
+            final int thread = t;
+            futures.add(pool.submit(() -> {
+                for (int i = 0; i < MULTI_JAVA_SECTIONS; i++) {
+                    String n = names[(i + thread) % 3];
+                    RLock lock = redisson.getLock(n);
+                    lock.lock();
+                    try {
+                        heldSection("interop:multi", "java", n);
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        try {
+            for (Future<?> f : futures) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        send("done");
+        recv("checked");
+
+        // Part 2: the pair in the opposite order to one of rlock's multi-locks.
+        String x = "interop:multi:x";
+        String y = "interop:multi:y";
+        send("ready");
+        recv("ready");
+        RLock multi = redisson.getMultiLock(redisson.getLock(y), redisson.getLock(x));
+        long start = System.nanoTime();
+        for (int i = 0; i < MULTI_PAIR_SECTIONS; i++) {
+            check(multi.tryLock(30, TimeUnit.SECONDS), "Redisson's multi-lock over y, x was not taken within 30 s");
+            try {
+                heldSection("interop:multi:pair", "java", y, x);
+            } finally {
+                multi.unlock();
+            }
+        }
+        System.out.println("java: multi-lock: Redisson's multi-lock over y, x took the pair " + MULTI_PAIR_SECTIONS
+                + " times in " + (System.nanoTime() - start) / 1_000_000 + " ms");
+        check(redisson.getKeys().countExists("interop:multi:violations", "interop:multi:pair:violations") == 0,
+                "sections overlapped");
+        send("done");
+    }
+
+    /**
+     * A section holding the locks {@code names}: a marker per name (SET NX; finding one set counts
+     * a violation in {@code <scope>:violations}) kept for the whole section, a GET-then-SET
+     * increment of each name's counter, and a count of names whose previous holder was the other
+     * side.
+     */
+    private void heldSection(String scope, String side, String... names) {
+        boolean[] marked = new boolean[names.length];
+        for (int i = 0; i < names.length; i++) {
+            marked[i] = redisson.getBucket(names[i] + ":marker", StringCodec.INSTANCE).setIfAbsent(side);
+            if (!marked[i]) {
+                redisson.getAtomicLong(scope + ":violations").incrementAndGet();
+            }
+        }
+        for (String name : names) {
+            RBucket<String> counter = redisson.getBucket(name + ":counter", StringCodec.INSTANCE);
+            String n = counter.get();
+            counter.set(Long.toString((n == null ? 0 : Long.parseLong(n)) + 1));
+            String prev = redisson.<String>getBucket(name + ":last", StringCodec.INSTANCE).getAndSet(side);
+            if (prev != null && !prev.equals(side)) {
+                redisson.getAtomicLong(scope + ":handoffs").incrementAndGet();
+            }
+        }
+        for (int i = 0; i < names.length; i++) {
+            if (marked[i]) {
+                redisson.getBucket(names[i] + ":marker", StringCodec.INSTANCE).delete();
+            }
+        }
     }
 
     // ---------------------------------------------------------------------------------------

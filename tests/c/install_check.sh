@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make install PREFIX=<tmp>`, then the README's build line: cc example.c $(pkg-config ...),
 # dynamically, and statically with `pkg-config --static`; both binaries run against a private
-# redis-server and take a lock.
+# redis-server and take a lock. The installed `rlock` command guards a job.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . examples/redis.sh
@@ -17,4 +17,6 @@ out=$("$prefix/example")
 [ "$out" = "holding 'orders'" ] || { echo "example printed: $out"; exit 1; }
 out=$("$prefix/example_static")
 [ "$out" = "holding 'orders'" ] || { echo "static example printed: $out"; exit 1; }
-echo "install check: make install + pkg-config build (dynamic and static) ok"
+out=$("$prefix/bin/rlock" run install-check --wait 5s -- echo guarded)
+[ "$out" = "guarded" ] || { echo "rlock run printed: $out"; exit 1; }
+echo "install check: make install + pkg-config build (dynamic and static) + rlock run ok"

@@ -27,3 +27,15 @@ if [ "$status" -ne 0 ] || [ "$count" != "$expected" ]; then
   echo "DEMO FAILED"; exit 1
 fi
 echo "demo ok: every critical section ran alone"
+
+# The rlock command guards a shell job: two at once, one runs, the other gives up (exit 75).
+if [ -x target/release/rlock ]; then
+  target/release/rlock run demo:job -- sh -c 'echo "job: running under the lock"; sleep 2' &
+  job=$!
+  until redis-cli -u "$REDIS_URL" exists demo:job | grep -q 1; do sleep 0.05; done
+  code=0
+  target/release/rlock run demo:job --wait 500ms -- echo "never printed" || code=$?
+  wait "$job"
+  echo "rlock run: a second job on demo:job gave up after 500ms with exit $code (75: not acquired)"
+  [ "$code" -eq 75 ] || { echo "DEMO FAILED"; exit 1; }
+fi

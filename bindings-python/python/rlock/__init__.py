@@ -37,6 +37,7 @@ from ._errors import (
     TimeoutError,
 )
 from ._options import ClientOptions
+from ._native import CountDownLatch
 
 __all__ = [
     "Client",
@@ -45,12 +46,14 @@ __all__ = [
     "Lock",
     "ReadWriteLock",
     "Semaphore",
+    "CountDownLatch",
     "LostEvent",
     "lock",
     "fenced_lock",
     "read_write_lock",
     "fair_lock",
     "semaphore",
+    "count_down_latch",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -134,6 +137,11 @@ class Client:
         """A handle on the semaphore ``name`` (Redisson's ``RSemaphore``): permits in the key
         ``name``; a missing key means 0 permits (see :meth:`Semaphore.try_set_permits`)."""
         return Semaphore(self._native.semaphore(name))
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """A handle on the count-down latch ``name`` (Redisson's ``RCountDownLatch``): a count in
+        the key ``name``, open at 0; :meth:`CountDownLatch.wait` blocks until it is open."""
+        return self._native.count_down_latch(name)
 
     def fair_lock(self, name: str) -> Lock:
         """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
@@ -540,6 +548,11 @@ def read_write_lock(name: str) -> ReadWriteLock:
 def semaphore(name: str) -> Semaphore:
     """The semaphore ``name`` on the default client, made on first use (see :func:`configure`)."""
     return _default_client().semaphore(name)
+
+
+def count_down_latch(name: str) -> CountDownLatch:
+    """The count-down latch ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().count_down_latch(name)
 
 
 def fair_lock(name: str) -> Lock:

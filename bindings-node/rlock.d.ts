@@ -171,6 +171,26 @@ export declare class Semaphore {
   drainPermits(): Promise<number>
 }
 
+/**
+ * Redisson's count-down latch: a count in the key `name`, open at 0 (also while the key is
+ * missing). Anyone counts down; every waiter, Java's included, wakes at 0.
+ */
+export declare class CountDownLatch {
+  private constructor()
+  /** The latch name (its Redis key). */
+  readonly name: string
+  /** Sets the count (a whole number >= 0) when the latch does not exist; resolves whether set. */
+  trySetCount(count: number): Promise<boolean>
+  /** Counts down by one; at 0 the latch opens and every waiter wakes. A retry never counts twice. */
+  countDown(): Promise<void>
+  /** The current count (0 when open). */
+  count(): Promise<number>
+  /** Resolves true once the latch is open, false when `waitMs` ran out (default: no limit); `signal` rejects with its AbortError. */
+  wait(options?: { waitMs?: number; signal?: AbortSignal }): Promise<boolean>
+  /** Deletes the latch whatever its count; resolves whether it existed (rlock waiters wake, Redisson's do not). */
+  delete(): Promise<boolean>
+}
+
 /** A hold made by `client.acquire`; `await using` releases it at the end of the block. */
 export declare class HeldLock implements AsyncDisposable {
   private constructor()
@@ -202,6 +222,8 @@ export declare class Client {
   readWriteLock(name: string): ReadWriteLock
   /** A handle on the semaphore `name` (Redisson's RSemaphore). */
   semaphore(name: string): Semaphore
+  /** A new handle on the count-down latch `name` (Redisson's RCountDownLatch). */
+  countDownLatch(name: string): CountDownLatch
   /** Acquires `name` on a new handle. */
   acquire(name: string, options?: AcquireOptions): Promise<HeldLock>
   /** Runs `fn` holding `name`, releasing afterwards; `signal` is the hold's `lostSignal`. */
@@ -221,6 +243,7 @@ declare const rlock: {
   Lock: typeof Lock
   ReadWriteLock: typeof ReadWriteLock
   Semaphore: typeof Semaphore
+  CountDownLatch: typeof CountDownLatch
   HeldLock: typeof HeldLock
   RLockError: typeof RLockError
   codes: typeof codes

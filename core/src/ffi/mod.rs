@@ -248,7 +248,8 @@ mod tests {
         assert_eq!(name(rlock_result::RLOCK_OK as c_int), "RLOCK_OK");
         assert_eq!(name(rlock_result::RLOCK_PANIC as c_int), "RLOCK_PANIC");
         assert_eq!(rlock_result::RLOCK_PANIC as i32, 9);
-        assert_eq!(name(11), "RLOCK_UNKNOWN");
+        assert_eq!(name(11), "RLOCK_WOULD_DEADLOCK");
+        assert_eq!(name(12), "RLOCK_UNKNOWN");
         assert_eq!(name(-1), "RLOCK_UNKNOWN");
     }
 }

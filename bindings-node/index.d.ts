@@ -36,6 +36,8 @@ export declare class NativeClient {
   permitExpirableSemaphore(name: string): NativePermitSemaphore
   /** A handle on the semaphore `name`. */
   semaphore(name: string): NativeSemaphore
+  /** A handle on the count-down latch `name`. */
+  countDownLatch(name: string): NativeCountDownLatch
   /**
    * Closes the client: stops renewals and pub/sub and fails pending and later calls with
    * `RLOCK_CLOSED`.
@@ -53,6 +55,23 @@ export declare class NativeClient {
   get shardedPubsub(): boolean
   /** Whether acquires wait for a replica (decided at connect). */
   get replicaSync(): boolean
+}
+
+/** A count-down latch (core `rlock::CountDownLatch`): no owners, anyone counts down. */
+export declare class NativeCountDownLatch {
+  /** Sets the count when the latch does not exist (is open); resolves whether it was set. */
+  trySetCount(count: number): Promise<boolean>
+  /** Counts down by one; at 0 the latch opens and every waiter wakes. */
+  countDown(): Promise<void>
+  /** The current count (0 when open). */
+  count(): Promise<number>
+  /**
+   * Waits until the latch is open or `waitMs` passed (undefined: no limit); resolves whether
+   * it is open. Cancelling `cancel` drops the wait.
+   */
+  wait(waitMs: number | undefined | null, cancel: CancelToken): Promise<boolean>
+  /** Deletes the latch whatever its count; resolves whether it existed. */
+  delete(): Promise<boolean>
 }
 
 /** One lock name together with the owner of this handle. */

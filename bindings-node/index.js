@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.CancelToken = nativeBinding.CancelToken
 module.exports.NativeClient = nativeBinding.NativeClient
+module.exports.NativeCountDownLatch = nativeBinding.NativeCountDownLatch
 module.exports.NativeLock = nativeBinding.NativeLock
 module.exports.NativeMultiLock = nativeBinding.NativeMultiLock
 module.exports.NativePermitSemaphore = nativeBinding.NativePermitSemaphore

@@ -254,6 +254,26 @@ export declare class MultiLock {
   withLock<T>(fn: () => T | Promise<T>, options?: MultiLockAcquireOptions): Promise<T>
 }
 
+/**
+ * Redisson's count-down latch: a count in the key `name`, open at 0 (also while the key is
+ * missing). Anyone counts down; every waiter, Java's included, wakes at 0.
+ */
+export declare class CountDownLatch {
+  private constructor()
+  /** The latch name (its Redis key). */
+  readonly name: string
+  /** Sets the count (a whole number >= 0) when the latch does not exist; resolves whether set. */
+  trySetCount(count: number): Promise<boolean>
+  /** Counts down by one; at 0 the latch opens and every waiter wakes. A retry never counts twice. */
+  countDown(): Promise<void>
+  /** The current count (0 when open). */
+  count(): Promise<number>
+  /** Resolves true once the latch is open, false when `waitMs` ran out (default: no limit); `signal` rejects with its AbortError. */
+  wait(options?: { waitMs?: number; signal?: AbortSignal }): Promise<boolean>
+  /** Deletes the latch whatever its count; resolves whether it existed (rlock waiters wake, Redisson's do not). */
+  delete(): Promise<boolean>
+}
+
 /** A hold made by `client.acquire`; `await using` releases it at the end of the block. */
 export declare class HeldLock implements AsyncDisposable {
   private constructor()
@@ -287,6 +307,8 @@ export declare class Client {
   semaphore(name: string): Semaphore
   /** A handle on the permit-expirable semaphore `name` (Redisson's RPermitExpirableSemaphore). */
   permitExpirableSemaphore(name: string): PermitExpirableSemaphore
+  /** A new handle on the count-down latch `name` (Redisson's RCountDownLatch). */
+  countDownLatch(name: string): CountDownLatch
   /** Acquires `name` on a new handle. */
   acquire(name: string, options?: AcquireOptions): Promise<HeldLock>
   /** Runs `fn` holding `name`, releasing afterwards; `signal` is the hold's `lostSignal`. */
@@ -308,6 +330,7 @@ declare const rlock: {
   MultiLock: typeof MultiLock
   Semaphore: typeof Semaphore
   PermitExpirableSemaphore: typeof PermitExpirableSemaphore
+  CountDownLatch: typeof CountDownLatch
   HeldLock: typeof HeldLock
   RLockError: typeof RLockError
   codes: typeof codes

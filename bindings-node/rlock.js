@@ -508,6 +508,54 @@ class MultiLock {
 }
 
 /**
+ * Redisson's count-down latch: a count in the key `name`, open at 0 (also while the key is
+ * missing). Anyone counts down; every waiter, Java's included, wakes at 0. Made by
+ * `client.countDownLatch(name)`.
+ */
+class CountDownLatch {
+  #native
+
+  constructor(nativePromise, name) {
+    this.#native = nativePromise
+    /** The latch name (its Redis key). */
+    this.name = name
+  }
+
+  /** Sets the count (a whole number >= 0) when the latch does not exist; resolves whether set. */
+  async trySetCount(count) {
+    if (typeof count !== 'number') throw invalid(`count must be a number (got ${typeof count})`)
+    return callNative(this.#native, 'trySetCount', count)
+  }
+
+  /** Counts down by one; at 0 the latch opens and every waiter wakes. */
+  async countDown() {
+    return callNative(this.#native, 'countDown')
+  }
+
+  /** The current count (0 when open). */
+  async count() {
+    return callNative(this.#native, 'count')
+  }
+
+  /**
+   * Resolves `true` once the latch is open, `false` when `waitMs` ran out first (default: no
+   * limit). `signal` rejects with its AbortError.
+   */
+  async wait(options) {
+    const { waitMs, signal } = optionsObject(options)
+    const wait = optionalMs('waitMs', waitMs)
+    checkSignal(signal)
+    const n = await this.#native
+    return cancellable(signal, (token) => n.wait(wait, token))
+  }
+
+  /** Deletes the latch whatever its count; resolves whether it existed. */
+  async delete() {
+    return callNative(this.#native, 'delete')
+  }
+}
+
+/**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
  * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
  * waits forever); nothing changes in Redis.
@@ -640,6 +688,11 @@ class Client {
     return new PermitExpirableSemaphore(this.#native(name, (c) => c.permitExpirableSemaphore(name)), name)
   }
 
+  /** A new handle on the count-down latch `name` (Redisson's RCountDownLatch). */
+  countDownLatch(name) {
+    return new CountDownLatch(this.#native(name, (c) => c.countDownLatch(name)), name)
+  }
+
   #handle(name, kind) {
     return new Lock(this.#native(name, (c) => c.lock(name, kind)), name, kind)
   }
@@ -700,4 +753,4 @@ class Client {
 }
 
 
-module.exports = { Client, Lock, ReadWriteLock, MultiLock, Semaphore, PermitExpirableSemaphore, HeldLock, RLockError, codes }
+module.exports = { Client, Lock, ReadWriteLock, MultiLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }

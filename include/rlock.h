@@ -208,6 +208,54 @@ enum rlock_result rlock_client_on_lost(const struct rlock_client *client,
                                        rlock_lost_callback callback,
                                        void *userdata);
 
+// Sets count-down latch `name` to `count` (0 or more) when it does not exist (is open);
+// `*out_set` (when not NULL) says whether it was set (false: it existed and nothing changed).
+// The latch is the STRING key `name`, as in Redisson; a missing key is an open latch.
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative count, on a
+// cluster a name with `{` or `}`), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the
+// name holds another kind of key), `RLOCK_CLOSED`, `RLOCK_FORKED`.
+enum rlock_result rlock_latch_try_set_count(const struct rlock_client *client,
+                                            const char *name,
+                                            int64_t count,
+                                            bool *out_set);
+
+// Counts count-down latch `name` down by one; at zero it opens (the key is deleted and every
+// waiter, Java's included, wakes). Counting down an open latch changes nothing. Never counts
+// twice, also when retried after a connection error.
+//
+// Thread-safe. Errors as `rlock_latch_try_set_count`.
+enum rlock_result rlock_latch_count_down(const struct rlock_client *client, const char *name);
+
+// Writes the count of count-down latch `name` to `*out_count` (0 when it is open or does not
+// exist).
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL `out_count`), and those of
+// `rlock_latch_try_set_count`.
+enum rlock_result rlock_latch_count(const struct rlock_client *client,
+                                    const char *name,
+                                    uint64_t *out_count);
+
+// Blocks until count-down latch `name` is open (count 0) or `timeout_ms` milliseconds passed
+// (-1: no limit; 0: look once). `*out_reached` (when not NULL) is true when the latch opened,
+// false when the wait ran out. Woken by the count-down to zero of any client, Java's included.
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` for a `timeout_ms` below -1, `RLOCK_CLOSED`
+// when the client is freed meanwhile, and those of `rlock_latch_try_set_count`.
+enum rlock_result rlock_latch_wait(const struct rlock_client *client,
+                                   const char *name,
+                                   int64_t timeout_ms,
+                                   bool *out_reached);
+
+// Deletes count-down latch `name` whatever its count; `*out_existed` (when not NULL) says
+// whether it existed. rlock waiters wake and find it open; Redisson waiters do not (Redisson
+// wakes them only on a count-down to zero).
+//
+// Thread-safe. Errors as `rlock_latch_try_set_count`.
+enum rlock_result rlock_latch_delete(const struct rlock_client *client,
+                                     const char *name,
+                                     bool *out_existed);
+
 // Blocks until the calling thread holds lock `name` (re-entering when it already holds it:
 // each acquire needs one release). `lease_ms <= 0`: the watchdog keeps the lease alive until
 // the last `rlock_release`; `lease_ms > 0`: a fixed lease in milliseconds, after which the

@@ -15,7 +15,7 @@ LAYERS = [
     ("connection", ["conn"]),
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "replicas", "watchdog", "pubsub", "shared"]),
-    ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock"]),
+    ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch"]),
     ("client", ["client"]),
     ("ffi", ["ffi"]),
 ]

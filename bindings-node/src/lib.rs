@@ -141,6 +141,12 @@ impl NativeClient {
         Ok(NativeSemaphore { sem: self.client.semaphore(&name).map_err(js_error)? })
     }
 
+    /// A handle on the count-down latch `name`.
+    #[napi]
+    pub fn count_down_latch(&self, name: String) -> napi::Result<NativeCountDownLatch> {
+        Ok(NativeCountDownLatch { latch: self.client.count_down_latch(&name).map_err(js_error)? })
+    }
+
     /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
     /// `RLOCK_CLOSED`.
     #[napi]
@@ -679,5 +685,54 @@ impl NativeMultiLock {
     #[napi]
     pub async fn is_held(&self) -> napi::Result<bool> {
         self.multi.is_held(&self.owner).await.map_err(js_error)
+    }
+}
+
+/// A count-down latch (core `rlock::CountDownLatch`): no owners, anyone counts down.
+#[napi]
+pub struct NativeCountDownLatch {
+    latch: rlock::CountDownLatch,
+}
+
+#[napi]
+impl NativeCountDownLatch {
+    /// Sets the count when the latch does not exist (is open); resolves whether it was set.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn try_set_count<'env>(&self, env: &'env Env, count: f64) -> napi::Result<PromiseRaw<'env, bool>> {
+        let parsed = permits_arg("count", count, 0);
+        let latch = self.latch.clone();
+        env.spawn_future(async move { latch.try_set_count(parsed?).await.map_err(js_error) })
+    }
+
+    /// Counts down by one; at 0 the latch opens and every waiter wakes.
+    #[napi]
+    pub async fn count_down(&self) -> napi::Result<()> {
+        self.latch.count_down().await.map_err(js_error)
+    }
+
+    /// The current count (0 when open).
+    #[napi]
+    pub async fn count(&self) -> napi::Result<f64> {
+        Ok(self.latch.count().await.map_err(js_error)? as f64)
+    }
+
+    /// Waits until the latch is open or `waitMs` passed (undefined: no limit); resolves whether
+    /// it is open. Cancelling `cancel` drops the wait.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn wait<'env>(
+        &self,
+        env: &'env Env,
+        wait_ms: Option<f64>,
+        cancel: &CancelToken,
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
+        let parsed = opt_millis("waitMs", wait_ms);
+        let (latch, token) = (self.latch.clone(), cancel.token.clone());
+        env.spawn_future(async move { cancellable(&token, latch.wait(parsed?)).await })
+    }
+
+    /// Deletes the latch whatever its count; resolves whether it existed.
+    #[napi]
+    pub async fn delete(&self) -> napi::Result<bool> {
+        self.latch.delete().await.map_err(js_error)
     }
 }

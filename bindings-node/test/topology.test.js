@@ -69,6 +69,26 @@ test('a waiter on a cluster wakes by sharded pub/sub', async () => {
   }
 })
 
+test('a count-down latch on a cluster opens by sharded pub/sub; a tagged name is refused', async () => {
+  const a = new Client(cluster.url)
+  const b = new Client(cluster.url)
+  try {
+    const n = 'node-cluster-latch'
+    assert.equal(await a.countDownLatch(n).trySetCount(1), true)
+    const waiting = b.countDownLatch(n).wait()
+    const { conn } = await cluster.ownerOf(n)
+    const channel = `redisson_countdownlatch__channel__{${n}}`
+    await eventually(async () => (await conn.sendCommand(['PUBSUB', 'SHARDNUMSUB', channel]))[1] === 1, 10_000, 'subscribed')
+    await conn.quit()
+    await a.countDownLatch(n).countDown()
+    assert.equal(await waiting, true)
+    await assert.rejects(a.countDownLatch('jobs{7}').count(), { code: 'RLOCK_INVALID_ARGUMENT' })
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 test('one server: topology single, replica sync off unless forced', async () => {
   const c = new Client(single.url)
   const forced = new Client(single.url, { replicaSync: true, replicaSyncTimeoutMs: 200 })

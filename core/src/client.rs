@@ -6,6 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::conn::Topology;
+use crate::count_down_latch::CountDownLatch;
 use crate::error::{Error, Result};
 use crate::fenced_lock::FencedLock;
 use crate::keys;
@@ -112,6 +113,22 @@ impl Client {
     pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
         self.check_name(name)?;
         Ok(ReadWriteLock::new(self.shared.clone(), name))
+    }
+
+    /// A handle on the count-down latch `name` (Redisson `RCountDownLatch`): a count in the
+    /// STRING `name`, open (0) while it does not exist; waiters sleep on
+    /// `redisson_countdownlatch__channel__{name}`. Fails as [`Client::lock`] does, and on a
+    /// cluster also for a name with `{` or `}`: Redisson's channel for it hashes to another slot
+    /// than the key, so neither Redisson's latch scripts nor ours could run there.
+    pub fn count_down_latch(&self, name: &str) -> Result<CountDownLatch> {
+        self.check_name(name)?;
+        if self.shared.topology() == Topology::Cluster && !keys::latch_shares_one_slot(name) {
+            return Err(Error::invalid(
+                "on a Redis Cluster a count-down latch name must not contain '{' or '}': its channel \
+                 redisson_countdownlatch__channel__{name} would hash to another slot than the key",
+            ));
+        }
+        Ok(CountDownLatch::new(self.shared.clone(), name))
     }
 
     /// A handle on the fair lock `name` (Redisson `RFairLock`): granted in arrival order across

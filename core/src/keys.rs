@@ -55,6 +55,21 @@ pub(crate) fn semaphore_channel(name: &str) -> String {
     prefixed("redisson_sc", name)
 }
 
+/// The channel of a count-down latch: `redisson_countdownlatch__channel__{N}`, with braces
+/// around the whole name whatever it holds (Redisson's `getChannelName`; not [`prefixed`]).
+pub(crate) fn latch_channel(name: &str) -> String {
+    format!("redisson_countdownlatch__channel__{{{name}}}")
+}
+
+/// Whether the count-down latch `name`, its channel and its request latches hash to one slot,
+/// as a Redis Cluster needs for the latch scripts. Only names without `{` and `}` do: the
+/// channel's hash tag is the name up to its first `}`, while a name with its own `{tag}` hashes
+/// by that tag (Redisson's latch scripts fail with CROSSSLOT on such names).
+pub(crate) fn latch_shares_one_slot(name: &str) -> bool {
+    let s = slot(name.as_bytes());
+    slot(latch_channel(name).as_bytes()) == s && slot(suffixed(name, "x").as_bytes()) == s
+}
+
 /// The unlock channel of a reentrant lock.
 pub(crate) fn lock_channel(name: &str) -> String {
     prefixed("redisson_lock__channel", name)
@@ -122,6 +137,11 @@ mod tests {
         assert!(shares_one_slot("a{b}c"));
         assert!(!shares_one_slot("a{}c"));
         assert!(!shares_one_slot("{open"));
+        assert!(latch_shares_one_slot("orders"));
+        assert!(latch_shares_one_slot("jobs:2026-11"));
+        assert!(!latch_shares_one_slot("a{b}c"), "the channel hashes by 'a{{b', the key by 'b'");
+        assert!(!latch_shares_one_slot("{b}"));
+        assert!(!latch_shares_one_slot("a}b"));
     }
 
     #[test]
@@ -138,5 +158,7 @@ mod tests {
         assert_eq!(fair_queue_key("orders"), "redisson_lock_queue:{orders}");
         assert_eq!(fair_timeout_key("orders"), "redisson_lock_timeout:{orders}");
         assert_eq!(semaphore_channel("slots"), "redisson_sc:{slots}");
+        assert_eq!(latch_channel("jobs"), "redisson_countdownlatch__channel__{jobs}");
+        assert_eq!(latch_channel("a{b}c"), "redisson_countdownlatch__channel__{a{b}c}");
     }
 }

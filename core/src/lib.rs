@@ -1,5 +1,5 @@
 //! rlock: Redisson-compatible distributed locks on Redis (reentrant, fenced, read-write and fair)
-//! and synchronizers (semaphore, permit-expirable semaphore, multi-lock).
+//! and synchronizers (semaphore, permit-expirable semaphore, count-down latch, multi-lock).
 //!
 //! Locks live in Redis exactly as Redisson (the Java client) stores them, so Java services and
 //! rlock users in Rust, C, Python and Node share locks. Holds belong to [`Owner`]s; a watchdog
@@ -18,6 +18,7 @@
 
 mod client;
 mod conn;
+mod count_down_latch;
 mod error;
 mod fenced_lock;
 mod finish;
@@ -39,6 +40,7 @@ mod watchdog;
 
 pub use client::Client;
 pub use conn::Topology;
+pub use count_down_latch::CountDownLatch;
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;

@@ -454,3 +454,79 @@ async fn semaphores_wake_through_sharded_pubsub_and_permits_renew_across_slots()
         assert_eq!(sem.available_permits().await.unwrap(), 1);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_down_latches_open_through_sharded_and_classic_pubsub() {
+    let cluster = Cluster::start(3, 0).unwrap();
+    for sharded in [true, false] {
+        let options = ClientOptions::default().with_sharded_pubsub(Some(sharded));
+        let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
+        let b = Client::connect(&cluster.url(), options).await.unwrap();
+        let names: Vec<String> = (0..6).map(|i| format!("latch:{sharded}:{i}")).collect();
+        let masters: HashSet<u16> = names.iter().map(|n| cluster.shard_of(n).unwrap().master).collect();
+        assert!(masters.len() > 1, "the names spread over several masters");
+        for name in &names {
+            let (la, lb) = (a.count_down_latch(name).unwrap(), b.count_down_latch(name).unwrap());
+            assert!(la.try_set_count(2).await.unwrap());
+            let waiter = tokio::spawn(async move {
+                let open = lb.wait(None).await.unwrap();
+                (open, Instant::now())
+            });
+            let channel = format!("redisson_countdownlatch__channel__{{{name}}}");
+            let master = cluster.shard_of(name).unwrap().master;
+            let subscribed = eventually(Duration::from_secs(10), || {
+                let nodes: Vec<u16> =
+                    if sharded { vec![master] } else { cluster.nodes().iter().map(|n| n.port()).collect() };
+                nodes.iter().any(|p| {
+                    let kind = if sharded { "SHARDNUMSUB" } else { "NUMSUB" };
+                    let v: Vec<redis::Value> =
+                        redis::cmd("PUBSUB").arg(kind).arg(&channel).query(&mut conn_to(*p)).unwrap();
+                    v.get(1) == Some(&redis::Value::Int(1))
+                })
+            })
+            .await;
+            assert!(subscribed, "waiter on {name} subscribed (sharded: {sharded})");
+            la.count_down().await.unwrap();
+            assert!(!waiter.is_finished());
+            let publish = if sharded { "spublish" } else { "publish" };
+            let published = cluster_calls(&cluster, publish);
+            let zero = Instant::now();
+            la.count_down().await.unwrap();
+            let (open, at) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+            assert!(open);
+            assert!(
+                at - zero < Duration::from_millis(300),
+                "{name}: woke {:?} after the count-down",
+                at - zero
+            );
+            assert!(cluster_calls(&cluster, publish) > published, "{publish} sent by the count-down script");
+            let left: bool = conn_to(master).exists(name).unwrap();
+            assert!(!left, "{name} is gone at zero");
+        }
+    }
+
+    // A name with its own hash tag: Redisson's channel hashes by the text up to the first '}',
+    // the key by the tag, so Redisson's trySetCount script (key and channel in one EVAL) fails
+    // with CROSSSLOT there; rlock refuses the name up front.
+    let name = "latch{user7}";
+    let channel = format!("redisson_countdownlatch__channel__{{{name}}}");
+    assert_ne!(slot_of(&cluster, name), slot_of(&cluster, &channel));
+    let master = cluster.shard_of(name).unwrap().master;
+    let redisson_try_set = "if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[2]); \
+        redis.call(ARGV[3], KEYS[2], ARGV[1]); return 1 else return 0 end";
+    let err = redis::cmd("EVAL")
+        .arg(redisson_try_set)
+        .arg(2)
+        .arg(name)
+        .arg(&channel)
+        .arg(1)
+        .arg(3)
+        .arg("SPUBLISH")
+        .query::<i64>(&mut conn_to(master))
+        .unwrap_err();
+    assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+    let a = Client::connect(&cluster.url(), ClientOptions::default()).await.unwrap();
+    assert_eq!(a.count_down_latch(name).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(a.count_down_latch("a}b").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    a.lock(name).unwrap(); // the other primitives keep their tagged names
+}

@@ -208,3 +208,23 @@ async fn semaphores_behind_sentinel() {
     pa.release(&other).await.unwrap();
     assert_eq!(pa.available_permits().await.unwrap(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_down_latch_behind_sentinel() {
+    let set = SentinelSet::start().unwrap();
+    let a = Client::connect(&set.url(), options()).await.unwrap();
+    let b = Client::connect(&set.url(), options()).await.unwrap();
+    let (la, lb) = (a.count_down_latch("latch").unwrap(), b.count_down_latch("latch").unwrap());
+    assert!(la.try_set_count(2).await.unwrap());
+    let waiter = tokio::spawn(async move { lb.wait(Some(Duration::from_secs(30))).await });
+    let port = set.master.port();
+    let channel = "redisson_countdownlatch__channel__{latch}";
+    assert!(eventually(Duration::from_secs(5), || numsub(port, channel) == 1).await);
+    la.count_down().await.unwrap();
+    assert!(!waiter.is_finished());
+    la.count_down().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap());
+    let left: bool = set.master.conn().exists("latch").unwrap();
+    assert!(!left);
+    assert_eq!(la.count().await.unwrap(), 0);
+}

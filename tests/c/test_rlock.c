@@ -1,6 +1,7 @@
 /* Tests of the C API against a private redis-server (REDIS_URL, set by tests/c/run.sh).
  * Every function, every bad input, the options object, 8 threads x 1000 critical sections,
  * clients after fork(), a free racing blocked calls, a 3-master cluster (RLOCK_CLUSTER_URL),
+ * count-down latches woken across threads,
  * the server going away. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -893,6 +894,100 @@ static void test_multi_lock(void) {
     CHECK(!locked);
 }
 
+/* The last integer redis-cli prints for `args` on the test server (-1 when none). */
+static long redis_last_int(const char *args) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "redis-cli -u '%s' %s", getenv("REDIS_URL"), args);
+    FILE *p = popen(cmd, "r");
+    long n = -1;
+    char line[256];
+    if (p) {
+        while (fgets(line, sizeof line, p)) {
+            char *end;
+            long v = strtol(line, &end, 10);
+            if (end != line && (*end == '\n' || *end == '\0')) n = v;
+        }
+        pclose(p);
+    }
+    return n;
+}
+
+/* Thread body: waits on the latch "c:latch" without a limit. */
+static atomic_int latch_open;
+
+static void *latch_waiter(void *arg) {
+    bool reached = false;
+    rlock_result rc = rlock_latch_wait(client, "c:latch", -1, &reached);
+    *(rlock_result *)arg = rc;
+    if (rc == RLOCK_OK && reached) atomic_fetch_add(&latch_open, 1);
+    return NULL;
+}
+
+static void test_latch(void) {
+    const char *latch = "c:latch";
+    bool b = false;
+    uint64_t n = 7;
+    CHECK_RC(rlock_latch_count(client, latch, &n), RLOCK_OK);
+    CHECK(n == 0); /* a missing key is an open latch */
+    CHECK_RC(rlock_latch_wait(client, latch, 0, &b), RLOCK_OK);
+    CHECK(b);
+    CHECK_RC(rlock_latch_try_set_count(client, latch, 2, &b), RLOCK_OK);
+    CHECK(b);
+    CHECK_RC(rlock_latch_try_set_count(client, latch, 5, &b), RLOCK_OK);
+    CHECK(!b); /* only when missing; nothing changed */
+    CHECK(redis_last_int("GET c:latch") == 2);
+
+    /* Three threads wait; the first count-down opens nothing, the second opens it for all. */
+    pthread_t t[3];
+    rlock_result rcs[3];
+    for (int i = 0; i < 3; i++) {
+        rcs[i] = RLOCK_PANIC;
+        pthread_create(&t[i], NULL, latch_waiter, &rcs[i]);
+    }
+    double until = now_ms() + 20000;
+    while (redis_last_int("PUBSUB NUMSUB 'redisson_countdownlatch__channel__{c:latch}'") != 1 && now_ms() < until)
+        sleep_ms(5);
+    CHECK_RC(rlock_latch_count_down(client, latch), RLOCK_OK);
+    CHECK_RC(rlock_latch_count(client, latch, &n), RLOCK_OK);
+    CHECK(n == 1);
+    CHECK(atomic_load(&latch_open) == 0);
+    double zero = now_ms();
+    CHECK_RC(rlock_latch_count_down(client, latch), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(rcs[i] == RLOCK_OK);
+    }
+    CHECK(atomic_load(&latch_open) == 3);
+    CHECK(now_ms() - zero < 2000);
+    CHECK(redis_last_int("EXISTS c:latch") == 0); /* the key goes at zero */
+
+    /* A timed wait runs out. */
+    CHECK_RC(rlock_latch_try_set_count(client, latch, 1, NULL), RLOCK_OK);
+    double start = now_ms();
+    b = true;
+    CHECK_RC(rlock_latch_wait(client, latch, 150, &b), RLOCK_OK);
+    CHECK(!b);
+    CHECK(now_ms() - start >= 150);
+
+    /* Bad input changes nothing. */
+    CHECK_RC(rlock_latch_try_set_count(client, latch, -1, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_latch_wait(client, latch, -2, &b), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_latch_count(client, latch, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_latch_count_down(NULL, latch), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_latch_count_down(client, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_latch_count_down(client, ""), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_latch_count_down(client, "wrongtype"), RLOCK_REDIS);
+    CHECK_RC(rlock_latch_count(client, latch, &n), RLOCK_OK);
+    CHECK(n == 1);
+
+    /* delete: whatever the count; says whether it existed. */
+    CHECK_RC(rlock_latch_delete(client, latch, &b), RLOCK_OK);
+    CHECK(b);
+    CHECK_RC(rlock_latch_delete(client, latch, &b), RLOCK_OK);
+    CHECK(!b);
+    CHECK_RC(rlock_latch_delete(client, latch, NULL), RLOCK_OK);
+}
+
 static void test_fork(void) {
     /* The parent's client is in use (its runtime thread runs) when the children are made. */
     bool b = true;
@@ -1042,6 +1137,17 @@ static void test_topologies(void) {
         CHECK(!locked);
     }
     CHECK_RC(rlock_acquire(cl, "a{}b", 0), RLOCK_INVALID_ARGUMENT); /* cross-slot name */
+    /* A latch on the cluster; a tagged latch name would put its channel in another slot. */
+    bool set = false, open = false;
+    uint64_t count = 9;
+    CHECK_RC(rlock_latch_try_set_count(cl, "c-cluster-latch", 1, &set), RLOCK_OK);
+    CHECK(set);
+    CHECK_RC(rlock_latch_count_down(cl, "c-cluster-latch"), RLOCK_OK);
+    CHECK_RC(rlock_latch_wait(cl, "c-cluster-latch", 0, &open), RLOCK_OK);
+    CHECK(open);
+    CHECK_RC(rlock_latch_count(cl, "c-cluster-latch", &count), RLOCK_OK);
+    CHECK(count == 0);
+    CHECK_RC(rlock_latch_try_set_count(cl, "c{x}latch", 1, NULL), RLOCK_INVALID_ARGUMENT);
     rlock_client_free(cl);
 }
 
@@ -1063,6 +1169,7 @@ int main(void) {
     test_semaphore();
     test_permit_semaphore();
     test_multi_lock();
+    test_latch();
     test_fork();
     test_free_racing_calls();
     test_topologies();

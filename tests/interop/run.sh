@@ -12,7 +12,7 @@ RUST=${INTEROP_RUST:-target/debug/examples/interop}
 # The Maven build output; point it elsewhere to try another Redisson build (see README.md).
 JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
 JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"
-SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair semaphore permit-semaphore multi-lock})
+SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair semaphore permit-semaphore multi-lock latch})
 TOPOLOGIES=(${INTEROP_TOPOLOGIES:-single cluster})
 # Bound on one scenario: nothing may hang the run.
 LIMIT=${INTEROP_TIMEOUT:-120}
@@ -20,15 +20,16 @@ LIMIT=${INTEROP_TIMEOUT:-120}
 # grant orders), the fenced lock's token counter, which never expires by design, and release
 # latches with a TTL (Redisson 3.52 leaves its own to expire). Anything else (a lock hash, a
 # read-hold lease key, a fair queue or deadline set, a latch without expiry) is a hold or a
-# waiter left behind. rlock's semaphore request latches expire like release latches.
-ALLOWED='^(interop:.*:(to-java|to-rust|counter|last|violations|handoffs|tokens|order|readers|shared)|redisson_lock_token:.*|redisson_unlock_latch:.*|\{interop:.*\}:rlock_permits_latch:.*)$'
+# waiter left behind. rlock's semaphore and count-down latch request latches expire like release
+# latches.
+ALLOWED='^(interop:.*:(to-java|to-rust|counter|last|violations|handoffs|tokens|order|readers|shared)|redisson_lock_token:.*|redisson_unlock_latch:.*|\{interop:.*\}:rlock_(permits|countdown)_latch:.*)$'
 
 # The keys on node $1 (host:port) that no scenario may leave behind.
 left_on() {
   local cli=(redis-cli -h "${1%:*}" -p "${1##*:}")
   "${cli[@]}" --scan | grep -v -E "$ALLOWED"
   # Latches that would never expire: PTTL -1.
-  { "${cli[@]}" --scan --pattern 'redisson_unlock_latch:*'; "${cli[@]}" --scan --pattern '*:rlock_permits_latch:*'; } >"$out/latches"
+  { "${cli[@]}" --scan --pattern 'redisson_unlock_latch:*'; "${cli[@]}" --scan --pattern '*:rlock_permits_latch:*'; "${cli[@]}" --scan --pattern '*:rlock_countdown_latch:*'; } >"$out/latches"
   sed 's/^/PTTL /' "$out/latches" | "${cli[@]}" | paste -d' ' "$out/latches" - | awk '$2 == -1 { print $1 }'
 }
 

@@ -37,6 +37,7 @@ from ._errors import (
     TimeoutError,
 )
 from ._options import ClientOptions
+from ._native import CountDownLatch
 
 __all__ = [
     "Client",
@@ -47,6 +48,7 @@ __all__ = [
     "Semaphore",
     "PermitExpirableSemaphore",
     "MultiLock",
+    "CountDownLatch",
     "LostEvent",
     "PermitLostEvent",
     "lock",
@@ -56,6 +58,7 @@ __all__ = [
     "semaphore",
     "permit_expirable_semaphore",
     "multi_lock",
+    "count_down_latch",
     "configure",
     "RLockError",
     "NotHeldError",
@@ -163,6 +166,10 @@ class Client:
         lease runs out. Permits taken without a lease are renewed by the watchdog, so they come
         back by themselves within ``watchdog_timeout`` when their process dies."""
         return PermitExpirableSemaphore(self._native.permit_expirable_semaphore(name))
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """A handle on the count-down latch ``name`` (Redisson's ``RCountDownLatch``): a count in
+        the key ``name``, open at 0; :meth:`CountDownLatch.wait` blocks until it is open."""
+        return self._native.count_down_latch(name)
 
     def fair_lock(self, name: str) -> Lock:
         """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
@@ -805,6 +812,9 @@ def permit_expirable_semaphore(name: str) -> PermitExpirableSemaphore:
     """The permit-expirable semaphore ``name`` on the default client, made on first use (see
     :func:`configure`)."""
     return _default_client().permit_expirable_semaphore(name)
+def count_down_latch(name: str) -> CountDownLatch:
+    """The count-down latch ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().count_down_latch(name)
 
 
 def fair_lock(name: str) -> Lock:

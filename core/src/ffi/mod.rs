@@ -16,6 +16,7 @@
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
 mod client;
+mod count_down_latch;
 mod lock;
 mod multi_lock;
 mod options_object;

@@ -47,6 +47,9 @@ static FAIR_ACQUIRE: Lua = lua!("lua/fair_common.lua" + "lua/fair_acquire.lua");
 static FAIR_RELEASE: Lua = lua!("lua/fair_common.lua" + "lua/fair_release.lua");
 static FAIR_FORCE_UNLOCK: Lua = lua!("lua/fair_common.lua" + "lua/fair_force_unlock.lua");
 static FAIR_GIVE_UP: Lua = lua!("lua/fair_common.lua" + "lua/fair_give_up.lua");
+static LATCH_TRY_SET: Lua = lua!("lua/latch_try_set.lua");
+static LATCH_COUNT_DOWN: Lua = lua!("lua/latch_count_down.lua");
+static LATCH_DELETE: Lua = lua!("lua/latch_delete.lua");
 static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
 static SEM_RELEASE: Lua = lua!("lua/sem_release.lua");
 static SEM_TRY_SET: Lua = lua!("lua/sem_try_set.lua");
@@ -453,6 +456,74 @@ pub(crate) async fn renew_locks(
         )
         .await?;
     Ok(flags.into_iter().map(|f| f == 1).collect())
+}
+
+/// Payload of a count-down latch message: the count reached zero (wakes every waiter).
+pub(crate) const LATCH_ZERO_MESSAGE: &str = "0";
+/// Payload of a count-down latch message: a new count was set, or the latch was deleted
+/// (Redisson's `NEW_COUNT_MESSAGE`).
+pub(crate) const LATCH_NEW_COUNT_MESSAGE: &str = "1";
+
+/// A count-down latch's keys for one call: the latch, its channel and the call's request latch.
+pub(crate) type LatchKeys<'a> = (&'a str, &'a str, &'a str);
+
+/// `trySetCount`: sets the count when the latch does not exist and publishes the new-count
+/// message; idempotent under retries through the request latch. True when set.
+pub(crate) async fn latch_try_set(
+    conn: &mut Commands,
+    (name, channel, latch): LatchKeys<'_>,
+    count: u64,
+    publish: &str,
+    latch_ttl_ms: u64,
+) -> RedisResult<bool> {
+    let set: i64 = LATCH_TRY_SET
+        .run(
+            &[name, channel, latch],
+            |c| {
+                c.arg(count).arg(LATCH_NEW_COUNT_MESSAGE).arg(publish).arg(latch_ttl_ms);
+            },
+            conn,
+        )
+        .await?;
+    Ok(set == 1)
+}
+
+/// `countDown`: decrements, deletes the latch at zero or below and publishes the zero message
+/// when it reaches zero; idempotent under retries through the request latch. The new count.
+pub(crate) async fn latch_count_down(
+    conn: &mut Commands,
+    (name, channel, latch): LatchKeys<'_>,
+    publish: &str,
+    latch_ttl_ms: u64,
+) -> RedisResult<i64> {
+    LATCH_COUNT_DOWN
+        .run(
+            &[name, channel, latch],
+            |c| {
+                c.arg(LATCH_ZERO_MESSAGE).arg(publish).arg(latch_ttl_ms);
+            },
+            conn,
+        )
+        .await
+}
+
+/// Deletes a count-down latch and publishes the new-count message when it existed. True when
+/// it existed.
+pub(crate) async fn latch_delete(
+    conn: &mut Commands,
+    (name, channel): (&str, &str),
+    publish: &str,
+) -> RedisResult<bool> {
+    let deleted: i64 = LATCH_DELETE
+        .run(
+            &[name, channel],
+            |c| {
+                c.arg(LATCH_NEW_COUNT_MESSAGE).arg(publish);
+            },
+            conn,
+        )
+        .await?;
+    Ok(deleted == 1)
 }
 
 /// The semaphore's acquire step (Redisson `RSemaphore.tryAcquire`): takes `permits` when that

@@ -173,6 +173,9 @@ FORK_DURING_ASYNCIO = textwrap.dedent(
             try:
                 asyncio.run(asyncio.wait_for(child(), 10))
             except BaseException:
+                import traceback
+                traceback.print_exc()  # on the test's stderr, to tell a hang from an error
+                sys.stderr.flush()
                 os._exit(1)
             sys.exit(0)
         deadline = time.monotonic() + 30

@@ -66,7 +66,9 @@ impl MultiLock {
     /// each member's hold expires that long after it was taken. Cancel-safe: a dropped call
     /// leaves no member held.
     pub async fn acquire(&self, owner: &Owner, lease: Option<Duration>) -> Result<()> {
-        self.acquire_guard(owner, None, lease).await?.map(MultiGuard::keep);
+        if let Some(guard) = self.acquire_guard(owner, None, lease).await? {
+            guard.keep();
+        }
         Ok(())
     }
 

@@ -10,12 +10,15 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
-use rlock::{Client, ClientOptions, ErrorKind, Lock, Owner, Released};
+use rlock::{
+    Client, ClientOptions, ErrorKind, Lock, MultiLock, Owner, Permit, PermitExpirableSemaphore, Released,
+    Semaphore,
+};
 use tokio::io::AsyncBufReadExt;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -91,27 +94,115 @@ struct Worker {
     url: String,
     label: String,
     me: Owner,
-    locks: HashMap<String, Lock>,
+    locks: HashMap<String, Target>,
     data: Option<MultiplexedConnection>,
 }
 
-/// A lock spec is `NAME` (the reentrant lock) or `KIND@NAME` with KIND `read`, `write` or
-/// `fair`.
-fn family_lock(client: &Client, spec: &str) -> rlock::Result<Lock> {
+/// What a lock spec names: `NAME` (the reentrant lock), `KIND@NAME` with KIND `read`, `write`
+/// or `fair` (that lock of the family), `sem@NAME` (one permit of semaphore NAME per acquire),
+/// `pes@NAME` (one permit of permit-expirable semaphore NAME per acquire, renewed by the
+/// watchdog unless given a lease) or `multi@NAME` (the multi-lock over the reentrant locks
+/// `NAME:x` and `NAME:y`, taken x,y when the worker's label ends in an even digit, else y,x).
+#[derive(Clone)]
+enum Target {
+    Lock(Lock),
+    /// A kind that remembers what each acquire took (`""`, or a permit id), for `release`.
+    Taking(Taker, Arc<Mutex<Vec<String>>>),
+}
+
+#[derive(Clone)]
+enum Taker {
+    Sem(Semaphore),
+    Pes(PermitExpirableSemaphore),
+    Multi(MultiLock),
+}
+
+/// The [`Target`] of `spec` for the worker labelled `label`.
+fn family_lock(client: &Client, label: &str, spec: &str) -> rlock::Result<Target> {
+    let taking = |t: Taker| Ok(Target::Taking(t, Arc::default()));
     match spec.split_once('@') {
-        Some(("read", name)) => Ok(client.read_write_lock(name)?.read_lock()),
-        Some(("write", name)) => Ok(client.read_write_lock(name)?.write_lock()),
-        Some(("fair", name)) => client.fair_lock(name),
-        _ => client.lock(spec),
+        Some(("read", name)) => Ok(Target::Lock(client.read_write_lock(name)?.read_lock())),
+        Some(("write", name)) => Ok(Target::Lock(client.read_write_lock(name)?.write_lock())),
+        Some(("fair", name)) => Ok(Target::Lock(client.fair_lock(name)?)),
+        Some(("sem", name)) => taking(Taker::Sem(client.semaphore(name)?)),
+        Some(("pes", name)) => taking(Taker::Pes(client.permit_expirable_semaphore(name)?)),
+        Some(("multi", name)) => {
+            let (x, y) = (client.lock(&format!("{name}:x"))?, client.lock(&format!("{name}:y"))?);
+            let even = label.ends_with(['0', '2', '4', '6', '8']);
+            taking(Taker::Multi(MultiLock::new(if even { vec![x, y] } else { vec![y, x] })?))
+        }
+        _ => Ok(Target::Lock(client.lock(spec)?)),
+    }
+}
+
+impl Target {
+    /// Acquires for `owner` (no `wait`: as long as it takes); false when the wait ran out.
+    async fn acquire(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> rlock::Result<bool> {
+        let (taker, taken) = match self {
+            Target::Lock(l) => {
+                return match (wait, lease) {
+                    (None, None) => l.acquire(owner).await.map(|()| true),
+                    (None, Some(d)) => l.acquire_with_lease(owner, d).await.map(|()| true),
+                    (Some(w), d) => l.try_acquire(owner, w, d).await,
+                }
+            }
+            Target::Taking(taker, taken) => (taker, taken),
+        };
+        let took = match (taker, wait) {
+            (Taker::Sem(s), None) => s.acquire(1).await.map(|()| Some(String::new()))?,
+            (Taker::Sem(s), Some(w)) => s.try_acquire(1, w).await?.then(String::new),
+            (Taker::Pes(s), None) => Some(s.acquire(lease).await?.keep()),
+            (Taker::Pes(s), Some(w)) => s.try_acquire(w, lease).await?.map(Permit::keep),
+            (Taker::Multi(m), None) => m.acquire(owner, lease).await.map(|()| Some(String::new()))?,
+            (Taker::Multi(m), Some(w)) => m.try_acquire(owner, w, lease).await?.then(String::new),
+        };
+        let Some(took) = took else { return Ok(false) };
+        // No await since the acquire returned: what it took is remembered in the same poll.
+        taken.lock().unwrap_or_else(|p| p.into_inner()).push(took);
+        Ok(true)
+    }
+
+    /// Releases one hold of `owner` (a permit: one of those this worker took); true when
+    /// `owner` (a permit kind: this worker) holds none any more.
+    async fn release(&self, owner: &Owner) -> rlock::Result<bool> {
+        let (taker, taken) = match self {
+            Target::Lock(l) => return Ok(l.release(owner).await? == Released::Unlocked),
+            Target::Taking(taker, taken) => (taker, taken),
+        };
+        let took = taken.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let took =
+            took.ok_or_else(|| rlock::Error::new(ErrorKind::NotHeld, "this worker holds none of it"))?;
+        match taker {
+            Taker::Sem(s) => drop(s.release(1).await?),
+            Taker::Pes(s) => s.release(&took).await?,
+            Taker::Multi(m) => m.release(owner).await?,
+        }
+        Ok(taken.lock().unwrap_or_else(|p| p.into_inner()).is_empty())
+    }
+
+    /// The lock behind `locked` and `held` (those queries are for locks only).
+    fn as_lock(&self) -> rlock::Result<Lock> {
+        match self {
+            Target::Lock(l) => Ok(l.clone()),
+            Target::Taking(..) => Err(rlock::Error::new(
+                ErrorKind::InvalidArgument,
+                "locked and held are for locks, not sem/pes/multi",
+            )),
+        }
     }
 }
 
 impl Worker {
-    fn lock(&mut self, name: &str) -> rlock::Result<Lock> {
+    fn lock(&mut self, name: &str) -> rlock::Result<Target> {
         if let Some(l) = self.locks.get(name) {
             return Ok(l.clone());
         }
-        let l = family_lock(&self.client, name)?;
+        let l = family_lock(&self.client, &self.label, name)?;
         self.locks.insert(name.to_owned(), l.clone());
         Ok(l)
     }
@@ -131,15 +222,9 @@ impl Worker {
             ["acquire", name, rest @ ..] => {
                 let ms =
                     |i: usize| rest.get(i).and_then(|s| s.parse::<u64>().ok()).map(Duration::from_millis);
-                let (wait, lease) = (ms(0), ms(1));
-                let lock = match self.lock(name) {
-                    Ok(l) => l,
-                    Err(e) => return Ok(error_line("acquire", &e)),
-                };
-                let result = match (wait, lease) {
-                    (None, None) => lock.acquire(&self.me).await.map(|()| true),
-                    (None, Some(l)) => lock.acquire_with_lease(&self.me, l).await.map(|()| true),
-                    (Some(w), l) => lock.try_acquire(&self.me, w, l).await,
+                let result = match self.lock(name) {
+                    Ok(lock) => lock.acquire(&self.me, ms(0), ms(1)).await,
+                    Err(e) => Err(e),
                 };
                 match result {
                     Ok(true) => format!(r#"{{"event":"acquired","name":{}}}"#, js(name)),
@@ -149,19 +234,19 @@ impl Worker {
             }
             ["release", name] => match self.lock(name) {
                 Ok(lock) => match lock.release(&self.me).await {
-                    Ok(r) => format!(r#"{{"event":"released","free":{}}}"#, r == Released::Unlocked),
+                    Ok(free) => format!(r#"{{"event":"released","free":{free}}}"#),
                     Err(e) => error_line("release", &e),
                 },
                 Err(e) => error_line("release", &e),
             },
-            ["locked", name] => match self.lock(name) {
+            ["locked", name] => match self.lock(name).and_then(|t| t.as_lock()) {
                 Ok(lock) => match lock.is_locked().await {
                     Ok(v) => format!(r#"{{"event":"locked","value":{v}}}"#),
                     Err(e) => error_line("locked", &e),
                 },
                 Err(e) => error_line("locked", &e),
             },
-            ["held", name] => match self.lock(name) {
+            ["held", name] => match self.lock(name).and_then(|t| t.as_lock()) {
                 Ok(lock) => match lock.is_held(&self.me).await {
                     Ok(v) => format!(r#"{{"event":"held","value":{v}}}"#),
                     Err(e) => error_line("held", &e),
@@ -190,14 +275,14 @@ impl Worker {
         let mut data = self.data().await?;
         let mut rng = Rng::seeded(7);
         let locks = (0..names)
-            .map(|k| family_lock(&self.client, &format!("{prefix}:{k}")))
+            .map(|k| family_lock(&self.client, &self.label, &format!("{prefix}:{k}")))
             .collect::<rlock::Result<Vec<_>>>()?;
         let (mut per_name, mut violations, mut crossings) = (vec![0u64; names], 0u64, 0u64);
         let surface = self.label.split('-').next().unwrap_or_default().to_owned();
         for _ in 0..sections {
             let k = rng.below(names as u64) as usize;
             let lock = &locks[k];
-            if let Err(e) = lock.acquire(&self.me).await {
+            if let Err(e) = lock.acquire(&self.me, None, None).await {
                 return Ok(error_line("mx acquire", &e));
             }
             let marker = format!("{prefix}:{k}:marker");
@@ -222,8 +307,8 @@ impl Worker {
                 let () = data.del(&marker).await?;
             }
             match lock.release(&self.me).await {
-                Ok(Released::Unlocked) => {}
-                Ok(_) => return Ok(r#"{"event":"error","op":"mx release","code":"STILL_HELD"}"#.into()),
+                Ok(true) => {}
+                Ok(false) => return Ok(r#"{"event":"error","op":"mx release","code":"STILL_HELD"}"#.into()),
                 Err(e) => return Ok(error_line("mx release", &e)),
             }
             per_name[k] += 1;
@@ -247,7 +332,7 @@ impl Worker {
     ) -> Result<String, BoxError> {
         let locks = Arc::new(
             (0..names)
-                .map(|k| family_lock(&self.client, &format!("{prefix}:{k}")))
+                .map(|k| family_lock(&self.client, &self.label, &format!("{prefix}:{k}")))
                 .collect::<rlock::Result<Vec<_>>>()?,
         );
         let acquired = Arc::new(AtomicU64::new(0));
@@ -263,8 +348,8 @@ impl Worker {
                     let lock = &locks[rng.below(locks.len() as u64) as usize];
                     let owner = client.new_owner();
                     let delay = cancel_delay(&mut rng);
-                    match tokio::time::timeout(delay, lock.acquire(&owner)).await {
-                        Ok(Ok(())) => {
+                    match tokio::time::timeout(delay, lock.acquire(&owner, None, None)).await {
+                        Ok(Ok(_)) => {
                             acquired.fetch_add(1, Ordering::Relaxed);
                             lock.release(&owner).await?;
                         }

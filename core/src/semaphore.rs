@@ -167,12 +167,16 @@ impl Semaphore {
         Ok(got.map(|()| Permits { sem: Some(self.clone()), permits }))
     }
 
-    /// Gives `permits` back on the client's runtime when dropped unkept.
-    fn give_back(&self, permits: u64) -> Undo {
+    /// Gives `permits` back on the client's runtime when dropped unkept; then deletes `latch`,
+    /// the latch of the acquire call that took them (nobody retries that call any more).
+    fn give_back(&self, permits: u64, latch: Option<Arc<str>>) -> Undo {
         let back = self.clone();
         Undo::new(self.inner.shared.cleanups(), async move {
             if let Err(e) = back.release_now(permits).await {
                 log::warn!("rlock: could not give back permits nobody took on '{}': {e}", back.name());
+            }
+            if let Some(latch) = latch {
+                back.inner.shared.latches().delete(back.inner.group, latch.to_string());
             }
         })
     }
@@ -194,7 +198,7 @@ impl Semaphore {
                 )
                 .await
                 .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e))?;
-                Ok(taken.then(|| sem.give_back(permits)))
+                Ok(taken.then(|| sem.give_back(permits, Some(latch))))
             })
             .await;
         // No await from here on: the permits are handed to the caller in the same poll.
@@ -299,7 +303,7 @@ impl Permits {
 impl Drop for Permits {
     fn drop(&mut self) {
         if let Some(sem) = self.sem.take() {
-            drop(sem.give_back(self.permits));
+            drop(sem.give_back(self.permits, None));
         }
     }
 }

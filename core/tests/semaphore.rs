@@ -115,6 +115,14 @@ async fn cancelled_acquires_keep_the_count_exact() {
     }
     assert!(c.settle(Duration::from_secs(10)).await);
     assert_eq!(sem.available_permits().await.unwrap(), 4, "every permit came back");
+    // The latches of the acquires whose permits went back are deleted too, not left to their
+    // TTL (18 s here; make chaos found them).
+    let mut conn = server.conn();
+    let left = common::eventually(Duration::from_secs(5), || {
+        conn.keys::<_, Vec<String>>("{sem:cancel}*").unwrap().is_empty()
+    })
+    .await;
+    assert!(left, "latches left: {:?}", conn.keys::<_, Vec<String>>("{sem:cancel}*").unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -128,13 +128,18 @@ class Server:
 
     def numsub(self, spec: str) -> int:
         """Subscribers waiting on the lock of `spec` (a read-write lock's channel; a fair lock's
-        waiters each have their own)."""
+        waiters each have their own; a semaphore's and a permit-expirable semaphore's wait on
+        `redisson_sc:{NAME}`; a multi-lock's on the channel of the member they wait for)."""
         kind, _, name = spec.rpartition("@")
         r = self.conn()
         if kind in ("read", "write"):
             chans = [f"redisson_rwlock:{{{name}}}"]
         elif kind == "fair":
             chans = r.pubsub_channels(f"redisson_lock__channel:{{{name}}}:*")
+        elif kind in ("sem", "pes"):
+            chans = [f"redisson_sc:{{{name}}}"]
+        elif kind == "multi":
+            chans = [channel(f"{name}:x"), channel(f"{name}:y")]
         else:
             chans = [channel(name)]
         return sum(int(n) for _, n in r.pubsub_numsub(*chans)) if chans else 0
@@ -315,19 +320,24 @@ def case_mutex(ctx: Ctx) -> str:
 
 
 def holders_and_waiters(ctx: Ctx, srv: Server, prefix: str, holder_opts: Dict[str, int],
-                        waiter_opts: Dict[str, int]) -> Tuple[Dict[str, Worker], Dict[str, Worker]]:
-    """One holder per surface holding `<prefix>:<surface>`, and a waiter of another surface
-    parked (subscribed) on each."""
+                        waiter_opts: Dict[str, int], shared: bool = False) -> Tuple[Dict[str, Worker], Dict[str, Worker]]:
+    """One holder per surface holding `<prefix>:<surface>` (`shared`: all of them holding
+    `prefix`, a semaphore with a permit for each), and a waiter of another surface parked
+    (subscribed) on each."""
+    def spec(s: str) -> str:
+        return prefix if shared else f"{prefix}:{s}"
     holders = {s: ctx.worker(s, srv, f"{s}-holder", **holder_opts) for s in SURFACES}
     waiters = {s: ctx.worker(NEXT[s], srv, f"{NEXT[s]}-waits-{s}", **waiter_opts) for s in SURFACES}
     ctx.ready(*holders.values(), *waiters.values())
     for s, h in holders.items():
-        h.call(f"acquire {prefix}:{s}", "acquired")
+        h.call(f"acquire {spec(s)}", "acquired")
     for s, w in waiters.items():
-        w.send(f"acquire {prefix}:{s}")
-    eventually(lambda: all(srv.numsub(f"{prefix}:{s}") == 1 for s in SURFACES), 20, "every waiter subscribed")
+        w.send(f"acquire {spec(s)}")
+    specs = {spec(s) for s in SURFACES}
+    per = len(SURFACES) // len(specs)
+    eventually(lambda: all(srv.numsub(x) == per for x in specs), 20, "every waiter subscribed")
     for s, w in waiters.items():
-        check(not w.pending(), f"{w.label} answered while {prefix}:{s} was held: {w.events.queue}")
+        check(not w.pending(), f"{w.label} answered while {spec(s)} was held: {w.events.queue}")
     return holders, waiters
 
 
@@ -779,6 +789,169 @@ def case_fair_dead_waiter(ctx: Ctx) -> str:
             f"after the release; the waiter behind it got the lock {late:.0f} ms after that deadline")
 
 
+def latches(r: redis.Redis) -> List[str]:
+    """The request latch keys of semaphore acquires and releases (deleted in the background
+    once their call returned)."""
+    return [str(k) for k in r.keys("*rlock_permits_latch*")]
+
+
+def case_sigkill_permits(ctx: Ctx) -> str:
+    """Holders of permit-expirable semaphore permits killed with SIGKILL: the permits come back
+    within the watchdog timeout + 1 s; a plain semaphore's permits do not come back."""
+    watchdog, permits = 1000, len(SURFACES)
+    srv = ctx.server()
+    r = srv.conn()
+    pes, sem = "chaos:permits", "chaos:sem"
+    held = f"{{{pes}}}:timeout"
+    r.set(pes, permits)
+    # Each holder takes a permit without a lease (the watchdog renews it); each waiter waits for one.
+    opts = {"watchdog_ms": watchdog}
+    holders, waiters = holders_and_waiters(ctx, srv, f"pes@{pes}", opts, opts, shared=True)
+    check(r.get(pes) == "0" and r.zcard(held) == permits, f"{pes}: count {r.get(pes)}, {r.zcard(held)} held")
+    # Past one whole lease the holders' watchdogs still keep the permits.
+    time.sleep(watchdog / 1000 * 1.5)
+    check(r.zcard(held) == permits, f"{held} holds {r.zcard(held)} permits while their {permits} holders lived")
+    check(r.get(pes) == "0", f"{pes} count {r.get(pes)} while every permit was held")
+    for w in waiters.values():
+        check(not w.pending(), f"{w.label} answered while every permit was held: {w.events.queue}")
+    took = kill_holders(holders, waiters)
+    worst, bound = max(took.values()), watchdog / 1000 + 1
+    check(worst <= bound, f"a permit came back {worst:.2f} s after its holder was killed (bound {bound:.1f} s)")
+    check(r.zcard(held) == permits, f"{r.zcard(held)} permits held after every waiter took one")
+    for w in waiters.values():
+        check(not w.lost, f"{w.label} was told it lost a permit: {w.lost}")
+    # The held permits deleted behind the waiters' backs: each is told it lost its permit (the
+    # watchdog's next renewal finds it gone), and its release fails LOST.
+    r.delete(held)
+    deleted = time.monotonic()
+    lost = {}
+    for s, w in waiters.items():
+        eventually(lambda: any(n == pes for _, n in w.lost), bound + 5, f"{w.label}'s lost notification")
+        lost[s] = min(t for t, n in w.lost if n == pes) - deleted
+        e = w.call(f"release pes@{pes}", "error")
+        check(e["code"] == "LOST", f"{w.label}: release of the lost permit gave {e}")
+    check(max(lost.values()) <= bound, f"a waiter was told {max(lost.values()):.2f} s after the delete (bound {bound:.1f} s)")
+
+    # A plain semaphore: no owners, no leases, so a killed holder's permit is gone for good
+    # (documented). The waiters above, alive and holding nothing, try for one meanwhile.
+    r.set(sem, permits)
+    sem_holders = {s: ctx.worker(s, srv, f"{s}-sem-holder", watchdog_ms=watchdog) for s in SURFACES}
+    ctx.ready(*sem_holders.values())
+    for h in sem_holders.values():
+        h.call(f"acquire sem@{sem}", "acquired")
+    check(r.get(sem) == "0", f"{sem} count {r.get(sem)} with every permit taken")
+    # The acquires' latches go in the background: gone before the kill, so what is left after
+    # it is the kill's doing.
+    eventually(lambda: not latches(r), 10, "the holders' acquire latches deleted")
+    killed = time.monotonic()
+    for h in sem_holders.values():
+        h.kill(signal.SIGKILL)
+    span = watchdog / 1000 * 2.2  # more than two watchdog timeouts
+    for s, w in waiters.items():
+        w.send(f"acquire sem@{sem} {int(span * 1000)}")
+    counts = set()
+    while time.monotonic() - killed < span:  # what is measured: the count over the span
+        counts.add(r.get(sem))
+        time.sleep(0.02)
+    for w in waiters.values():
+        w.expect("not_acquired", timeout=span + 10)
+    watched = time.monotonic() - killed
+    check(counts == {"0"}, f"{sem} count took the values {sorted(counts)} after its holders were killed")
+    check(r.get(sem) == "0", f"{sem} count {r.get(sem)} {watched:.1f} s after its holders were killed")
+
+    def left() -> List[str]:
+        return sorted(str(k) for k in r.keys("*") if k not in (pes, sem))
+    try:
+        eventually(lambda: not left(), 10, "no key but the semaphores' own")
+    except Fail:
+        raise Fail(f"left behind: {left()}")
+    eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+    parts = ", ".join(f"{NEXT[s]} {took[s] * 1000:.0f} ms" for s in SURFACES)
+    return (f"watchdog {watchdog} ms; permit-expirable semaphore of {permits}: all held past 1.5 leases, "
+            f"holders SIGKILLed, every waiter had a permit within {worst * 1000:.0f} ms (bound {bound * 1000:.0f}; "
+            f"waiters {parts}); their permits deleted: each told lost within {max(lost.values()) * 1000:.0f} ms, "
+            f"releases LOST; plain semaphore of {permits}: the SIGKILLed holders' permits still gone "
+            f"{watched:.1f} s later (count 0 throughout, 4 waits of {span * 1000:.0f} ms ran out), as documented; "
+            "no key but the two semaphores left")
+
+
+def case_cancel_permits(ctx: Ctx) -> str:
+    """Semaphore and permit-expirable semaphore acquires cancelled at random moments (Rust
+    futures, asyncio tasks, AbortSignals): counts exact, no latch or channel left."""
+    permits, names, per_kind = 3, 2, 1500
+    srv = ctx.server()
+    r = srv.conn()
+    surfaces = ("rust", "python", "node")
+    # The default watchdog (30 s): a permit left behind stays visible far longer than the checks.
+    workers = {s: ctx.worker(s, srv, f"{s}-pcancel") for s in surfaces}
+    ctx.ready(*workers.values())
+    bases = {"sem": "chaos:csem", "pes": "chaos:cpes"}
+    for base in bases.values():
+        for k in range(names):
+            r.set(f"{base}:{k}", permits)
+    shares = {s: per_kind // 3 + (i < per_kind % 3) for i, s in enumerate(surfaces)}
+    done: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    start = time.monotonic()
+    for kind, base in bases.items():
+        for s, w in workers.items():
+            w.send(f"cancel {kind}@{base} {names} {shares[s]} 8")
+        for s, w in workers.items():
+            d = done[(kind, s)] = w.expect("cancel_done", timeout=150)[1]
+            check(d["acquired"] + d["cancelled"] == shares[s], f"{w.label} ({kind}): {d}, asked {shares[s]}")
+            check(d["acquired"] > 0 and d["cancelled"] > 0, f"{w.label} ({kind}): {d} tests nothing")
+    took = time.monotonic() - start
+
+    def counts() -> List[Tuple[str, Any, int]]:
+        return [(f"{b}:{k}", r.get(f"{b}:{k}"), r.zcard(f"{{{b}:{k}}}:timeout")) for b in bases.values()
+                for k in range(names)]
+    try:  # permits taken for a cancelled caller are given back in the background
+        eventually(lambda: all(c == str(permits) and h == 0 for _, c, h in counts()), 10,
+                   f"every semaphore back at {permits} available, 0 held")
+    except Fail:
+        raise Fail(f"counts (name, available, held): {counts()}")
+    try:
+        eventually(lambda: not latches(r), 10, "every request latch deleted")
+    except Fail:
+        left = latches(r)
+        by_name = {n: sum(1 for k in left if k.startswith(f"{{{n}}}")) for n in [c[0] for c in counts()]}
+        raise Fail(f"{len(left)} latches left {by_name}, e.g. {left[:2]} (TTL {r.pttl(left[0]) if left else 0} ms)")
+    eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
+
+    def idle(w: Worker) -> bool:
+        e = w.call("stats", "stats")
+        return bool(e["tracked"] == 0 and e["channels"] == 0)
+    for w in workers.values():
+        eventually(lambda: idle(w), 10, f"{w.label} to track no permit and no channel", step=0.1)
+        check(w.proc.poll() is None, f"{w.label} died")
+        check(not w.lost, f"{w.label} was told it lost a permit: {w.lost}")
+    expired = int(r.info("stats")["expired_keys"])
+    check(expired == 0, f"{expired} keys expired (a latch left to its TTL?)")
+    cancelled = sum(d["cancelled"] for d in done.values())
+    check(cancelled >= 1000, f"only {cancelled} acquires cancelled")
+
+    def per(kind: str) -> str:
+        return ", ".join(f"{s} {done[(kind, s)]['cancelled']}/{shares[s]}" for s in surfaces)
+    return (f"{2 * per_kind} acquires in {took:.1f} s on {names} semaphores of {permits} permits of each kind, "
+            f"{cancelled} cancelled (semaphore: {per('sem')}; permit-expirable: {per('pes')}), the rest released; "
+            f"after: every count {permits} available and 0 held, 0 latch keys (none expired), 0 channels, "
+            "0 tracked permits")
+
+
+def case_multi_deadlock(ctx: Ctx) -> str:
+    """Multi-locks over the same two locks taken in opposite orders by 8 processes: no deadlock, no overlap."""
+    srv = ctx.server()
+    # Labels ending in 0 take x then y, those ending in 1 take y then x.
+    workers = [ctx.worker(s, srv, f"{s}-multi{i}") for s in SURFACES for i in range(2)]
+    ctx.ready(*workers)
+    total, names = 2400, 2
+    crossings, took = run_mx(srv, workers, "multi@chaos:dl", names, total)
+    r = srv.conn()
+    check(not r.exists(*[f"chaos:dl:{k}:{m}" for k in range(names) for m in "xy"]), "a member lock is still held")
+    return (f"8 processes (2 per surface: one taking x,y, one y,x), {names} multi-locks over 2 locks each, "
+            f"{total} sections in {took:.1f} s ({total / took:.0f}/s): 0 violations, counters exact, "
+            f"{crossings} hand-offs between surfaces, no member lock left")
+
+
 CASES: List[Tuple[str, float, Callable[[Ctx], str]]] = [
     ("mutex", 300, case_mutex),
     ("sigkill", 60, case_sigkill),
@@ -792,6 +965,9 @@ CASES: List[Tuple[str, float, Callable[[Ctx], str]]] = [
     ("sigkill-family", 90, case_sigkill_family),
     ("fair-cancel", 200, case_fair_cancel),
     ("fair-dead-waiter", 90, case_fair_dead_waiter),
+    ("sigkill-permits", 90, case_sigkill_permits),
+    ("cancel-permits", 200, case_cancel_permits),
+    ("multi-deadlock", 180, case_multi_deadlock),
 ]
 
 

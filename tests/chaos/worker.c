@@ -40,10 +40,15 @@ static void emit(const char *fmt, ...) {
 /* The part of a result code after RLOCK_, e.g. "NOT_HELD". */
 static const char *code(rlock_result r) { return rlock_result_str(r) + strlen("RLOCK_"); }
 
+/* Set when the worker itself refuses a call (a release of nothing it took); reported once. */
+static const char *own_error;
+
 /* The last error as a JSON-safe string (quotes and control bytes replaced). */
 static const char *last_error(void) {
     static char msg[512];
-    rlock_last_error(msg, sizeof msg);
+    if (own_error) snprintf(msg, sizeof msg, "%s", own_error);
+    else rlock_last_error(msg, sizeof msg);
+    own_error = NULL;
     for (char *p = msg; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '\'';
     return msg;
@@ -77,11 +82,15 @@ static redisContext *data_connect(const char *u) {
     return c;
 }
 
-/* A lock spec is NAME (the reentrant lock) or KIND@NAME with KIND read, write or fair: the
- * kind, and *name set to the lock name. */
+/* A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that lock
+ * of the family), sem@NAME, pes@NAME (one permit of a semaphore or of a permit-expirable
+ * semaphore per acquire) or multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when
+ * the label ends in an even digit, else y,x): the kind (an rlock_lock_kind or a KIND_*), and
+ * *name set to the name. */
+enum { KIND_SEM = 5, KIND_PES, KIND_MULTI };
 static int kind_of(const char *spec, const char **name) {
-    static const char *kinds[] = {"lock@", "fenced@", "read@", "write@", "fair@"};
-    for (int k = 0; k < 5; k++) {
+    static const char *kinds[] = {"lock@", "fenced@", "read@", "write@", "fair@", "sem@", "pes@", "multi@"};
+    for (int k = 0; k < 8; k++) {
         size_t n = strlen(kinds[k]);
         if (strncmp(spec, kinds[k], n) == 0) {
             *name = spec + n;
@@ -90,6 +99,89 @@ static int kind_of(const char *spec, const char **name) {
     }
     *name = spec;
     return RLOCK_LOCK;
+}
+
+/* What the sem, pes and multi acquires of a spec took and did not give back yet: how many, and
+ * a permit-expirable semaphore's permit ids. */
+#define MAX_SPECS 64
+#define MAX_IDS 16
+static struct taken {
+    char spec[256];
+    int n;
+    char ids[MAX_IDS][RLOCK_PERMIT_ID_SIZE];
+} taken[MAX_SPECS];
+static int ntaken;
+
+static struct taken *taken_of(const char *spec) {
+    for (int i = 0; i < ntaken; i++)
+        if (strcmp(taken[i].spec, spec) == 0) return &taken[i];
+    if (ntaken == MAX_SPECS || strlen(spec) >= sizeof taken[0].spec) {
+        fprintf(stderr, "worker: too many specs (or one too long) for its table\n");
+        exit(3);
+    }
+    snprintf(taken[ntaken].spec, sizeof taken[0].spec, "%s", spec);
+    return &taken[ntaken++];
+}
+
+/* The members of multi@name in this worker's order; x and y hold their names. */
+static void multi_members(const char *name, char *x, char *y, size_t size, rlock_lock_ref m[2]) {
+    snprintf(x, size, "%s:x", name);
+    snprintf(y, size, "%s:y", name);
+    size_t len = strlen(label);
+    int even = len > 0 && strchr("02468", label[len - 1]) != NULL;
+    m[0] = (rlock_lock_ref){client, even ? x : y, RLOCK_LOCK};
+    m[1] = (rlock_lock_ref){client, even ? y : x, RLOCK_LOCK};
+}
+
+/* Acquires spec for the main thread: wait_ms < 0 waits as long as it takes; lease_ms <= 0 lets
+ * the watchdog renew (a plain semaphore's permits have no lease). */
+static rlock_result acquire_spec(const char *spec, long long wait_ms, long long lease_ms) {
+    const char *name;
+    int kind = kind_of(spec, &name);
+    if (kind < KIND_SEM)
+        return wait_ms < 0 ? rlock_family_acquire(client, kind, name, RLOCK_THREAD, lease_ms, NULL)
+                           : rlock_family_try_acquire(client, kind, name, RLOCK_THREAD, wait_ms, lease_ms, NULL);
+    struct taken *t = taken_of(spec);
+    rlock_result rc;
+    if (kind == KIND_SEM) {
+        rc = wait_ms < 0 ? rlock_semaphore_acquire(client, name, 1) : rlock_semaphore_try_acquire(client, name, 1, wait_ms);
+    } else if (kind == KIND_PES) {
+        if (t->n == MAX_IDS) {
+            fprintf(stderr, "worker: more than %d permits of %s held\n", MAX_IDS, name);
+            exit(3);
+        }
+        rc = wait_ms < 0 ? rlock_permit_semaphore_acquire(client, name, lease_ms, t->ids[t->n])
+                         : rlock_permit_semaphore_try_acquire(client, name, wait_ms, lease_ms, t->ids[t->n]);
+    } else {
+        char x[300], y[300];
+        rlock_lock_ref m[2];
+        multi_members(name, x, y, sizeof x, m);
+        rc = wait_ms < 0 ? rlock_multi_acquire(m, 2, RLOCK_THREAD, lease_ms)
+                         : rlock_multi_try_acquire(m, 2, RLOCK_THREAD, wait_ms, lease_ms);
+    }
+    if (rc == RLOCK_OK) t->n++;
+    return rc;
+}
+
+/* Releases one hold of spec by the main thread (sem, pes: one permit this worker took);
+ * *unlocked: the main thread (sem, pes: this worker) holds none any more. */
+static rlock_result release_spec(const char *spec, bool *unlocked) {
+    const char *name;
+    int kind = kind_of(spec, &name);
+    if (kind < KIND_SEM) return rlock_family_release(client, kind, name, RLOCK_THREAD, unlocked);
+    struct taken *t = taken_of(spec);
+    if (t->n == 0) {
+        own_error = "this worker holds none of it";
+        return RLOCK_NOT_HELD;
+    }
+    t->n--;
+    *unlocked = t->n == 0;
+    if (kind == KIND_SEM) return rlock_semaphore_release(client, name, 1, NULL);
+    if (kind == KIND_PES) return rlock_permit_semaphore_release(client, name, t->ids[t->n]);
+    char x[300], y[300];
+    rlock_lock_ref m[2];
+    multi_members(name, x, y, sizeof x, m);
+    return rlock_multi_release(m, 2, RLOCK_THREAD);
 }
 
 static uint64_t rng_state;
@@ -114,9 +206,7 @@ static void mx(const char *prefix, int names, int sections) {
     for (int i = 0; i < sections; i++) {
         int k = (int)rnd((uint64_t)names);
         snprintf(name, sizeof name, "%s:%d", prefix, k);
-        const char *bare;
-        int kind = kind_of(name, &bare);
-        rlock_result rc = rlock_family_acquire(client, kind, bare, RLOCK_THREAD, 0, NULL);
+        rlock_result rc = acquire_spec(name, -1, 0);
         if (rc != RLOCK_OK) {
             reply_error("mx acquire", rc);
             goto out;
@@ -139,7 +229,8 @@ static void mx(const char *prefix, int names, int sections) {
             snprintf(key, sizeof key, "%s:marker", name);
             freeReplyObject(redisCommand(data, "DEL %s", key));
         }
-        rc = rlock_family_release(client, kind, bare, RLOCK_THREAD, NULL);
+        bool unlocked = false;
+        rc = release_spec(name, &unlocked);
         if (rc != RLOCK_OK) {
             reply_error("mx release", rc);
             goto out;
@@ -323,15 +414,13 @@ int main(int argc, char **argv) {
         int kind = kind_of(name, &bare);
         if (strcmp(cmd, "exit") == 0) break;
         if (strcmp(cmd, "acquire") == 0 && nw >= 2) {
-            long long lease = nw > 3 ? atoll(words[3]) : 0;
-            rc = nw > 2 ? rlock_family_try_acquire(client, kind, bare, RLOCK_THREAD, atoll(words[2]), lease, NULL)
-                        : rlock_family_acquire(client, kind, bare, RLOCK_THREAD, lease, NULL);
+            rc = acquire_spec(name, nw > 2 ? atoll(words[2]) : -1, nw > 3 ? atoll(words[3]) : 0);
             if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\"}", name);
             else if (rc == RLOCK_NOT_ACQUIRED) emit("{\"event\":\"not_acquired\",\"name\":\"%s\"}", name);
             else reply_error("acquire", rc);
         } else if (strcmp(cmd, "release") == 0 && nw == 2) {
             bool unlocked = false;
-            rc = rlock_family_release(client, kind, bare, RLOCK_THREAD, &unlocked);
+            rc = release_spec(name, &unlocked);
             if (rc != RLOCK_OK) reply_error("release", rc);
             else emit("{\"event\":\"released\",\"free\":%s}", unlocked ? "true" : "false");
         } else if ((strcmp(cmd, "locked") == 0 || strcmp(cmd, "held") == 0) && nw == 2) {

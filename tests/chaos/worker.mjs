@@ -11,7 +11,7 @@ import readline from 'node:readline'
 // The package under test and the plain Redis client (its dev dependency `redis`) for the
 // critical sections' marker and counter.
 const require = createRequire(new URL('../../bindings-node/package.json', import.meta.url))
-const { Client, RLockError } = require('./rlock.js')
+const { Client, MultiLock, RLockError, codes } = require('./rlock.js')
 const { createClient } = require('redis')
 
 const emit = (event) => process.stdout.write(JSON.stringify(event) + '\n')
@@ -39,13 +39,48 @@ try {
   process.exit(1)
 }
 
-// A lock spec is NAME (the reentrant lock) or KIND@NAME with KIND read, write or fair.
+// sem@NAME, pes@NAME and multi@NAME behind the Lock methods the commands use: each acquire takes
+// one permit (a permit-expirable one renewed by the watchdog unless given leaseMs) or every
+// member, remembered (a permit's id) for the release that gives one back, which resolves
+// whether this handle holds none any more.
+function taking(name, target, byId) {
+  const taken = []
+  const took = (got) => got !== null && got !== false && taken.push(got) > 0
+  return {
+    name,
+    acquire: async (options) => took((await target.acquire(options)) ?? true),
+    tryAcquire: async (options) => took(await target.tryAcquire(options)),
+    async release() {
+      if (taken.length === 0) throw new RLockError(codes.NOT_HELD, `this worker holds none of ${name}`)
+      const token = taken.pop()
+      await (byId ? target.release(token) : target.release())
+      return taken.length === 0
+    },
+    isLocked: notALock,
+    isHeld: notALock,
+    onLost: byId ? (callback) => target.onLost(callback) : undefined,
+  }
+}
+async function notALock() {
+  throw new RLockError(codes.INVALID_ARGUMENT, 'locked and held are for locks, not sem/pes/multi')
+}
+
+// A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that lock of
+// the family), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's permits) or
+// multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends in an even
+// digit, else y,x).
 function familyLock(spec) {
   const at = spec.indexOf('@')
   const [kind, name] = at < 0 ? ['lock', spec] : [spec.slice(0, at), spec.slice(at + 1)]
   if (kind === 'read') return client.readWriteLock(name).readLock()
   if (kind === 'write') return client.readWriteLock(name).writeLock()
   if (kind === 'fair') return client.fairLock(name)
+  if (kind === 'sem') return taking(name, client.semaphore(name), false)
+  if (kind === 'pes') return taking(name, client.permitExpirableSemaphore(name), true)
+  if (kind === 'multi') {
+    const [x, y] = [client.lock(`${name}:x`), client.lock(`${name}:y`)]
+    return taking(name, new MultiLock(/[02468]$/.test(label) ? [x, y] : [y, x]), false)
+  }
   return client.lock(spec)
 }
 
@@ -55,13 +90,15 @@ function lockOf(name) {
   if (!l) {
     l = familyLock(name)
     locks.set(name, l)
+    l.onLost?.((e) => emit({ event: 'lost', name: e.name }))
   }
   return l
 }
-// The lost signal is renewed by each acquire after a loss, so listen after every acquire.
+// The lost signal is renewed by each acquire after a loss, so listen after every acquire (a
+// permit-expirable semaphore reports through onLost instead).
 function watchLost(l) {
   const s = l.lostSignal
-  if (!s.aborted && !s.chaosWatched) {
+  if (s && !s.aborted && !s.chaosWatched) {
     s.chaosWatched = true
     s.addEventListener('abort', () => emit({ event: 'lost', name: l.name }), { once: true })
   }

@@ -14,15 +14,75 @@ import os
 import random
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import redis
 
 import rlock
 
 
-def family_lock(client: rlock.Client, spec: str) -> rlock.Lock:
-    """A lock spec is NAME (the reentrant lock) or KIND@NAME with KIND read, write or fair."""
+class Taking:
+    """sem@NAME, pes@NAME and multi@NAME behind the Lock methods the commands use: each acquire
+    takes one permit (a permit-expirable one renewed by the watchdog unless given a lease) or
+    every member, and is remembered (a permit's id) for the release that gives one back."""
+
+    def __init__(self, obj: Union[rlock.Semaphore, rlock.PermitExpirableSemaphore, rlock.MultiLock]) -> None:
+        self.obj = obj
+        self.taken: List[str] = []
+
+    def _took(self, got: Union[bool, str, None]) -> bool:
+        if got is None or got is False:
+            return False
+        self.taken.append(got if isinstance(got, str) else "")
+        return True
+
+    def _give(self) -> str:
+        if not self.taken:
+            raise rlock.NotHeldError(f"this worker holds none of {self.obj!r}")
+        return self.taken.pop()
+
+    def acquire(self, timeout: float = -1, lease: Optional[float] = None) -> bool:
+        o = self.obj
+        if isinstance(o, rlock.Semaphore):
+            return self._took(o.acquire(timeout=timeout))
+        return self._took(o.acquire(timeout=timeout, lease=lease))
+
+    async def acquire_async(self) -> bool:
+        return self._took(await self.obj.acquire_async())
+
+    def release(self) -> None:
+        took = self._give()
+        if isinstance(self.obj, rlock.PermitExpirableSemaphore):
+            self.obj.release(took)
+        else:
+            self.obj.release()
+
+    async def release_async(self) -> None:
+        took = self._give()
+        o = self.obj
+        await (o.release_async(took) if isinstance(o, rlock.PermitExpirableSemaphore) else o.release_async())
+
+    def hold_count(self) -> int:
+        return len(self.taken)
+
+    def locked(self) -> bool:
+        raise rlock.InvalidArgumentError("locked and held are for locks, not sem/pes/multi")
+
+    is_held = locked
+
+    def on_lost(self, callback: Callable[[Any], object]) -> None:
+        if isinstance(self.obj, rlock.PermitExpirableSemaphore):
+            self.obj.on_lost(callback)
+
+
+Target = Union[rlock.Lock, Taking]
+
+
+def family_lock(client: rlock.Client, spec: str, label: str) -> Target:
+    """A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that
+    lock of the family), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's
+    permits) or multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends
+    in an even digit, else y,x)."""
     kind, at, name = spec.partition("@")
     if not at:
         return client.lock(spec)
@@ -32,7 +92,15 @@ def family_lock(client: rlock.Client, spec: str) -> rlock.Lock:
         return client.read_write_lock(name).write_lock()
     if kind == "fair":
         return client.fair_lock(name)
+    if kind == "sem":
+        return Taking(client.semaphore(name))
+    if kind == "pes":
+        return Taking(client.permit_expirable_semaphore(name))
+    if kind == "multi":
+        x, y = client.lock(f"{name}:x"), client.lock(f"{name}:y")
+        return Taking(rlock.multi_lock([x, y] if label.endswith(("0", "2", "4", "6", "8")) else [y, x]))
     return client.lock(spec)
+
 
 _out = threading.Lock()
 
@@ -83,12 +151,12 @@ class Worker:
         self.url = url
         self.label = label
         self.client = rlock.Client(url, **options)
-        self.locks: Dict[str, rlock.Lock] = {}
+        self.locks: Dict[str, Target] = {}
 
-    def lock(self, name: str) -> rlock.Lock:
+    def lock(self, name: str) -> Target:
         lock = self.locks.get(name)
         if lock is None:
-            lock = self.locks[name] = family_lock(self.client, name)
+            lock = self.locks[name] = family_lock(self.client, name, self.label)
             lock.on_lost(lambda e: emit(event="lost", name=e.name))
         return lock
 
@@ -125,7 +193,7 @@ class Worker:
     def mx(self, prefix: str, names: int, sections: int) -> None:
         data = redis.Redis.from_url(self.url, decode_responses=True)
         rng = random.Random()
-        locks = [family_lock(self.client, f"{prefix}:{k}") for k in range(names)]
+        locks = [family_lock(self.client, f"{prefix}:{k}", self.label) for k in range(names)]
         per_name = [0] * names
         violations = crossings = 0
         surface = self.label.split("-")[0] + "-"
@@ -152,10 +220,10 @@ class Worker:
         """`count` acquires on `names` locks, `concurrency` tasks at a time; each acquire runs in
         its own task (its own owner), which is cancelled (`task.cancel()`) at a random moment;
         one that finished first is released, as its caller would."""
-        locks = [family_lock(self.client, f"{prefix}:{k}") for k in range(names)]
+        locks = [family_lock(self.client, f"{prefix}:{k}", self.label) for k in range(names)]
         counts = {"acquired": 0, "cancelled": 0}
 
-        async def attempt(lock: rlock.Lock, delay: float) -> None:
+        async def attempt(lock: Target, delay: float) -> None:
             task = asyncio.current_task()
             assert task is not None
             timer = asyncio.get_running_loop().call_later(delay, task.cancel)

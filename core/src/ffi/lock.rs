@@ -4,10 +4,9 @@
 
 use std::ffi::{c_char, c_int};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::client::{named, rlock_client};
-use super::{check_out, guard, lease, rlock_result, write_out, Failure};
+use super::{check_out, guard, lease, rlock_result, wait_arg, write_out, Failure};
 use crate::lock::Lock;
 use crate::owner::{thread_owner_id, Owner};
 
@@ -144,9 +143,7 @@ unsafe fn try_acquire_impl(
 ) -> rlock_result {
     guard(|| {
         check_token_out(out_token)?;
-        let wait = u64::try_from(wait_ms)
-            .map(Duration::from_millis)
-            .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
+        let wait = wait_arg(wait_ms)?;
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let owner = owner(&c, who);

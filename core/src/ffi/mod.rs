@@ -130,6 +130,13 @@ pub(crate) fn lease(lease_ms: i64) -> Option<std::time::Duration> {
     u64::try_from(lease_ms).ok().filter(|&ms| ms > 0).map(std::time::Duration::from_millis)
 }
 
+/// A wait in ms from C: `RLOCK_INVALID_ARGUMENT` when negative.
+pub(crate) fn wait_arg(wait_ms: i64) -> Result<std::time::Duration, Failure> {
+    u64::try_from(wait_ms)
+        .map(std::time::Duration::from_millis)
+        .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))
+}
+
 /// Fails with `RLOCK_INVALID_ARGUMENT` for a NULL required out-parameter.
 pub(crate) fn check_out<T>(out: *mut T) -> Result<(), Failure> {
     if out.is_null() {

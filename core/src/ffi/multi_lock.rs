@@ -2,11 +2,10 @@
 
 use std::ffi::{c_char, c_int};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::client::rlock_client;
 use super::lock::{kind_arg, owner, target_of, who};
-use super::{guard, lease, rlock_result, Failure};
+use super::{guard, lease, rlock_result, wait_arg, Failure};
 use crate::multi_lock::MultiLock;
 use crate::owner::Owner;
 
@@ -87,9 +86,7 @@ pub unsafe extern "C" fn rlock_multi_try_acquire(
     lease_ms: i64,
 ) -> rlock_result {
     guard(|| {
-        let wait = u64::try_from(wait_ms)
-            .map(Duration::from_millis)
-            .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
+        let wait = wait_arg(wait_ms)?;
         // SAFETY: forwarded contract.
         let (clients, m, o) = unsafe { multi(members, count, owner_id) }?;
         if clients[0].block_on(m.try_acquire(&o, wait, lease(lease_ms)))?? {

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::client::{named, rlock_client};
-use super::{check_out, guard, lease, rlock_result, str_arg, write_out, Failure};
+use super::{check_out, guard, lease, rlock_result, str_arg, wait_arg, write_out, Failure};
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
 
@@ -109,9 +109,7 @@ pub unsafe extern "C" fn rlock_permit_semaphore_try_acquire(
     out_id: *mut c_char,
 ) -> rlock_result {
     guard(|| {
-        let wait = u64::try_from(wait_ms)
-            .map(Duration::from_millis)
-            .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
+        let wait = wait_arg(wait_ms)?;
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
         // SAFETY: forwarded contract.

@@ -2,10 +2,9 @@
 //! them back.
 
 use std::ffi::c_char;
-use std::time::Duration;
 
 use super::client::{named, rlock_client};
-use super::{check_out, guard, lease, rlock_result, write_out, Failure};
+use super::{check_out, guard, lease, rlock_result, wait_arg, write_out, Failure};
 use crate::semaphore::count_arg;
 
 /// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
@@ -65,9 +64,7 @@ pub unsafe extern "C" fn rlock_semaphore_try_acquire(
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("permits", permits, 1)?;
-        let wait = u64::try_from(wait_ms)
-            .map(Duration::from_millis)
-            .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))?;
+        let wait = wait_arg(wait_ms)?;
         // SAFETY: forwarded contract.
         let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
         if c.block_on(sem.try_acquire(n, wait))?? {

@@ -247,38 +247,51 @@ function permitsArg(permits) {
   return permits
 }
 
-/**
- * Redisson's semaphore: permits in the key `name` (a missing key is 0 permits, so set them
- * first with `trySetPermits`). Permits are not owned and do not come back when a holder dies.
- * Made by `client.semaphore(name)`.
- */
-class Semaphore {
-  #native
-
+// What the semaphore and the permit-expirable semaphore share: the count of free permits in the
+// key `name` (set, read, added to). `_native` is the native handle (a promise), `_call` calls it.
+class Permits {
   constructor(nativePromise, name) {
-    this.#native = nativePromise
-    /** The semaphore name (its Redis key). */
+    this._native = nativePromise
+    /** The semaphore name (the Redis key of its count of free permits). */
     this.name = name
   }
 
-  #call(method, ...args) {
-    return callNative(this.#native, method, ...args)
-  }
-
-  async #acquireWith(options, orFalse) {
-    const { permits, waitMs, signal } = optionsObject(options)
-    const p = permitsArg(permits)
-    const wait = optionalMs('waitMs', waitMs)
-    checkSignal(signal)
-    const n = await this.#native
-    return cancellable(signal, (token) => n.acquire(p, orFalse && wait === undefined ? 0 : wait, orFalse, token))
+  _call(method, ...args) {
+    return callNative(this._native, method, ...args)
   }
 
   /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
   async trySetPermits(permits, options) {
     const { ttlMs } = optionsObject(options)
     if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
-    return this.#call('trySetPermits', permits, optionalMs('ttlMs', ttlMs))
+    return this._call('trySetPermits', permits, optionalMs('ttlMs', ttlMs))
+  }
+
+  /** The free permits (0 when the semaphore does not exist). */
+  async availablePermits() {
+    return this._call('availablePermits')
+  }
+
+  /** Adds `n` permits (negative removes them); resolves the new count of free ones. */
+  async addPermits(n) {
+    if (typeof n !== 'number') throw invalid(`n must be a number (got ${typeof n})`)
+    return this._call('addPermits', n)
+  }
+}
+
+/**
+ * Redisson's semaphore: permits in the key `name` (a missing key is 0 permits, so set them
+ * first with `trySetPermits`). Permits are not owned and do not come back when a holder dies.
+ * Made by `client.semaphore(name)`.
+ */
+class Semaphore extends Permits {
+  async #acquireWith(options, orFalse) {
+    const { permits, waitMs, signal } = optionsObject(options)
+    const p = permitsArg(permits)
+    const wait = optionalMs('waitMs', waitMs)
+    checkSignal(signal)
+    const n = await this._native
+    return cancellable(signal, (token) => n.acquire(p, orFalse && wait === undefined ? 0 : wait, orFalse, token))
   }
 
   /**
@@ -296,23 +309,12 @@ class Semaphore {
 
   /** Gives back `permits` (default 1); resolves the new count. */
   async release(permits) {
-    return this.#call('release', permitsArg(permits))
-  }
-
-  /** The available permits (0 when the semaphore does not exist). */
-  async availablePermits() {
-    return this.#call('availablePermits')
-  }
-
-  /** Adds `n` permits (negative removes them); resolves the new count. */
-  async addPermits(n) {
-    if (typeof n !== 'number') throw invalid(`n must be a number (got ${typeof n})`)
-    return this.#call('addPermits', n)
+    return this._call('release', permitsArg(permits))
   }
 
   /** Takes every available permit; resolves how many there were. */
   async drainPermits() {
-    return this.#call('drainPermits')
+    return this._call('drainPermits')
   }
 }
 
@@ -322,33 +324,14 @@ class Semaphore {
  * permit while this client lives, so a crashed holder's permit comes back within the watchdog
  * timeout. Made by `client.permitExpirableSemaphore(name)`.
  */
-class PermitExpirableSemaphore {
-  #native
-
-  constructor(nativePromise, name) {
-    this.#native = nativePromise
-    /** The semaphore name (the Redis key of its count). */
-    this.name = name
-  }
-
-  #call(method, ...args) {
-    return callNative(this.#native, method, ...args)
-  }
-
+class PermitExpirableSemaphore extends Permits {
   async #acquireWith(options, orNull) {
     const { waitMs, leaseMs, signal } = optionsObject(options)
     const wait = optionalMs('waitMs', waitMs)
     const lease = optionalMs('leaseMs', leaseMs)
     checkSignal(signal)
-    const n = await this.#native
+    const n = await this._native
     return cancellable(signal, (token) => n.acquire(orNull && wait === undefined ? 0 : wait, lease, orNull, token))
-  }
-
-  /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
-  async trySetPermits(permits, options) {
-    const { ttlMs } = optionsObject(options)
-    if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
-    return this.#call('trySetPermits', permits, optionalMs('ttlMs', ttlMs))
   }
 
   /**
@@ -368,34 +351,23 @@ class PermitExpirableSemaphore {
   /** Releases permit `permitId`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the watchdog lost it. */
   async release(permitId) {
     if (typeof permitId !== 'string') throw invalid(`permitId must be a string (got ${typeof permitId})`)
-    return this.#call('release', permitId)
+    return this._call('release', permitId)
   }
 
   /** Makes the held permit expire `leaseMs` from now (absent or null: the watchdog renews it). */
   async updateLease(permitId, leaseMs) {
     if (typeof permitId !== 'string') throw invalid(`permitId must be a string (got ${typeof permitId})`)
-    return this.#call('updateLease', permitId, optionalMs('leaseMs', leaseMs))
-  }
-
-  /** The free permits, after expired ones came back (0 when the semaphore does not exist). */
-  async availablePermits() {
-    return this.#call('availablePermits')
+    return this._call('updateLease', permitId, optionalMs('leaseMs', leaseMs))
   }
 
   /** The held permits (neither released nor expired). */
   async acquiredPermits() {
-    return this.#call('acquiredPermits')
-  }
-
-  /** Adds `n` permits (negative removes them); resolves the new count of free ones. */
-  async addPermits(n) {
-    if (typeof n !== 'number') throw invalid(`n must be a number (got ${typeof n})`)
-    return this.#call('addPermits', n)
+    return this._call('acquiredPermits')
   }
 
   /** Whether this client's watchdog lost the permit (until it is released). */
   async isLost(permitId) {
-    return (await this.#native).isLost(String(permitId))
+    return (await this._native).isLost(String(permitId))
   }
 
   /**
@@ -404,7 +376,7 @@ class PermitExpirableSemaphore {
    */
   async onLost(callback) {
     if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    const n = await this.#native
+    const n = await this._native
     const id = n.onLost((name, permitId, reason) => callback({ name, permitId, reason }))
     return () => n.removeLostListener(id)
   }

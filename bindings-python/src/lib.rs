@@ -283,10 +283,15 @@ struct Lock {
     rt: Rt,
 }
 
-impl Lock {
+/// What every native handle holds to run core calls: its client and the runtime.
+trait Handle {
+    fn client(&self) -> &rlock::Client;
+    fn rt(&self) -> &Rt;
+
+    /// The owner for `id`, or the calling thread's (refused in a forked child).
     fn owner(&self, id: Option<u64>) -> PyResult<rlock::Owner> {
-        self.rt.check_pid()?;
-        Ok(owner_of(&self.client, id))
+        self.rt().check_pid()?;
+        Ok(owner_of(self.client(), id))
     }
 
     /// Runs a core call on the runtime, waiting with the GIL released.
@@ -295,9 +300,24 @@ impl Lock {
         T: Send + 'static,
         F: Future<Output = rlock::Result<T>> + Send + 'static,
     {
-        run_blocking(py, &self.rt, &self.client, fut)
+        run_blocking(py, self.rt(), self.client(), fut)
     }
 }
+
+macro_rules! handles {
+    ($($t:ty),*) => {
+        $(impl Handle for $t {
+            fn client(&self) -> &rlock::Client {
+                &self.client
+            }
+            fn rt(&self) -> &Rt {
+                &self.rt
+            }
+        })*
+    };
+}
+
+handles!(Lock, Semaphore, PermitExpirableSemaphore, MultiLock, CountDownLatch);
 
 /// Runs a core call on `rt`, waiting with the GIL released.
 fn run_blocking<T, F>(py: Python<'_>, rt: &Rt, client: &rlock::Client, fut: F) -> PyResult<T>
@@ -324,16 +344,6 @@ struct Semaphore {
     inner: rlock::Semaphore,
     client: rlock::Client,
     rt: Rt,
-}
-
-impl Semaphore {
-    fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
-    where
-        T: Send + 'static,
-        F: Future<Output = rlock::Result<T>> + Send + 'static,
-    {
-        run_blocking(py, &self.rt, &self.client, fut)
-    }
 }
 
 /// Permits as a core `u64` (a negative count is a bad argument).
@@ -444,16 +454,6 @@ struct PermitExpirableSemaphore {
     inner: rlock::PermitExpirableSemaphore,
     client: rlock::Client,
     rt: Rt,
-}
-
-impl PermitExpirableSemaphore {
-    fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
-    where
-        T: Send + 'static,
-        F: Future<Output = rlock::Result<T>> + Send + 'static,
-    {
-        run_blocking(py, &self.rt, &self.client, fut)
-    }
 }
 
 /// A permit acquire: `wait` `None` waits for good.
@@ -600,21 +600,6 @@ struct MultiLock {
     rt: Rt,
 }
 
-impl MultiLock {
-    fn owner(&self, id: Option<u64>) -> PyResult<rlock::Owner> {
-        self.rt.check_pid()?;
-        Ok(owner_of(&self.client, id))
-    }
-
-    fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
-    where
-        T: Send + 'static,
-        F: Future<Output = rlock::Result<T>> + Send + 'static,
-    {
-        run_blocking(py, &self.rt, &self.client, fut)
-    }
-}
-
 #[pymethods]
 impl MultiLock {
     /// A multi-lock over `locks` (at least one), taken in this order.
@@ -715,14 +700,14 @@ impl CountDownLatch {
     fn try_set_count(&self, py: Python<'_>, count: i64) -> PyResult<bool> {
         let n = rlock::count_arg("count", count, 0).map_err(map_err)?;
         let latch = self.inner.clone();
-        run_blocking(py, &self.rt, &self.client, async move { latch.try_set_count(n).await })
+        self.run(py, async move { latch.try_set_count(n).await })
     }
 
     /// Counts down by one; at 0 the latch opens and every waiter wakes. Counting down an open
     /// latch changes nothing; a retry never counts twice.
     fn count_down(&self, py: Python<'_>) -> PyResult<()> {
         let latch = self.inner.clone();
-        run_blocking(py, &self.rt, &self.client, async move { latch.count_down().await })
+        self.run(py, async move { latch.count_down().await })
     }
 
     /// Like `count_down`, as an awaitable (runs to the end even when cancelled).
@@ -735,7 +720,7 @@ impl CountDownLatch {
     /// The current count (0 when the latch is open).
     fn count(&self, py: Python<'_>) -> PyResult<u64> {
         let latch = self.inner.clone();
-        run_blocking(py, &self.rt, &self.client, async move { latch.count().await })
+        self.run(py, async move { latch.count().await })
     }
 
     /// Blocks until the latch is open or `timeout` seconds passed (None: no limit, 0: look
@@ -744,7 +729,7 @@ impl CountDownLatch {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let timeout = opt_seconds("timeout", timeout)?;
         let latch = self.inner.clone();
-        run_blocking(py, &self.rt, &self.client, async move { latch.wait(timeout).await })
+        self.run(py, async move { latch.wait(timeout).await })
     }
 
     /// Like `wait`, as an awaitable; cancelling it leaves no subscription behind.
@@ -760,7 +745,7 @@ impl CountDownLatch {
     /// it open; Redisson's keep waiting (Redisson wakes them only on a count-down to 0).
     fn delete(&self, py: Python<'_>) -> PyResult<bool> {
         let latch = self.inner.clone();
-        run_blocking(py, &self.rt, &self.client, async move { latch.delete().await })
+        self.run(py, async move { latch.delete().await })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -18,7 +18,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Iterable, List, Literal, Optional, Type
+from typing import Any, Awaitable, Callable, Generic, Iterable, List, Literal, Optional, Type, TypeVar
 
 from typing_extensions import Unpack
 
@@ -464,25 +464,45 @@ class ReadWriteLock:
         return f"<rlock.ReadWriteLock {self.name!r}>"
 
 
-class Semaphore:
-    """Redisson's semaphore with ``threading.Semaphore``'s interface, plus asyncio: permits are
-    not owned (any thread or task may release them) and do not come back when a holder dies.
-    ``with sem:`` and ``async with sem:`` take one permit."""
+_N = TypeVar("_N", _native.Semaphore, _native.PermitExpirableSemaphore)
+
+
+class _Permits(Generic[_N]):
+    """What the semaphore and the permit-expirable semaphore share: the count of free permits
+    in the key ``name`` (set, read, added to)."""
 
     __slots__ = ("_native",)
+    _native: _N
 
-    def __init__(self, native: _native.Semaphore) -> None:
+    def __init__(self, native: _N) -> None:
         self._native = native
 
     @property
     def name(self) -> str:
-        """The semaphore name (also its Redis key)."""
+        """The semaphore name (also the Redis key of its count of free permits)."""
         return self._native.name
 
     def try_set_permits(self, permits: int, ttl: Optional[float] = None) -> bool:
         """Sets the number of permits when the semaphore does not exist yet (expiring after
         ``ttl`` seconds when given); True when set, False when it existed (nothing changed)."""
         return self._native.try_set_permits(permits, ttl)
+
+    def available_permits(self) -> int:
+        """The free permits (0 when the semaphore does not exist; for the permit-expirable
+        semaphore, after expired permits came back)."""
+        return self._native.available_permits()
+
+    def add_permits(self, n: int) -> int:
+        """Adds ``n`` permits (negative removes them); returns the new count of free ones."""
+        return self._native.add_permits(n)
+
+
+class Semaphore(_Permits[_native.Semaphore]):
+    """Redisson's semaphore with ``threading.Semaphore``'s interface, plus asyncio: permits are
+    not owned (any thread or task may release them) and do not come back when a holder dies.
+    ``with sem:`` and ``async with sem:`` take one permit."""
+
+    __slots__ = ()
 
     def acquire(self, permits: int = 1, blocking: bool = True, timeout: float = -1) -> bool:
         """Takes ``permits`` (at least 1), waiting as ``threading.Semaphore.acquire`` does:
@@ -503,14 +523,6 @@ class Semaphore:
     async def release_async(self, permits: int = 1) -> int:
         """Gives back ``permits``; returns the new count."""
         return await self._native.release_async(permits)
-
-    def available_permits(self) -> int:
-        """The available permits (0 when the semaphore does not exist)."""
-        return self._native.available_permits()
-
-    def add_permits(self, n: int) -> int:
-        """Adds ``n`` permits (negative removes them); returns the new count."""
-        return self._native.add_permits(n)
 
     def drain_permits(self) -> int:
         """Takes every available permit; returns how many there were."""
@@ -544,27 +556,14 @@ class Semaphore:
         return f"<rlock.Semaphore {self.name!r}>"
 
 
-class PermitExpirableSemaphore:
+class PermitExpirableSemaphore(_Permits[_native.PermitExpirableSemaphore]):
     """Redisson's permit-expirable semaphore: each permit has an id (32 hex characters) that
     any thread, process or Java service may release, and a lease. Without a lease the watchdog
     renews the permit while this client lives, so a crashed holder's permit comes back within
     ``watchdog_timeout``; a permit the watchdog loses is reported to :meth:`on_lost`.
     ``with sem.permit() as permit_id:`` holds one permit for the block."""
 
-    __slots__ = ("_native",)
-
-    def __init__(self, native: _native.PermitExpirableSemaphore) -> None:
-        self._native = native
-
-    @property
-    def name(self) -> str:
-        """The semaphore name (also the Redis key of its free-permit count)."""
-        return self._native.name
-
-    def try_set_permits(self, permits: int, ttl: Optional[float] = None) -> bool:
-        """Sets the number of permits when the semaphore does not exist yet (expiring after
-        ``ttl`` seconds when given); True when set, False when it existed (nothing changed)."""
-        return self._native.try_set_permits(permits, ttl)
+    __slots__ = ()
 
     def acquire(self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None) -> Optional[str]:
         """Takes a permit and returns its id, waiting as ``threading.Semaphore.acquire`` does
@@ -594,17 +593,9 @@ class PermitExpirableSemaphore:
         client's watchdog. Raises :class:`NotHeldError` when it is not held."""
         self._native.update_lease(permit_id, lease)
 
-    def available_permits(self) -> int:
-        """The free permits, after expired ones came back (0 when it does not exist)."""
-        return self._native.available_permits()
-
     def acquired_permits(self) -> int:
         """The held permits (neither released nor expired)."""
         return self._native.acquired_permits()
-
-    def add_permits(self, n: int) -> int:
-        """Adds ``n`` permits (negative removes them); returns the new count of free ones."""
-        return self._native.add_permits(n)
 
     def lost(self, permit_id: str) -> bool:
         """Whether this client's watchdog lost the permit (until it is released)."""

@@ -68,12 +68,15 @@ export declare const codes: Readonly<{
 
 /** An rlock failure. */
 export declare class RLockError extends Error {
+  /** Always `'RLockError'`. */
   readonly name: 'RLockError'
+  /** What failed, one of `codes` (e.g. `'RLOCK_NOT_HELD'`); compare with `codes.NOT_HELD`. */
   readonly code: RLockErrorCode
 }
 
 /** What a client connected to, and what it decided there. */
 export interface ClientInfo {
+  /** What the URL named: one server, a Redis Cluster, or a master found through Sentinels. */
   topology: 'single' | 'cluster' | 'sentinel'
   /** Waiters use sharded pub/sub (SSUBSCRIBE / SPUBLISH). */
   shardedPubsub: boolean
@@ -171,6 +174,7 @@ export declare class Semaphore {
   drainPermits(): Promise<number>
 }
 
+/** Options of a permit-expirable semaphore's `acquire` / `tryAcquire` / `withPermit`. */
 export interface PermitAcquireOptions {
   /** Longest wait in ms (`acquire`: then rejects RLOCK_NOT_ACQUIRED; `tryAcquire`: default 0, then resolves null). */
   waitMs?: number
@@ -223,6 +227,7 @@ export declare class PermitExpirableSemaphore {
   withPermit<T>(fn: (permitId: string) => T | Promise<T>, options?: PermitAcquireOptions): Promise<T>
 }
 
+/** Options of a multi-lock's `acquire` / `tryAcquire` / `withLock`. */
 export interface MultiLockAcquireOptions {
   /** Longest wait in ms (`acquire`: then rejects RLOCK_NOT_ACQUIRED; `tryAcquire`: default 0, then resolves false). */
   waitMs?: number
@@ -283,6 +288,7 @@ export declare class HeldLock implements AsyncDisposable {
   readonly signal: AbortSignal
   /** Releases the hold. */
   release(): Promise<boolean>
+  /** Releases the hold at the end of an `await using` block (a lost hold rejects RLOCK_LOST). */
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -323,6 +329,7 @@ export declare class Client {
   info(): Promise<ClientInfo>
 }
 
+/** The whole API as one object: the default export of `rlock` (`import rlock from 'rlock'`). */
 declare const rlock: {
   Client: typeof Client
   Lock: typeof Lock

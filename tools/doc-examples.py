@@ -17,8 +17,10 @@ silently), and every `run` block must assert something (`assert` in Rust, Python
 with REDIS_URL set to a private server from rlock-testbed (never port 6379; the server's log is
 printed when it does not come up), flushed before each example:
 
-- rust: examples/<name>.rs of a generated crate depending on core by path, built with
-  `cargo build --release --examples` in the workspace's target directory;
+- rust: src/<name>.rs, a module of one generated crate that depends on core by path; its
+  `#[tokio::main(flavor = "current_thread")] async fn main() -> rlock::Result<()>` becomes the
+  module's `pub async fn main()`, run by name on a current-thread runtime (one `cargo build`, in
+  the workspace's target directory, unoptimized: one compile for every example);
 - python: the repository's .venv (`make build-python`);
 - js: an ES module (`.mjs`; `.cjs` when it uses `require`), importing `rlock` from the built
   bindings-node (`make build-node`) through build/doc-examples/node/node_modules/rlock;

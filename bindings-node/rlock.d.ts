@@ -36,6 +36,12 @@ export interface ClientOptions {
   commandConnections?: number
   /** How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's `fairLockWaitTimeout`); every client sharing fair locks should use the same. */
   fairLockWaitTimeoutMs?: number
+  /** Publish a holder record while this client holds anything: a small JSON value under the key `rlock:client:<client uuid>` with the host name, process id, `app_name` and library version (never a URL or password), expiring one watchdog timeout after its last refresh. `rlock status` and `describe` use it to say who holds a lock. Redisson ignores the key. Default on. */
+  holderRecord?: boolean
+  /** A name for this application, shown with its holds (holder records, `rlock status`). At most 128 characters, none of them control characters. Default none. */
+  appName?: string | null
+  /** Keep the client's counters and histograms (`stats()`, Prometheus text). Default on; off leaves every figure at zero. */
+  metrics?: boolean
 }
 
 /** The `.code` of every error rlock rejects with. */

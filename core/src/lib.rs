@@ -31,6 +31,7 @@ mod owner;
 mod permit_semaphore;
 mod pubsub;
 mod read_write_lock;
+mod records;
 mod replicas;
 mod scripts;
 mod semaphore;
@@ -52,6 +53,7 @@ pub use options::{
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write_lock::ReadWriteLock;
+pub use records::{record_key, HolderRecord, RecordedHold, RECORD_PREFIX};
 pub use semaphore::{count_arg, Permits, Semaphore};
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};

@@ -19,6 +19,7 @@ use crate::latches::Latches;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::pubsub::{self, Meaning, Membership, SubState};
+use crate::records;
 use crate::replicas::Replicas;
 use crate::watchdog::{self, Watchdog};
 
@@ -72,6 +73,16 @@ impl Shared {
         let commands = conns.commands;
         let wd = Watchdog::new(options.watchdog_timeout, options.max_hold);
         let closed = CancellationToken::new();
+        let id = Uuid::new_v4();
+        if options.holder_record {
+            handle.spawn(records::run(
+                wd.clone(),
+                commands.clone(),
+                id,
+                options.app_name.clone(),
+                closed.clone(),
+            ));
+        }
 
         let stop = closed.clone();
         let reg = Arc::downgrade(&registry);
@@ -110,7 +121,7 @@ impl Shared {
         let per_try = options.command_timeout.unwrap_or(Duration::from_secs(10)) + options.retry_delay;
         let latch_ttl = per_try.saturating_mul(options.retry_attempts + 1).max(Duration::from_secs(1));
         Ok(Arc::new(Shared {
-            id: Uuid::new_v4(),
+            id,
             options,
             commands,
             pubsub: registry,

@@ -207,6 +207,19 @@ pub(crate) struct Watchdog {
     next_id: AtomicU64,
     lease: Duration,
     max_hold: Option<Duration>,
+    /// Woken when the client goes from holding nothing to holding something (the holder
+    /// record's writer sleeps on it while nothing is held).
+    first_hold: tokio::sync::Notify,
+}
+
+/// One hold as the holder record lists it.
+pub(crate) struct HoldInfo {
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: &'static str,
+    pub(crate) owner: Owner,
+    pub(crate) permit: Option<Arc<str>>,
+    /// How long it has been held.
+    pub(crate) age: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -232,6 +245,7 @@ impl Watchdog {
             next_id: AtomicU64::new(1),
             lease,
             max_hold,
+            first_hold: tokio::sync::Notify::new(),
         };
         Arc::new(wd)
     }
@@ -253,6 +267,9 @@ impl Watchdog {
     ) {
         let now = Instant::now();
         let mut holds = lock(&self.holds);
+        if holds.is_empty() {
+            self.first_hold.notify_one();
+        }
         let generation = self.next_id.fetch_add(1, Ordering::Relaxed);
         let schedule = match holds.get_mut(&key) {
             Some(h) if h.lost.is_none() => {
@@ -394,6 +411,38 @@ impl Watchdog {
     /// Number of holds this client tracks (held or lost, not yet released).
     pub(crate) fn hold_count(&self) -> usize {
         lock(&self.holds).len()
+    }
+
+    /// Resolves once the client holds something (at once when it does now).
+    pub(crate) async fn holding(&self) {
+        loop {
+            let woken = self.first_hold.notified();
+            if self.hold_count() > 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    /// The `limit` longest-held holds (not lost), longest first.
+    pub(crate) fn oldest_holds(&self, limit: usize) -> Vec<HoldInfo> {
+        let now = Instant::now();
+        let holds = lock(&self.holds);
+        let mut all: Vec<(&HoldKey, &Hold)> = holds.iter().filter(|(_, h)| h.lost.is_none()).collect();
+        if all.len() > limit {
+            all.select_nth_unstable_by_key(limit, |(_, h)| h.acquired);
+            all.truncate(limit);
+        }
+        all.sort_by_key(|(_, h)| h.acquired);
+        all.into_iter()
+            .map(|(k, h)| HoldInfo {
+                name: k.name.clone(),
+                kind: h.kind.name,
+                owner: h.owner.clone(),
+                permit: h.permit.clone(),
+                age: now.saturating_duration_since(h.acquired),
+            })
+            .collect()
     }
 
     /// Forgets everything (client close).

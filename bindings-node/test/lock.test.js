@@ -365,3 +365,38 @@ test('a fenced lock resolves strictly larger tokens, re-entries included', async
   assert.equal(await a.tryAcquire(), false)
   assert.equal(await plain.release(), true)
 })
+
+test('stats() and prometheusText() count what happened', async () => {
+  const c = new Client(redis.url, { appName: 'node-stats' })
+  try {
+    const n = name('stats')
+    for (let i = 0; i < 3; i++) await c.withLock(n, () => {})
+    const held = await c.acquire(n)
+    const waiting = c.acquire(n)
+    await eventually(async () => (await c.waitedChannels()) === 1)
+    await held.release()
+    await (await waiting).release()
+    await rejectsWith(c.lock(n).release(), codes.NOT_HELD)
+    const s = await c.stats()
+    assert.equal(s.acquires, 5)
+    assert.equal(s.contendedAcquires, 1)
+    assert.equal(s.releases, 5)
+    assert.equal(s.wakeups, 1)
+    assert.equal(s.errors.not_held, 1)
+    assert.equal(s.wait.count, 5)
+    assert.ok(s.wait.p50Ms > 0 && s.wait.p50Ms <= s.wait.maxMs)
+    const text = await c.prometheusText()
+    assert.match(text, /^rlock_acquires_total\{app="node-stats"\} 5$/m)
+    assert.match(text, /^rlock_errors_total\{app="node-stats",kind="not_held"\} 1$/m)
+  } finally {
+    await c.close()
+  }
+  const off = new Client(redis.url, { metrics: false })
+  try {
+    await off.withLock(name('off'), () => {})
+    assert.equal((await off.stats()).acquires, 0)
+  } finally {
+    await off.close()
+  }
+  await rejectsWith(new Client(redis.url, { metrics: 'yes' }).ready(), codes.INVALID_ARGUMENT)
+})

@@ -164,6 +164,16 @@ impl Client {
         self.inner.is_closed()
     }
 
+    /// The client's figures as JSON (core's `Stats`); `rlock.Client.stats` makes it a dict.
+    fn stats_json(&self) -> PyResult<String> {
+        Ok(self.check()?.stats().to_json())
+    }
+
+    /// The client's figures in the Prometheus text exposition format.
+    fn prometheus_text(&self) -> PyResult<String> {
+        Ok(self.check()?.prometheus_text())
+    }
+
     /// Holds the client tracks (held, or lost and not yet released).
     fn tracked_holds(&self) -> PyResult<usize> {
         Ok(self.check()?.tracked_holds())

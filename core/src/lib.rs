@@ -25,6 +25,7 @@ mod finish;
 mod keys;
 mod latches;
 mod lock;
+mod metrics;
 mod multi_lock;
 mod options;
 mod owner;
@@ -46,6 +47,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
+pub use metrics::{Stats, Summary};
 pub use multi_lock::{MultiGuard, MultiLock};
 pub use options::{
     duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,

@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::time::DelayQueue;
 
 use crate::conn::Commands;
+use crate::metrics::Metrics;
 use crate::owner::Owner;
 
 /// Why a hold was lost.
@@ -210,6 +211,7 @@ pub(crate) struct Watchdog {
     /// Woken when the client goes from holding nothing to holding something (the holder
     /// record's writer sleeps on it while nothing is held).
     first_hold: tokio::sync::Notify,
+    metrics: Arc<Metrics>,
 }
 
 /// One hold as the holder record lists it.
@@ -237,7 +239,7 @@ pub(crate) enum Forgotten {
 
 impl Watchdog {
     /// Creates the shared state (for [`run`] and the locks).
-    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>) -> Arc<Self> {
+    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>, metrics: Arc<Metrics>) -> Arc<Self> {
         let wd = Watchdog {
             holds: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
@@ -246,6 +248,7 @@ impl Watchdog {
             lease,
             max_hold,
             first_hold: tokio::sync::Notify::new(),
+            metrics,
         };
         Arc::new(wd)
     }
@@ -345,8 +348,21 @@ impl Watchdog {
         lock(&self.holds).get(key).map_or(self.lease, |h| h.lease)
     }
 
-    /// Forgets a hold after its final release.
+    /// Forgets a hold after its final release (counted in the metrics, with how long it was
+    /// held).
     pub(crate) fn released(&self, key: &HoldKey) {
+        let removed = lock(&self.holds).remove(key);
+        let held = removed.map(|h| h.acquired.elapsed());
+        self.metrics.released(held);
+        tracing::debug!(
+            name = &*key.name,
+            held_us = held.map_or(0, |h| h.as_micros() as u64),
+            "rlock: released"
+        );
+    }
+
+    /// Stops tracking a hold that was not released (a permit whose lease was set by hand).
+    pub(crate) fn untrack(&self, key: &HoldKey) {
         lock(&self.holds).remove(key);
     }
 
@@ -488,7 +504,12 @@ impl Watchdog {
     /// Logs a lost hold and tells the listeners whose filter matches.
     fn emit(&self, event: LostEvent) {
         let (kind, reason) = (event.kind, event.reason);
-        log::warn!(
+        self.metrics.lost();
+        tracing::warn!(
+            name = &*event.name,
+            kind,
+            owner = event.holder(),
+            reason = reason.as_str(),
             "rlock: lost the {kind} hold of '{}' by {} ({})",
             event.name,
             event.holder(),
@@ -631,6 +652,18 @@ pub(crate) async fn run(
 
         let now = Instant::now();
         for (chunk, result) in results {
+            let kind = chunk.first().map_or("", |d| d.kind.name);
+            match &result {
+                Ok(flags) => {
+                    let renewed = flags.iter().filter(|f| **f).count();
+                    wd.metrics.renewed(renewed as u64, 0);
+                    tracing::debug!(kind, holds = chunk.len(), renewed, "rlock: renewal batch");
+                }
+                Err(e) => {
+                    wd.metrics.renewed(0, chunk.len() as u64);
+                    tracing::debug!(kind, holds = chunk.len(), error = %e, "rlock: renewal batch failed");
+                }
+            }
             match result {
                 Ok(flags) => {
                     for (i, d) in chunk.into_iter().enumerate() {
@@ -713,7 +746,7 @@ mod tests {
 
     #[test]
     fn lost_events_reach_the_listeners_whose_filter_matches() {
-        let wd = Watchdog::new(Duration::from_secs(30), None);
+        let wd = Watchdog::new(Duration::from_secs(30), None, Arc::new(Metrics::new(true)));
         let client = uuid::Uuid::new_v4();
         let (o1, o2) = (Owner::new(client, 1), Owner::new(client, 2));
         let heard = Arc::new(Mutex::new(Vec::new()));
@@ -761,7 +794,7 @@ mod tests {
 
     #[test]
     fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_the_hold() {
-        let wd = Watchdog::new(Duration::from_secs(30), None);
+        let wd = Watchdog::new(Duration::from_secs(30), None, Arc::new(Metrics::new(true)));
         let owner = Owner::new(uuid::Uuid::new_v4(), 7);
         let heard = Arc::new(Mutex::new(0));
         let h = heard.clone();

@@ -9,7 +9,8 @@
 //! off), `watchdog`;
 //! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
 //! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
-//! `valgrind --tool=callgrind target/release/rlock-bench fixed`.
+//! `valgrind --tool=callgrind target/release/rlock-bench fixed` (`BENCH_OBSERVABILITY=off`
+//! turns metrics and holder records off, to count their instructions).
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -300,7 +301,10 @@ async fn semaphores(url: &str, secs: f64) -> Res<()> {
 /// A fixed amount of work for instruction counts (callgrind): `owners` owners, `per_owner`
 /// pairs each. Returns the elapsed seconds.
 async fn fixed(url: &str, owners: usize, per_owner: usize) -> Res<f64> {
-    let client = Client::connect(url, ClientOptions::default()).await?;
+    // BENCH_OBSERVABILITY=off: metrics and holder records off, to count what they cost.
+    let off = std::env::var("BENCH_OBSERVABILITY").is_ok_and(|v| v == "off");
+    let options = ClientOptions::default().with_metrics(!off).with_holder_record(!off);
+    let client = Client::connect(url, options).await?;
     let mut tasks = Vec::new();
     let start = Instant::now();
     for i in 0..owners {

@@ -351,12 +351,14 @@ impl Watchdog {
     /// Forgets a hold after its final release (counted in the metrics, with how long it was
     /// held).
     pub(crate) fn released(&self, key: &HoldKey) {
-        let removed = lock(&self.holds).remove(key);
-        let held = removed.map(|h| h.acquired.elapsed());
-        self.metrics.released(held);
+        let Some(h) = lock(&self.holds).remove(key) else { return self.metrics.released(None) };
+        let held = h.acquired.elapsed();
+        self.metrics.released(Some(held));
         tracing::debug!(
             name = &*key.name,
-            held_us = held.map_or(0, |h| h.as_micros() as u64),
+            kind = h.kind.name,
+            owner = h.permit.as_deref().unwrap_or(h.owner.as_str()),
+            held_us = held.as_micros() as u64,
             "rlock: released"
         );
     }

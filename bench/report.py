@@ -77,6 +77,16 @@ if server:
             p(f"| rlock {s} / server-CPU ceiling | " + " | ".join(cells) + " |")
 p("")
 
+obs = by("observability")
+if obs:
+    p("### The cost of metrics, tracing and holder records (Rust core, median of 3 alternating runs)")
+    p("")
+    p("| owners | on (default) pairs/s | off pairs/s | cost |")
+    p("|---|---|---|---|")
+    for r in obs:
+        p(f"| {r['owners']} | {fmt(r['on_pairs_per_s'])} | {fmt(r['off_pairs_per_s'])} | {r['cost_pct']:.1f}% |")
+    p("")
+
 p("### Latency")
 p("")
 p("| surface | one pair, 1 owner, p50 / p99 | hand-off, 16 waiters, p50 / p99 |")

@@ -86,6 +86,10 @@ target/release/rlock-bench latency handoff family semaphore | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 # 4. Watchdog scale.
+step "rust core: the cost of metrics, tracing and holder records (pairs with them on and off)"
+target/release/rlock-bench observability | tee -a "$out"
+cli FLUSHALL >/dev/null
+
 step "rust core: watchdog with 10000 and 100000 held locks"
 target/release/rlock-bench watchdog | tee -a "$out"
 cli FLUSHALL >/dev/null

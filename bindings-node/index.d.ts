@@ -45,6 +45,10 @@ export declare class NativeClient {
   close(): void
   /** Whether `close` was called. */
   get isClosed(): boolean
+  /** The client's figures as JSON (core's `Stats`); `Client.stats()` parses it. */
+  statsJson(): string
+  /** The client's figures in the Prometheus text exposition format. */
+  prometheusText(): string
   /** Holds the client tracks (held, or lost and not yet released). */
   trackedHolds(): number
   /** Lock channels with local waiters (one subscription each). */

@@ -36,6 +36,12 @@ export interface ClientOptions {
   commandConnections?: number
   /** How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's `fairLockWaitTimeout`); every client sharing fair locks should use the same. */
   fairLockWaitTimeoutMs?: number
+  /** Publish a holder record while this client holds anything: a small JSON value under the key `rlock:client:<client uuid>` with the host name, process id, `app_name` and library version (never a URL or password), expiring one watchdog timeout after its last refresh. `rlock status` and `describe` use it to say who holds a lock. Redisson ignores the key. Default on. */
+  holderRecord?: boolean
+  /** A name for this application, shown with its holds (holder records, `rlock status`). At most 128 characters, none of them control characters. Default none. */
+  appName?: string | null
+  /** Keep the client's counters and histograms (`stats()`, Prometheus text). Default on; off leaves every figure at zero. */
+  metrics?: boolean
 }
 
 /** The `.code` of every error rlock rejects with. */
@@ -321,12 +327,58 @@ export declare class Client {
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options?: AcquireOptions): Promise<T>
   /** Stops renewals and pub/sub; later calls reject RLOCK_CLOSED. Holds are not released. */
   close(): Promise<void>
+  /** The client's figures since it connected (all zero with `metrics: false`); sends nothing. */
+  stats(): Promise<Stats>
+  /** `stats()` in the Prometheus text exposition format (labelled `app` when `appName` is set). */
+  prometheusText(): Promise<string>
   /** Holds this client tracks (held, or lost and not yet released). */
   trackedHolds(): Promise<number>
   /** Lock channels this client is subscribed to for waiters. */
   waitedChannels(): Promise<number>
   /** What the URL named and what was decided at connect. */
   info(): Promise<ClientInfo>
+}
+
+/** One histogram of durations, summarized; every time in milliseconds. */
+export interface StatsSummary {
+  /** How many durations were recorded. */
+  count: number
+  /** Their sum. */
+  sumMs: number
+  /** The median: the upper bound of its bucket (at most 25% over), never above the maximum. */
+  p50Ms: number
+  /** The 99th percentile, as the median. */
+  p99Ms: number
+  /** The largest. */
+  maxMs: number
+}
+
+/** A client's figures (core's `Stats`, in camelCase; times in milliseconds). */
+export interface Stats {
+  /** Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too). */
+  acquires: number
+  /** Of those, the ones that found the lock or permits taken and waited. */
+  contendedAcquires: number
+  /** Acquires whose wait ran out. */
+  acquireTimeouts: number
+  /** Final releases of locks and permits, and semaphore releases. */
+  releases: number
+  /** Holds the watchdog renewed (one per hold per renewal). */
+  renewals: number
+  /** Hold renewals that failed (retried while the lease lasts). */
+  renewalFailures: number
+  /** Holds the watchdog lost. */
+  lostHolds: number
+  /** Waiters woken by a pub/sub message. */
+  wakeups: number
+  /** Times the connection to Redis dropped or was replaced (failover, cluster reconnect). */
+  reconnects: number
+  /** How long successful acquires waited. */
+  wait: StatsSummary
+  /** How long holds lasted, acquire to final release. */
+  hold: StatsSummary
+  /** Errors returned by acquires and releases, by kind as core names it (`timeout`, `not_held`, ...). */
+  errors: Record<string, number>
 }
 
 /** The whole API as one object: the default export of `rlock` (`import rlock from 'rlock'`). */

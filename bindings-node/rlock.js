@@ -21,6 +21,19 @@ const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c
 // the message with the code; this is the one place that reads it back.
 const PREFIX = /^\[(RLOCK_[A-Z_]+)\] /
 
+/** snake_case -> camelCase. */
+const camel = (s) => s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
+
+/**
+ * Core's JSON results (stats, descriptions) in Node's spelling: field names in camelCase; the
+ * keys of `errors` are data (error kinds), kept as core names them.
+ */
+function camelKeys(v) {
+  if (Array.isArray(v)) return v.map(camelKeys)
+  if (v === null || typeof v !== 'object') return v
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [camel(k), k === 'errors' ? x : camelKeys(x)]))
+}
+
 function mapError(e) {
   const m = e instanceof Error ? PREFIX.exec(e.message) : null
   return m ? new RLockError(m[1], e.message.slice(m[0].length)) : e
@@ -703,6 +716,26 @@ class Client {
     this.#closed = true
     const c = await this.#ready.catch(() => null)
     if (c) c.close()
+  }
+
+  /**
+   * The client's figures since it connected (times in milliseconds): acquires (contended, timed
+   * out), releases, renewals and their failures, lost holds, pub/sub wake-ups, reconnects, wait
+   * and hold times and errors by kind. All zero with `metrics: false`. Sends nothing to Redis.
+   */
+  async stats() {
+    const c = await this.#ready
+    return camelKeys(JSON.parse(c.statsJson()))
+  }
+
+  /**
+   * `stats()` in the Prometheus text exposition format, for a service that already serves
+   * `/metrics`: counters `rlock_*_total`, histograms `rlock_wait_seconds` and
+   * `rlock_hold_seconds`, labelled `app="<appName>"` when that option is set.
+   */
+  async prometheusText() {
+    const c = await this.#ready
+    return c.prometheusText()
   }
 
   /** Holds this client tracks (held, or lost and not yet released); 0 before connecting. */

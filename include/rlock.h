@@ -37,6 +37,10 @@
 // Bytes of the buffer a permit id is written to: 32 hex characters and a NUL.
 #define RLOCK_PERMIT_ID_SIZE 33
 
+// Length of `rlock_stats.errors`: one slot per result code (index 0, `RLOCK_OK`, and 9,
+// `RLOCK_PANIC`, stay 0).
+#define RLOCK_STATS_ERROR_SLOTS 16
+
 // Result of every fallible librlock call. The numbers are stable.
 typedef enum rlock_result {
   // Success.
@@ -143,6 +147,49 @@ typedef struct rlock_lock_ref {
   // An `rlock_lock_kind`.
   int kind;
 } rlock_lock_ref;
+
+// One histogram of durations, summarized; every time in milliseconds.
+typedef struct rlock_stats_summary {
+  // How many durations were recorded.
+  uint64_t count;
+  // Their sum.
+  double sum_ms;
+  // The median: the upper bound of its bucket (at most 25% over), never above the maximum.
+  double p50_ms;
+  // The 99th percentile, as the median.
+  double p99_ms;
+  // The largest.
+  double max_ms;
+} rlock_stats_summary;
+
+// A client's figures since it was created (all zero with the `metrics` option off).
+typedef struct rlock_stats {
+  // Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too).
+  uint64_t acquires;
+  // Of those, the ones that found the lock or permits taken and waited.
+  uint64_t contended_acquires;
+  // Acquires whose wait ran out.
+  uint64_t acquire_timeouts;
+  // Final releases of locks and permits, and semaphore releases.
+  uint64_t releases;
+  // Holds the watchdog renewed (one per hold per renewal).
+  uint64_t renewals;
+  // Hold renewals that failed (retried while the lease lasts).
+  uint64_t renewal_failures;
+  // Holds the watchdog lost.
+  uint64_t lost_holds;
+  // Waiters woken by a pub/sub message.
+  uint64_t wakeups;
+  // Times the connection to Redis dropped or was replaced (failover, cluster reconnect).
+  uint64_t reconnects;
+  // How long successful acquires waited.
+  struct rlock_stats_summary wait;
+  // How long holds lasted, acquire to final release.
+  struct rlock_stats_summary hold;
+  // Errors returned by acquires and releases, by result code: `errors[RLOCK_TIMEOUT]` is
+  // the number of timeouts.
+  uint64_t errors[RLOCK_STATS_ERROR_SLOTS];
+} rlock_stats;
 
 
 
@@ -612,6 +659,21 @@ enum rlock_result rlock_semaphore_drain_permits(const struct rlock_client *clien
                                                 const char *name,
                                                 int64_t *out_drained);
 
+// Writes `client`'s figures to `*out`. Does not block and sends nothing. Thread-safe.
+// Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out), `RLOCK_FORKED`.
+enum rlock_result rlock_client_get_stats(const struct rlock_client *client,
+                                         struct rlock_stats *out);
+
+// Renders `client`'s figures in the Prometheus text exposition format into `buf`: at most
+// `len - 1` bytes and a terminating NUL (nothing when `buf` is NULL or `len` is 0), and the
+// full length in bytes, without the NUL, to `*needed`. When `*needed >= len` the text was cut:
+// call again with a buffer of `*needed + 1` bytes. Does not block and sends nothing.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or needed), `RLOCK_FORKED`.
+enum rlock_result rlock_client_prometheus_text(const struct rlock_client *client,
+                                               char *buf,
+                                               size_t len,
+                                               size_t *needed);
+
 // Lease of a watchdog-renewed hold; the watchdog renews every third of it. Default 30 s
 // (Redisson's `lockWatchdogTimeout`). At least 30 ms.
 //
@@ -732,6 +794,31 @@ enum rlock_result rlock_options_set_command_connections(struct rlock_options *op
 // (the previous value is kept). Thread-safe.
 enum rlock_result rlock_options_set_fair_lock_wait_timeout_ms(struct rlock_options *options,
                                                               int64_t value);
+
+// Publish a holder record while this client holds anything: a small JSON value under the
+// key `rlock:client:<client uuid>` with the host name, process id, `app_name` and library
+// version (never a URL or password), expiring one watchdog timeout after its last refresh.
+// `rlock status` and `describe` use it to say who holds a lock. Redisson ignores the key.
+// Default on.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_holder_record(struct rlock_options *options, bool value);
+
+// A name for this application, shown with its holds (holder records, `rlock status`). At
+// most 128 characters, none of them control characters. Default none.
+//
+// NULL means none; the string (UTF-8) is copied. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_app_name(struct rlock_options *options,
+                                             const char *value);
+
+// Keep the client's counters and histograms (`stats()`, Prometheus text). Default on; off
+// leaves every figure at zero.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_metrics(struct rlock_options *options, bool value);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "core/src"
 LAYERS = [
-    ("foundation", ["error", "options", "keys", "url", "owner", "runtime"]),
+    ("foundation", ["error", "metrics", "options", "keys", "url", "owner", "runtime"]),
     ("connection", ["conn"]),
     ("scripts", ["scripts"]),
-    ("machinery", ["finish", "latches", "replicas", "watchdog", "pubsub", "shared"]),
+    ("machinery", ["finish", "latches", "replicas", "watchdog", "records", "pubsub", "shared"]),
     ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch"]),
     ("client", ["client"]),
     ("ffi", ["ffi"]),

@@ -5,10 +5,12 @@
 //! Usage: `rlock-bench <section>...` with sections `pairs`, `latency`, `handoff`, `family`
 //! (read pairs with 64 readers on one name, write- and fair-lock hand-offs), `semaphore`
 //! (64 owners on one semaphore of 64 permits, a permit handed off among 16 waiters; plain and
-//! permit-expirable), `watchdog`;
+//! permit-expirable), `observability` (pairs with metrics, tracing and holder records on and
+//! off), `watchdog`;
 //! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
 //! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
-//! `valgrind --tool=callgrind target/release/rlock-bench fixed`.
+//! `valgrind --tool=callgrind target/release/rlock-bench fixed` (`BENCH_OBSERVABILITY=off`
+//! turns metrics and holder records off, to count their instructions).
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +31,33 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 async fn pairs(url: &str, owners: usize, secs: f64, connections: usize) -> Res<f64> {
-    pairs_on(url, owners, secs, connections, |client, i| client.lock(&format!("bench:pairs:{i}"))).await
+    let options = ClientOptions::default().with_command_connections(connections);
+    pairs_with(url, owners, secs, options).await
+}
+
+async fn pairs_with(url: &str, owners: usize, secs: f64, options: ClientOptions) -> Res<f64> {
+    pairs_on(url, owners, secs, options, |client, i| client.lock(&format!("bench:pairs:{i}"))).await
+}
+
+/// What metrics, tracing (no subscriber, as most users run) and holder records cost: pairs/s
+/// with them on (the default) and off, alternating three rounds each so drift hits both alike.
+async fn observability(url: &str, secs: f64) -> Res<()> {
+    for owners in [1usize, 16, 64] {
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            on.push(pairs_with(url, owners, secs, ClientOptions::default()).await?);
+            let quiet = ClientOptions::default().with_metrics(false).with_holder_record(false);
+            off.push(pairs_with(url, owners, secs, quiet).await?);
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (on, off) = (median(&mut on), median(&mut off));
+        let cost = (off - on) / off * 100.0;
+        println!("{{\"bench\":\"observability\",\"owners\":{owners},\"on_pairs_per_s\":{on:.0},\"off_pairs_per_s\":{off:.0},\"cost_pct\":{cost:.2}}}");
+    }
+    Ok(())
 }
 
 /// Pairs per second of `owners` owners, owner `i` taking and releasing `lock_for(client, i)`
@@ -38,10 +66,9 @@ async fn pairs_on(
     url: &str,
     owners: usize,
     secs: f64,
-    connections: usize,
+    options: ClientOptions,
     lock_for: impl Fn(&Client, usize) -> rlock::Result<rlock::Lock>,
 ) -> Res<f64> {
-    let options = ClientOptions::default().with_command_connections(connections);
     let client = Client::connect(url, options).await?;
     let rate =
         pairs_of(owners, secs, |i| Ok(Contender::lock(lock_for(&client, i)?, client.new_owner()))).await?;
@@ -274,7 +301,10 @@ async fn semaphores(url: &str, secs: f64) -> Res<()> {
 /// A fixed amount of work for instruction counts (callgrind): `owners` owners, `per_owner`
 /// pairs each. Returns the elapsed seconds.
 async fn fixed(url: &str, owners: usize, per_owner: usize) -> Res<f64> {
-    let client = Client::connect(url, ClientOptions::default()).await?;
+    // BENCH_OBSERVABILITY=off: metrics and holder records off, to count what they cost.
+    let off = std::env::var("BENCH_OBSERVABILITY").is_ok_and(|v| v == "off");
+    let options = ClientOptions::default().with_metrics(!off).with_holder_record(!off);
+    let client = Client::connect(url, options).await?;
     let mut tasks = Vec::new();
     let start = Instant::now();
     for i in 0..owners {
@@ -399,7 +429,7 @@ fn main() -> Res<()> {
         if want("family") {
             // 64 owners taking read holds of one read-write lock at once (readers share it).
             let rate =
-                pairs_on(&url, 64, secs, 1, |client, _| Ok(client.read_write_lock("bench:read")?.read_lock())).await?;
+                pairs_on(&url, 64, secs, ClientOptions::default(), |client, _| Ok(client.read_write_lock("bench:read")?.read_lock())).await?;
             println!("{{\"bench\":\"pairs\",\"surface\":\"rust (read lock, one name)\",\"owners\":64,\"pairs_per_s\":{rate:.0}}}");
             for (kind, label) in [(Kind::Write, "rust (write lock)"), (Kind::Fair, "rust (fair lock)")] {
                 let (p50, p99) = handoff(&url, kind, 16, 2000).await?;
@@ -409,6 +439,10 @@ fn main() -> Res<()> {
         // Semaphores: pairs with 64 owners, permit hand-off with 16 waiters.
         if want("semaphore") {
             semaphores(&url, secs).await?;
+        }
+        // Metrics, tracing and holder records on (the default) against off.
+        if want("observability") {
+            observability(&url, secs).await?;
         }
         // Not part of make bench: fixed work for profiling (BENCH_OWNERS x BENCH_PER_OWNER pairs).
         if sections.iter().any(|x| x == "fixed") {

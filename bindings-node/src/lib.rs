@@ -160,6 +160,18 @@ impl NativeClient {
         self.client.is_closed()
     }
 
+    /// The client's figures as JSON (core's `Stats`); `Client.stats()` parses it.
+    #[napi]
+    pub fn stats_json(&self) -> String {
+        self.client.stats().to_json()
+    }
+
+    /// The client's figures in the Prometheus text exposition format.
+    #[napi]
+    pub fn prometheus_text(&self) -> String {
+        self.client.prometheus_text()
+    }
+
     /// Holds the client tracks (held, or lost and not yet released).
     #[napi]
     pub fn tracked_holds(&self) -> u32 {

@@ -244,7 +244,9 @@ test('20 handles x 200 increments of a non-atomic counter end exact', async () =
 })
 
 test('bad input rejects RLOCK_INVALID_ARGUMENT and changes nothing in Redis', async () => {
-  const before = await redis.data.dbSize()
+  // Every key but the holder records, which expire on their own.
+  const lockKeys = async () => (await redis.data.keys('*')).filter((k) => !k.startsWith('rlock:client:')).sort()
+  const before = await lockKeys()
   const held = client.lock(name('bad'))
   await rejectsWith(client.lock(42).acquire(), codes.INVALID_ARGUMENT)
   await rejectsWith(client.lock(undefined).isLocked(), codes.INVALID_ARGUMENT)
@@ -268,7 +270,7 @@ test('bad input rejects RLOCK_INVALID_ARGUMENT and changes nothing in Redis', as
   await rejectsWith(new Client(redis.url, { watchdogTimeoutMs: 'soon' }).ready(), codes.INVALID_ARGUMENT)
   await rejectsWith(new Client(redis.url, { retryAttempts: -1 }).ready(), codes.INVALID_ARGUMENT)
   await rejectsWith(new Client(redis.url, 'options').ready(), codes.INVALID_ARGUMENT)
-  assert.equal(await redis.data.dbSize(), before)
+  assert.deepEqual(await lockKeys(), before)
   assert.equal(await client.trackedHolds(), 0)
 })
 
@@ -362,4 +364,39 @@ test('a fenced lock resolves strictly larger tokens, re-entries included', async
   await plain.acquire()
   assert.equal(await a.tryAcquire(), false)
   assert.equal(await plain.release(), true)
+})
+
+test('stats() and prometheusText() count what happened', async () => {
+  const c = new Client(redis.url, { appName: 'node-stats' })
+  try {
+    const n = name('stats')
+    for (let i = 0; i < 3; i++) await c.withLock(n, () => {})
+    const held = await c.acquire(n)
+    const waiting = c.acquire(n)
+    await eventually(async () => (await c.waitedChannels()) === 1)
+    await held.release()
+    await (await waiting).release()
+    await rejectsWith(c.lock(n).release(), codes.NOT_HELD)
+    const s = await c.stats()
+    assert.equal(s.acquires, 5)
+    assert.equal(s.contendedAcquires, 1)
+    assert.equal(s.releases, 5)
+    assert.equal(s.wakeups, 1)
+    assert.equal(s.errors.not_held, 1)
+    assert.equal(s.wait.count, 5)
+    assert.ok(s.wait.p50Ms > 0 && s.wait.p50Ms <= s.wait.maxMs)
+    const text = await c.prometheusText()
+    assert.match(text, /^rlock_acquires_total\{app="node-stats"\} 5$/m)
+    assert.match(text, /^rlock_errors_total\{app="node-stats",kind="not_held"\} 1$/m)
+  } finally {
+    await c.close()
+  }
+  const off = new Client(redis.url, { metrics: false })
+  try {
+    await off.withLock(name('off'), () => {})
+    assert.equal((await off.stats()).acquires, 0)
+  } finally {
+    await off.close()
+  }
+  await rejectsWith(new Client(redis.url, { metrics: 'yes' }).ready(), codes.INVALID_ARGUMENT)
 })

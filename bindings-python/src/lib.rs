@@ -49,7 +49,11 @@ fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::Client
                 Ok(i) if value.is_instance_of::<PyInt>() => V::Int(i),
                 _ => V::Float(value.extract()?),
             },
-            K::Switch if value.is_instance_of::<PyBool>() => V::Bool(value.is_truthy()?),
+            K::Switch | K::Flag if value.is_instance_of::<PyBool>() => V::Bool(value.is_truthy()?),
+            K::Text if value.is_instance_of::<pyo3::types::PyString>() => {
+                text = value.extract::<String>()?;
+                V::Str(&text)
+            }
             K::Path if value.extract::<std::path::PathBuf>().is_ok() => {
                 text = value.extract::<std::path::PathBuf>()?.to_string_lossy().into_owned();
                 V::Str(&text)
@@ -158,6 +162,16 @@ impl Client {
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_closed()
+    }
+
+    /// The client's figures as JSON (core's `Stats`); `rlock.Client.stats` makes it a dict.
+    fn stats_json(&self) -> PyResult<String> {
+        Ok(self.check()?.stats().to_json())
+    }
+
+    /// The client's figures in the Prometheus text exposition format.
+    fn prometheus_text(&self) -> PyResult<String> {
+        Ok(self.check()?.prometheus_text())
     }
 
     /// Holds the client tracks (held, or lost and not yet released).

@@ -30,6 +30,10 @@ fn c_setters() -> String {
             OptionKind::Path => {
                 ("*const std::ffi::c_char", "set_path", " NULL means none; the string is copied.")
             }
+            OptionKind::Flag => ("bool", "set_flag", ""),
+            OptionKind::Text => {
+                ("*const std::ffi::c_char", "set_text", " NULL means none; the string (UTF-8) is copied.")
+            }
             _ => unreachable!("an option kind the generator does not know"),
         };
         out.push('\n');
@@ -65,7 +69,8 @@ fn python_options() -> String {
             OptionKind::OptionalDuration => "Optional[float]",
             OptionKind::Count => "int",
             OptionKind::Switch => "Optional[bool]",
-            OptionKind::Path => "Optional[str]",
+            OptionKind::Path | OptionKind::Text => "Optional[str]",
+            OptionKind::Flag => "bool",
             _ => unreachable!("an option kind the generator does not know"),
         };
         let _ = writeln!(out, "\n    {}: {ty}", o.spelling(Surface::Python));
@@ -90,7 +95,8 @@ fn node_types() -> String {
             OptionKind::Duration | OptionKind::Count => "number",
             OptionKind::OptionalDuration => "number | null",
             OptionKind::Switch => "boolean | null",
-            OptionKind::Path => "string | null",
+            OptionKind::Path | OptionKind::Text => "string | null",
+            OptionKind::Flag => "boolean",
             _ => unreachable!("an option kind the generator does not know"),
         };
         let doc = doc_lines(o.doc).join(" ");

@@ -360,8 +360,17 @@ async fn mutex(ctx: &Ctx) -> R<()> {
     }
     let handoffs: Option<i64> = data.get("interop:mutex:handoffs").await?;
     check(handoffs.unwrap_or(0) > 0, "the lock never passed between Redisson and rlock")?;
+    // rlock's holder record lived beside Redisson the whole time (written at the first acquire,
+    // expiring a watchdog timeout after the last release); Redisson ignored it.
+    let record = rlock::record_key(&ctx.client.id().hyphenated().to_string());
+    let json: Option<String> = data.get(&record).await?;
+    let parsed: Option<rlock::HolderRecord> = json.as_deref().and_then(|j| serde_json::from_str(j).ok());
+    check(
+        parsed.is_some_and(|r| r.pid == std::process::id()),
+        format!("holder record {record} missing or not ours: {json:?}"),
+    )?;
     println!(
-        "rust: mutex: 1600 critical sections, counters exact, 0 overlaps, {} cross-side hand-offs",
+        "rust: mutex: 1600 critical sections, counters exact, 0 overlaps, {} cross-side hand-offs, holder record beside Redisson",
         handoffs.unwrap_or(0)
     );
     Ok(())

@@ -12,6 +12,7 @@ use crate::fenced_lock::FencedLock;
 use crate::keys;
 use crate::keys::MAX_NAME_LEN;
 use crate::lock::{Flavor, Lock};
+use crate::metrics::Stats;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::permit_semaphore::PermitExpirableSemaphore;
@@ -198,6 +199,26 @@ impl Client {
     /// Removes a listener; false when it was already removed.
     pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
         self.shared.watchdog().remove_listener(id)
+    }
+
+    /// The client's figures since it connected: acquires (contended, timed out), releases,
+    /// renewals and their failures, lost holds, pub/sub wake-ups, reconnects, wait and hold
+    /// times (p50/p99), errors by kind. All zero with the `metrics` option off. Cheap: reads
+    /// atomics, sends nothing.
+    pub fn stats(&self) -> Stats {
+        self.shared.metrics().stats()
+    }
+
+    /// [`Client::stats`] in the Prometheus text exposition format (version 0.0.4), for a
+    /// service that already serves `/metrics`: counters `rlock_*_total`, histograms
+    /// `rlock_wait_seconds` and `rlock_hold_seconds`, each series labelled `app="<app_name>"`
+    /// when that option is set. Give each client of one process its own `app_name`.
+    pub fn prometheus_text(&self) -> String {
+        let labels = match &self.shared.options().app_name {
+            Some(app) => format!("app=\"{}\"", crate::metrics::label_value(app)),
+            None => String::new(),
+        };
+        self.shared.metrics().prometheus(&labels)
     }
 
     /// Number of holds the client tracks (held, or lost and not yet released).

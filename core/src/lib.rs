@@ -25,12 +25,14 @@ mod finish;
 mod keys;
 mod latches;
 mod lock;
+mod metrics;
 mod multi_lock;
 mod options;
 mod owner;
 mod permit_semaphore;
 mod pubsub;
 mod read_write_lock;
+mod records;
 mod replicas;
 mod scripts;
 mod semaphore;
@@ -45,6 +47,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
 pub use lock::{Guard, Lock, Released, Ttl};
+pub use metrics::{Stats, Summary};
 pub use multi_lock::{MultiGuard, MultiLock};
 pub use options::{
     duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
@@ -52,6 +55,7 @@ pub use options::{
 pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
 pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write_lock::ReadWriteLock;
+pub use records::{record_key, HolderRecord, RecordedHold, RECORD_PREFIX};
 pub use semaphore::{count_arg, Permits, Semaphore};
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};

@@ -21,7 +21,7 @@ use crate::owner::Owner;
 use crate::pubsub::{Meaning, Wake};
 use crate::replicas::Synced;
 use crate::scripts::{self, ReleaseKind};
-use crate::shared::{Attempt, Shared};
+use crate::shared::{Acquiring, Attempt, Shared};
 use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter};
 
 /// The reentrant lock's hold, renewed with its renewal step (also the fenced and fair locks').
@@ -358,30 +358,38 @@ impl Lock {
         let queued = &queued;
         let poll = shared.options().poll_interval;
         let got = shared
-            .wait_until(&channel, meaning, deadline, || async move {
-                Ok(match self.attempt(owner, lease, renew, fair_wait_ms, queue_up).await? {
-                    Ok(token) => Attempt::Done(token),
-                    Err((bound, give_up)) => {
-                        if let Some(g) = give_up {
-                            let old = queued.lock().unwrap_or_else(|p| p.into_inner()).replace(g);
-                            if let Some(old) = old {
-                                old.keep();
+            .acquire_until(
+                Acquiring { kind: self.kind(), name: &inner.name, owner: owner.as_str() },
+                &channel,
+                meaning,
+                deadline,
+                || async move {
+                    Ok(match self.attempt(owner, lease, renew, fair_wait_ms, queue_up).await? {
+                        Ok(token) => Attempt::Done(token),
+                        Err((bound, give_up)) => {
+                            if let Some(g) = give_up {
+                                let old = queued.lock().unwrap_or_else(|p| p.into_inner()).replace(g);
+                                if let Some(old) = old {
+                                    old.keep();
+                                }
+                            }
+                            if bound == scripts::REFUSED_UPGRADE && matches!(inner.flavor, Flavor::Write) {
+                                return Err(refused_upgrade(&inner.name, owner));
+                            }
+                            match inner.flavor {
+                                // Free, but another waiter is first in line: it was woken, or it
+                                // crashed and is dropped once its deadline passes.
+                                Flavor::Fair { .. } if bound <= 0 => Attempt::Busy(Some(poll)),
+                                // Bounded by the holder's lease (a key without expiry: no bound).
+                                _ if bound >= 0 => {
+                                    Attempt::Busy(Some(Duration::from_millis(bound as u64 + 1)))
+                                }
+                                _ => Attempt::Busy(None),
                             }
                         }
-                        if bound == scripts::REFUSED_UPGRADE && matches!(inner.flavor, Flavor::Write) {
-                            return Err(refused_upgrade(&inner.name, owner));
-                        }
-                        match inner.flavor {
-                            // Free, but another waiter is first in line: it was woken, or it
-                            // crashed and is dropped once its deadline passes.
-                            Flavor::Fair { .. } if bound <= 0 => Attempt::Busy(Some(poll)),
-                            // Bounded by the holder's lease (a key without expiry: no bound).
-                            _ if bound >= 0 => Attempt::Busy(Some(Duration::from_millis(bound as u64 + 1))),
-                            _ => Attempt::Busy(None),
-                        }
-                    }
-                })
-            })
+                    })
+                },
+            )
             .await;
         let give_up = queued.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(give_up) = give_up {
@@ -580,7 +588,9 @@ impl Lock {
         self.inner.shared.check_open()?;
         let lock = self.clone();
         let owner = owner.clone();
-        Finish::new(self.inner.shared.cleanups(), async move { lock.release_now(&owner).await }).await
+        let r =
+            Finish::new(self.inner.shared.cleanups(), async move { lock.release_now(&owner).await }).await;
+        self.inner.shared.counted(r)
     }
 
     async fn release_now(&self, owner: &Owner) -> Result<Released> {

@@ -36,6 +36,10 @@ pub enum OptionKind {
     Switch,
     /// A file path, or none.
     Path,
+    /// On or off.
+    Flag,
+    /// A short text, or none.
+    Text,
 }
 
 /// A value given by a surface for one option.
@@ -229,6 +233,33 @@ impl OptionType for Option<PathBuf> {
     }
 }
 
+impl OptionType for bool {
+    const KIND: OptionKind = OptionKind::Flag;
+    fn from_value(what: &str, v: OptionValue<'_>, _: Surface) -> Result<Self> {
+        match v {
+            OptionValue::Bool(b) => Ok(b),
+            _ => Err(Error::invalid(format!("{what} must be true or false"))),
+        }
+    }
+    fn to_value(&self, _: Surface) -> OwnedValue {
+        OwnedValue::Bool(*self)
+    }
+}
+
+impl OptionType for Option<String> {
+    const KIND: OptionKind = OptionKind::Text;
+    fn from_value(what: &str, v: OptionValue<'_>, _: Surface) -> Result<Self> {
+        match v {
+            OptionValue::Unset => Ok(None),
+            OptionValue::Str(s) => Ok(Some(s.to_owned())),
+            _ => Err(Error::invalid(format!("{what} must be a string or none"))),
+        }
+    }
+    fn to_value(&self, _: Surface) -> OwnedValue {
+        self.as_ref().map_or(OwnedValue::Unset, |s| OwnedValue::Str(s.clone()))
+    }
+}
+
 /// Defines the options once: the struct, its defaults, its `with_*` setters, [`OPTIONS`] and
 /// the by-name [`ClientOptions::set`] / [`ClientOptions::get`].
 macro_rules! options {
@@ -348,6 +379,18 @@ options! {
     /// its acquire has no wait time of its own. Default 300 s (Redisson's
     /// `fairLockWaitTimeout`); every client sharing fair locks should use the same.
     fair_lock_wait_timeout, with_fair_lock_wait_timeout: Duration = Duration::from_secs(300);
+    /// Publish a holder record while this client holds anything: a small JSON value under the
+    /// key `rlock:client:<client uuid>` with the host name, process id, `app_name` and library
+    /// version (never a URL or password), expiring one watchdog timeout after its last refresh.
+    /// `rlock status` and `describe` use it to say who holds a lock. Redisson ignores the key.
+    /// Default on.
+    holder_record, with_holder_record: bool = true;
+    /// A name for this application, shown with its holds (holder records, `rlock status`). At
+    /// most 128 characters, none of them control characters. Default none.
+    app_name, with_app_name: Option<String> = None;
+    /// Keep the client's counters and histograms (`stats()`, Prometheus text). Default on; off
+    /// leaves every figure at zero.
+    metrics, with_metrics: bool = true;
 }
 
 /// The longest duration rlock accepts anywhere (about 292 million years would overflow Redis'
@@ -383,6 +426,13 @@ impl ClientOptions {
         // WAIT takes whole milliseconds; 0 would mean "wait forever".
         positive_ms("replica_sync_timeout", self.replica_sync_timeout)?;
         positive_ms("fair_lock_wait_timeout", self.fair_lock_wait_timeout)?;
+        if let Some(app) = &self.app_name {
+            if app.is_empty() || app.chars().count() > 128 || app.chars().any(char::is_control) {
+                return Err(Error::invalid(
+                    "app_name must be 1 to 128 characters, none of them control characters",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -417,7 +467,8 @@ mod tests {
         assert_eq!(spec("watchdog_timeout").spelling(Surface::Python), "watchdog_timeout");
         assert_eq!(spec("tls_ca_file").spelling(Surface::Node), "tlsCaFile");
         assert_eq!(spec("command_connections").spelling(Surface::C), "command_connections");
-        assert_eq!(OPTIONS.len(), 15);
+        assert_eq!(OPTIONS.len(), 18);
+        assert_eq!(spec("app_name").spelling(Surface::Node), "appName");
     }
 
     #[test]
@@ -491,6 +542,9 @@ mod tests {
             ClientOptions::default().with_retry_attempts(1001),
             ClientOptions::default().with_replica_sync_timeout(Duration::from_micros(10)),
             ClientOptions::default().with_max_hold(Some(MAX_DURATION * 2)),
+            ClientOptions::default().with_app_name(Some(String::new())),
+            ClientOptions::default().with_app_name(Some("a\nb".into())),
+            ClientOptions::default().with_app_name(Some("x".repeat(129))),
         ];
         for o in bad {
             assert_eq!(o.validate().map_err(|e| e.kind()), Err(crate::ErrorKind::InvalidArgument), "{o:?}");

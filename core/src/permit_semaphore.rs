@@ -27,7 +27,7 @@ use crate::options::check_duration;
 use crate::owner::Owner;
 use crate::scripts;
 use crate::semaphore::{count_message, Semaphore};
-use crate::shared::{Attempt, Shared};
+use crate::shared::{Acquiring, Attempt, Shared};
 use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter, Renewing};
 
 /// A permit renewed by the watchdog: its expiry is pushed out while it is held.
@@ -165,12 +165,18 @@ impl PermitExpirableSemaphore {
         i.shared.check_open()?;
         let id = self.new_id();
         i.shared
-            .wait_until(&i.channel, count_message, deadline, || async move {
-                Ok(match self.attempt(id, lease_ms, lease.is_none()).await? {
-                    Ok(permit) => Attempt::Done(permit),
-                    Err(until_expiry) => Attempt::Busy(until_expiry.map(Duration::from_millis)),
-                })
-            })
+            .acquire_until(
+                Acquiring { kind: "permit", name: &i.name, owner: "" },
+                &i.channel,
+                count_message,
+                deadline,
+                || async move {
+                    Ok(match self.attempt(id, lease_ms, lease.is_none()).await? {
+                        Ok(permit) => Attempt::Done(permit),
+                        Err(until_expiry) => Attempt::Busy(until_expiry.map(Duration::from_millis)),
+                    })
+                },
+            )
             .await
     }
 
@@ -272,7 +278,8 @@ impl PermitExpirableSemaphore {
         let id = parse_id(id)?;
         self.inner.shared.check_open()?;
         let sem = self.clone();
-        Finish::new(self.inner.shared.cleanups(), async move { sem.release_now(id).await }).await
+        let r = Finish::new(self.inner.shared.cleanups(), async move { sem.release_now(id).await }).await;
+        self.inner.shared.counted(r)
     }
 
     async fn release_now(&self, id: [u8; 16]) -> Result<()> {
@@ -299,6 +306,8 @@ impl PermitExpirableSemaphore {
             Ok(true) => {
                 if ours {
                     wd.released(&key);
+                } else {
+                    i.shared.metrics().released(None);
                 }
                 i.shared.latches().delete(i.group, latch);
                 Ok(())
@@ -346,7 +355,7 @@ impl PermitExpirableSemaphore {
         }
         match lease {
             None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, i.group),
-            Some(_) => wd.released(&key),
+            Some(_) => wd.untrack(&key),
         }
         Ok(())
     }

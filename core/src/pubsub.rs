@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 
 use crate::conn::Subscriber;
+use crate::metrics::Metrics;
 
 /// State of one channel's subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,7 +253,12 @@ pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>, Arc<Notify>);
 ///   the connection is pinged (one server) or every channel with waiters is subscribed again (a
 ///   cluster, which moves subscriptions to the node that took over) until that succeeds.
 ///   Messages sent meanwhile are lost; waiters are bounded by the holder's TTL.
-pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<Registry>) {
+pub(crate) async fn run(
+    mut queue: Queue,
+    mut conn: Subscriber,
+    registry: Weak<Registry>,
+    metrics: Arc<Metrics>,
+) {
     let mut batch = Vec::new();
     let disconnected = queue.1.clone();
     let mut repair_at: Option<Instant> = None;
@@ -264,11 +270,17 @@ pub(crate) async fn run(mut queue: Queue, mut conn: Subscriber, registry: Weak<R
             },
             _ = conn.replaced() => {
                 let Some(registry) = registry.upgrade() else { break };
+                metrics.reconnected();
+                tracing::info!("rlock: connection replaced (failover or cluster reconnect); subscribing again");
                 resubscribe(&mut conn, &registry).await;
                 registry.wake_all(false);
                 continue;
             }
             () = disconnected.notified() => {
+                if repair_at.is_none() {
+                    metrics.reconnected();
+                    tracing::info!("rlock: disconnected from Redis; reconnecting");
+                }
                 repair_at.get_or_insert_with(|| Instant::now() + conn.repair_pause());
                 continue;
             }

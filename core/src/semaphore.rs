@@ -22,7 +22,7 @@ use crate::latches::request_latch;
 use crate::options::check_duration;
 use crate::pubsub::Wake;
 use crate::scripts;
-use crate::shared::{Attempt, Shared};
+use crate::shared::{Acquiring, Attempt, Shared};
 
 /// What a message on a semaphore channel means: the new count wakes up to that many waiters.
 pub(crate) fn count_message(payload: &[u8]) -> Wake {
@@ -141,16 +141,22 @@ impl Semaphore {
         let latch: Arc<str> = request_latch(&i.latch_prefix, i.shared.id()).into();
         let got = i
             .shared
-            .wait_until(&i.channel, count_message, deadline, || {
-                let latch = latch.clone();
-                async move {
-                    Ok(if self.attempt(permits, latch).await? {
-                        Attempt::Done(())
-                    } else {
-                        Attempt::Busy(None)
-                    })
-                }
-            })
+            .acquire_until(
+                Acquiring { kind: "semaphore", name: &i.name, owner: "" },
+                &i.channel,
+                count_message,
+                deadline,
+                || {
+                    let latch = latch.clone();
+                    async move {
+                        Ok(if self.attempt(permits, latch).await? {
+                            Attempt::Done(())
+                        } else {
+                            Attempt::Busy(None)
+                        })
+                    }
+                },
+            )
             .await;
         if matches!(got, Ok(Some(()))) {
             i.shared.latches().delete(i.group, latch.to_string());
@@ -218,7 +224,12 @@ impl Semaphore {
         let permits = permits_arg(permits)?;
         self.inner.shared.check_open()?;
         let sem = self.clone();
-        Finish::new(self.inner.shared.cleanups(), async move { sem.release_now(permits).await }).await
+        let shared = &self.inner.shared;
+        let r = Finish::new(shared.cleanups(), async move { sem.release_now(permits).await }).await;
+        if r.is_ok() {
+            shared.metrics().released(None);
+        }
+        shared.counted(r)
     }
 
     async fn release_now(&self, permits: u64) -> Result<i64> {

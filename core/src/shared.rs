@@ -16,9 +16,11 @@ use crate::conn::{self, is_transient, retry_transient, Commands, PushHandler, To
 use crate::error::{Error, Result};
 use crate::finish::{Cleanups, Finish};
 use crate::latches::Latches;
+use crate::metrics::Metrics;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::pubsub::{self, Meaning, Membership, SubState};
+use crate::records;
 use crate::replicas::Replicas;
 use crate::watchdog::{self, Watchdog};
 
@@ -36,6 +38,17 @@ pub(crate) struct Shared {
     replicas: Option<Arc<Replicas>>,
     topology: Topology,
     sharded: bool,
+    metrics: Arc<Metrics>,
+}
+
+/// An acquire, as the metrics and traces name it.
+pub(crate) struct Acquiring<'a> {
+    /// `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"`, `"semaphore"` or `"permit"`.
+    pub(crate) kind: &'static str,
+    /// The primitive's name.
+    pub(crate) name: &'a str,
+    /// The owner as stored in Redis (empty where a primitive has none).
+    pub(crate) owner: &'a str,
 }
 
 impl Drop for Shared {
@@ -61,6 +74,7 @@ impl Shared {
         let handle = Handle::try_current()
             .map_err(|_| Error::invalid("Client::connect must run inside a tokio runtime"))?;
         let target = crate::url::parse(url, &options)?;
+        let metrics = Arc::new(Metrics::new(options.metrics));
         let (registry, queue) = pubsub::Registry::new();
         let weak = Arc::downgrade(&registry);
         let on_push: PushHandler = Arc::new(move |push| {
@@ -70,16 +84,27 @@ impl Shared {
         });
         let conns = conn::connect(target, &options, on_push).await?;
         let commands = conns.commands;
-        let wd = Watchdog::new(options.watchdog_timeout, options.max_hold);
+        let wd = Watchdog::new(options.watchdog_timeout, options.max_hold, metrics.clone());
         let closed = CancellationToken::new();
+        let id = Uuid::new_v4();
+        if options.holder_record {
+            handle.spawn(records::run(
+                wd.clone(),
+                commands.clone(),
+                id,
+                options.app_name.clone(),
+                closed.clone(),
+            ));
+        }
 
         let stop = closed.clone();
         let reg = Arc::downgrade(&registry);
         let subscriber = conns.subscriber;
+        let m = metrics.clone();
         handle.spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = pubsub::run(queue, subscriber, reg) => {}
+                _ = pubsub::run(queue, subscriber, reg, m) => {}
             }
         });
         if let Some(monitor) = conns.monitor {
@@ -110,7 +135,7 @@ impl Shared {
         let per_try = options.command_timeout.unwrap_or(Duration::from_secs(10)) + options.retry_delay;
         let latch_ttl = per_try.saturating_mul(options.retry_attempts + 1).max(Duration::from_secs(1));
         Ok(Arc::new(Shared {
-            id: Uuid::new_v4(),
+            id,
             options,
             commands,
             pubsub: registry,
@@ -122,6 +147,7 @@ impl Shared {
             replicas,
             topology: conns.topology,
             sharded: conns.sharded,
+            metrics,
         }))
     }
 
@@ -190,6 +216,19 @@ impl Shared {
     /// The watchdog.
     pub(crate) fn watchdog(&self) -> &Arc<Watchdog> {
         &self.watchdog
+    }
+
+    /// The client's counters and histograms.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Counts an error a release (or another call a user made) returns, and passes `r` on.
+    pub(crate) fn counted<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.metrics.error(e.kind());
+        }
+        r
     }
 
     /// Pub/sub waiting.
@@ -270,6 +309,51 @@ impl Shared {
         retry_transient(o.retry_attempts, o.retry_delay, None, || op(self.commands.clone())).await
     }
 
+    /// [`Self::wait_until`] for an acquire: counted in the metrics (wait time, contention,
+    /// timeouts, errors) and traced as an `rlock.acquire` span with the name, kind and owner.
+    pub(crate) async fn acquire_until<T, F, Fut>(
+        &self,
+        what: Acquiring<'_>,
+        channel: &str,
+        meaning: Meaning,
+        deadline: Option<Instant>,
+        attempt: F,
+    ) -> Result<Option<T>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Attempt<T>>>,
+    {
+        use tracing::Instrument as _;
+        let span =
+            tracing::debug_span!("rlock.acquire", name = what.name, kind = what.kind, owner = what.owner);
+        let start = Instant::now();
+        let mut contended = false;
+        let got = self
+            .wait_loop(channel, meaning, deadline, &mut contended, attempt)
+            .instrument(span.clone())
+            .await;
+        let waited = start.elapsed();
+        let _entered = span.enter();
+        match &got {
+            Ok(Some(_)) => {
+                self.metrics.acquired(waited, contended);
+                tracing::debug!(waited_us = waited.as_micros() as u64, contended, "rlock: acquired");
+            }
+            Ok(None) => {
+                self.metrics.timed_out();
+                tracing::debug!(
+                    waited_us = waited.as_micros() as u64,
+                    "rlock: not acquired: the wait ran out"
+                );
+            }
+            Err(e) => {
+                self.metrics.error(e.kind());
+                tracing::debug!(error = %e, "rlock: acquire failed");
+            }
+        }
+        got
+    }
+
     /// The wait loop of every waiting primitive: runs `attempt` until it is done, sleeping
     /// between tries on `channel` (whose messages mean what `meaning` says). It subscribes
     /// before the second try, so a message sent after a try's answer is never missed; every
@@ -281,6 +365,22 @@ impl Shared {
         channel: &str,
         meaning: Meaning,
         deadline: Option<Instant>,
+        attempt: F,
+    ) -> Result<Option<T>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Attempt<T>>>,
+    {
+        self.wait_loop(channel, meaning, deadline, &mut false, attempt).await
+    }
+
+    /// [`Self::wait_until`], setting `contended` once an attempt found the primitive busy.
+    async fn wait_loop<T, F, Fut>(
+        &self,
+        channel: &str,
+        meaning: Meaning,
+        deadline: Option<Instant>,
+        contended: &mut bool,
         mut attempt: F,
     ) -> Result<Option<T>>
     where
@@ -303,6 +403,7 @@ impl Shared {
                 Ok(Attempt::Done(v)) => return Ok(Some(v)),
                 Ok(Attempt::Busy(bound)) => {
                     failures = 0;
+                    *contended = true;
                     bound
                 }
                 Err(e) if is_transient(&e) && failures < options.retry_attempts => {
@@ -364,7 +465,10 @@ impl Shared {
         };
         tokio::select! {
             _ = self.closed.cancelled() => Err(Error::closed()),
-            _ = message => Ok(()),
+            _ = message => {
+                self.metrics.woken();
+                Ok(())
+            }
             _ = tokio::time::sleep(d) => Ok(()),
         }
     }

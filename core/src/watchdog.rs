@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::time::DelayQueue;
 
 use crate::conn::Commands;
+use crate::metrics::Metrics;
 use crate::owner::Owner;
 
 /// Why a hold was lost.
@@ -207,6 +208,20 @@ pub(crate) struct Watchdog {
     next_id: AtomicU64,
     lease: Duration,
     max_hold: Option<Duration>,
+    /// Woken when the client goes from holding nothing to holding something (the holder
+    /// record's writer sleeps on it while nothing is held).
+    first_hold: tokio::sync::Notify,
+    metrics: Arc<Metrics>,
+}
+
+/// One hold as the holder record lists it.
+pub(crate) struct HoldInfo {
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: &'static str,
+    pub(crate) owner: Owner,
+    pub(crate) permit: Option<Arc<str>>,
+    /// How long it has been held.
+    pub(crate) age: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -224,7 +239,7 @@ pub(crate) enum Forgotten {
 
 impl Watchdog {
     /// Creates the shared state (for [`run`] and the locks).
-    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>) -> Arc<Self> {
+    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>, metrics: Arc<Metrics>) -> Arc<Self> {
         let wd = Watchdog {
             holds: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
@@ -232,6 +247,8 @@ impl Watchdog {
             next_id: AtomicU64::new(1),
             lease,
             max_hold,
+            first_hold: tokio::sync::Notify::new(),
+            metrics,
         };
         Arc::new(wd)
     }
@@ -253,6 +270,9 @@ impl Watchdog {
     ) {
         let now = Instant::now();
         let mut holds = lock(&self.holds);
+        if holds.is_empty() {
+            self.first_hold.notify_one();
+        }
         let generation = self.next_id.fetch_add(1, Ordering::Relaxed);
         let schedule = match holds.get_mut(&key) {
             Some(h) if h.lost.is_none() => {
@@ -328,8 +348,23 @@ impl Watchdog {
         lock(&self.holds).get(key).map_or(self.lease, |h| h.lease)
     }
 
-    /// Forgets a hold after its final release.
+    /// Forgets a hold after its final release (counted in the metrics, with how long it was
+    /// held).
     pub(crate) fn released(&self, key: &HoldKey) {
+        let Some(h) = lock(&self.holds).remove(key) else { return self.metrics.released(None) };
+        let held = h.acquired.elapsed();
+        self.metrics.released(Some(held));
+        tracing::debug!(
+            name = &*key.name,
+            kind = h.kind.name,
+            owner = h.permit.as_deref().unwrap_or(h.owner.as_str()),
+            held_us = held.as_micros() as u64,
+            "rlock: released"
+        );
+    }
+
+    /// Stops tracking a hold that was not released (a permit whose lease was set by hand).
+    pub(crate) fn untrack(&self, key: &HoldKey) {
         lock(&self.holds).remove(key);
     }
 
@@ -396,6 +431,38 @@ impl Watchdog {
         lock(&self.holds).len()
     }
 
+    /// Resolves once the client holds something (at once when it does now).
+    pub(crate) async fn holding(&self) {
+        loop {
+            let woken = self.first_hold.notified();
+            if self.hold_count() > 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    /// The `limit` longest-held holds (not lost), longest first.
+    pub(crate) fn oldest_holds(&self, limit: usize) -> Vec<HoldInfo> {
+        let now = Instant::now();
+        let holds = lock(&self.holds);
+        let mut all: Vec<(&HoldKey, &Hold)> = holds.iter().filter(|(_, h)| h.lost.is_none()).collect();
+        if all.len() > limit {
+            all.select_nth_unstable_by_key(limit, |(_, h)| h.acquired);
+            all.truncate(limit);
+        }
+        all.sort_by_key(|(_, h)| h.acquired);
+        all.into_iter()
+            .map(|(k, h)| HoldInfo {
+                name: k.name.clone(),
+                kind: h.kind.name,
+                owner: h.owner.clone(),
+                permit: h.permit.clone(),
+                age: now.saturating_duration_since(h.acquired),
+            })
+            .collect()
+    }
+
     /// Forgets everything (client close).
     pub(crate) fn clear(&self) {
         lock(&self.holds).clear();
@@ -439,7 +506,12 @@ impl Watchdog {
     /// Logs a lost hold and tells the listeners whose filter matches.
     fn emit(&self, event: LostEvent) {
         let (kind, reason) = (event.kind, event.reason);
-        log::warn!(
+        self.metrics.lost();
+        tracing::warn!(
+            name = &*event.name,
+            kind,
+            owner = event.holder(),
+            reason = reason.as_str(),
             "rlock: lost the {kind} hold of '{}' by {} ({})",
             event.name,
             event.holder(),
@@ -582,6 +654,18 @@ pub(crate) async fn run(
 
         let now = Instant::now();
         for (chunk, result) in results {
+            let kind = chunk.first().map_or("", |d| d.kind.name);
+            match &result {
+                Ok(flags) => {
+                    let renewed = flags.iter().filter(|f| **f).count();
+                    wd.metrics.renewed(renewed as u64, 0);
+                    tracing::debug!(kind, holds = chunk.len(), renewed, "rlock: renewal batch");
+                }
+                Err(e) => {
+                    wd.metrics.renewed(0, chunk.len() as u64);
+                    tracing::debug!(kind, holds = chunk.len(), error = %e, "rlock: renewal batch failed");
+                }
+            }
             match result {
                 Ok(flags) => {
                     for (i, d) in chunk.into_iter().enumerate() {
@@ -664,7 +748,7 @@ mod tests {
 
     #[test]
     fn lost_events_reach_the_listeners_whose_filter_matches() {
-        let wd = Watchdog::new(Duration::from_secs(30), None);
+        let wd = Watchdog::new(Duration::from_secs(30), None, Arc::new(Metrics::new(true)));
         let client = uuid::Uuid::new_v4();
         let (o1, o2) = (Owner::new(client, 1), Owner::new(client, 2));
         let heard = Arc::new(Mutex::new(Vec::new()));
@@ -712,7 +796,7 @@ mod tests {
 
     #[test]
     fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_the_hold() {
-        let wd = Watchdog::new(Duration::from_secs(30), None);
+        let wd = Watchdog::new(Duration::from_secs(30), None, Arc::new(Metrics::new(true)));
         let owner = Owner::new(uuid::Uuid::new_v4(), 7);
         let heard = Arc::new(Mutex::new(0));
         let h = heard.clone();

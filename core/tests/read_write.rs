@@ -30,13 +30,19 @@ async fn no_latches_left(server: &Server) {
     assert!(gone);
 }
 
+/// Every key but the holder records (which outlive holds by design).
+fn lock_keys(conn: &mut redis::Connection) -> Vec<String> {
+    let mut keys: Vec<String> = conn.keys::<_, Vec<String>>("*").unwrap();
+    keys.retain(|k| !k.starts_with(rlock::RECORD_PREFIX));
+    keys.sort();
+    keys
+}
+
 /// Waits until only the background-deleted release latches are gone and no key is left.
 async fn no_keys_left(server: &Server) {
     let mut conn = server.conn();
-    let empty =
-        common::eventually(Duration::from_secs(5), || conn.keys::<_, Vec<String>>("*").unwrap().is_empty())
-            .await;
-    assert!(empty, "{:?}", conn.keys::<_, Vec<String>>("*").unwrap());
+    let empty = common::eventually(Duration::from_secs(5), || lock_keys(&mut conn).is_empty()).await;
+    assert!(empty, "{:?}", lock_keys(&mut conn));
 }
 
 fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
@@ -111,7 +117,7 @@ async fn the_writer_downgrades_and_an_upgrade_is_refused_without_changes() {
     // w holds only a read hold: asking for the write lock is an upgrade, refused at once.
     no_latches_left(&server).await;
     let before = hash(&mut conn, name);
-    let keys_before: Vec<String> = conn.keys("*").unwrap();
+    let keys_before = lock_keys(&mut conn);
     for wait in [None, Some(Duration::from_secs(5)), Some(Duration::ZERO)] {
         let e = match wait {
             None => rw.write_lock().acquire(&w).await.unwrap_err(),
@@ -121,11 +127,7 @@ async fn the_writer_downgrades_and_an_upgrade_is_refused_without_changes() {
         assert!(e.to_string().contains("release the read holds first"), "{e}");
     }
     assert_eq!(hash(&mut conn, name), before, "nothing changed");
-    let mut keys_after: Vec<String> = conn.keys("*").unwrap();
-    let mut keys_before = keys_before;
-    keys_before.sort();
-    keys_after.sort();
-    assert_eq!(keys_after, keys_before);
+    assert_eq!(lock_keys(&mut conn), keys_before);
     assert!(!server.pubsub_channels().iter().any(|c| c.contains("rwlock")), "no waiter left");
 
     assert_eq!(rw.read_lock().release(&w).await.unwrap(), Released::Unlocked);
@@ -175,6 +177,7 @@ async fn a_read_release_wakes_a_writer_and_a_write_release_wakes_every_reader() 
     tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
 
     // Three readers on the other client wait for the writer; one write release wakes them all.
+    let spawned = server.calls("evalsha");
     let readers: Vec<_> = (0..3)
         .map(|_| {
             let (l, o) = (rwa.read_lock(), a.new_owner());
@@ -185,6 +188,8 @@ async fn a_read_release_wakes_a_writer_and_a_write_release_wakes_every_reader() 
         })
         .collect();
     assert!(common::eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await);
+    // Each reader tries once, subscribes, tries again and sleeps: six calls, then quiet.
+    assert!(common::eventually(Duration::from_secs(5), || server.calls("evalsha") - spawned == 6).await);
     let before = server.calls("evalsha");
     assert_eq!(rwb.write_lock().release(&writer).await.unwrap(), Released::Unlocked);
     for r in readers {

@@ -1,7 +1,7 @@
 /* Tests of the C API against a private redis-server (REDIS_URL, set by tests/c/run.sh).
  * Every function, every bad input, the options object, 8 threads x 1000 critical sections,
  * clients after fork(), a free racing blocked calls, a 3-master cluster (RLOCK_CLUSTER_URL),
- * count-down latches woken across threads,
+ * count-down latches woken across threads, stats and the Prometheus text,
  * the server going away. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1151,6 +1151,54 @@ static void test_topologies(void) {
     rlock_client_free(cl);
 }
 
+/* ---- stats and the Prometheus text ---- */
+static void test_stats(void) {
+    rlock_options *o = rlock_options_new();
+    CHECK_RC(rlock_options_set_app_name(o, "c-stats"), RLOCK_OK);
+    CHECK_RC(rlock_options_set_app_name(o, ""), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_options_set_metrics(o, true), RLOCK_OK);
+    CHECK_RC(rlock_options_set_holder_record(o, true), RLOCK_OK);
+    rlock_client *c = NULL;
+    CHECK_RC(rlock_client_new(NULL, o, &c), RLOCK_OK);
+    rlock_options_free(o);
+    if (!c) return;
+    rlock_stats s;
+    CHECK_RC(rlock_client_get_stats(c, &s), RLOCK_OK);
+    CHECK(s.acquires == 0 && s.wait.count == 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_RC(rlock_acquire(c, "c-stats", 0), RLOCK_OK);
+        CHECK_RC(rlock_release(c, "c-stats", NULL), RLOCK_OK);
+    }
+    CHECK_RC(rlock_release(c, "c-stats", NULL), RLOCK_NOT_HELD);
+    CHECK_RC(rlock_client_get_stats(c, &s), RLOCK_OK);
+    CHECK(s.acquires == 3);
+    CHECK(s.contended_acquires == 0);
+    CHECK(s.releases == 3);
+    CHECK(s.wait.count == 3 && s.hold.count == 3);
+    CHECK(s.wait.p50_ms > 0 && s.wait.p50_ms <= s.wait.max_ms);
+    CHECK(s.errors[RLOCK_NOT_HELD] == 1);
+    CHECK(s.errors[RLOCK_TIMEOUT] == 0);
+
+    size_t needed = 0;
+    CHECK_RC(rlock_client_prometheus_text(c, NULL, 0, &needed), RLOCK_OK);
+    CHECK(needed > 100);
+    char small[16];
+    size_t again = 0;
+    CHECK_RC(rlock_client_prometheus_text(c, small, sizeof small, &again), RLOCK_OK);
+    CHECK(again == needed && strlen(small) == sizeof small - 1);
+    char *text = malloc(needed + 1);
+    CHECK_RC(rlock_client_prometheus_text(c, text, needed + 1, &again), RLOCK_OK);
+    CHECK(strlen(text) == needed);
+    CHECK(strstr(text, "rlock_acquires_total{app=\"c-stats\"} 3\n") != NULL);
+    CHECK(strstr(text, "rlock_errors_total{app=\"c-stats\",kind=\"not_held\"} 1\n") != NULL);
+    free(text);
+
+    CHECK_RC(rlock_client_get_stats(NULL, &s), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_get_stats(c, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_client_prometheus_text(c, NULL, 0, NULL), RLOCK_INVALID_ARGUMENT);
+    rlock_client_free(c);
+}
+
 int main(void) {
     test_result_str_and_last_error();
     test_client_new();
@@ -1170,6 +1218,7 @@ int main(void) {
     test_permit_semaphore();
     test_multi_lock();
     test_latch();
+    test_stats();
     test_fork();
     test_free_racing_calls();
     test_topologies();

@@ -21,8 +21,9 @@ LIMIT=${INTEROP_TIMEOUT:-120}
 # latches with a TTL (Redisson 3.52 leaves its own to expire). Anything else (a lock hash, a
 # read-hold lease key, a fair queue or deadline set, a latch without expiry) is a hold or a
 # waiter left behind. rlock's semaphore and count-down latch request latches expire like release
-# latches.
-ALLOWED='^(interop:.*:(to-java|to-rust|counter|last|violations|handoffs|tokens|order|readers|shared)|redisson_lock_token:.*|redisson_unlock_latch:.*|\{interop:.*\}:rlock_(permits|countdown)_latch:.*)$'
+# latches. rlock's holder records (rlock:client:<uuid>) expire on their own; every scenario runs
+# with them on, beside the real Redisson, which ignores them.
+ALLOWED='^(rlock:client:[0-9a-f-]+|interop:.*:(to-java|to-rust|counter|last|violations|handoffs|tokens|order|readers|shared)|redisson_lock_token:.*|redisson_unlock_latch:.*|\{interop:.*\}:rlock_(permits|countdown)_latch:.*)$'
 
 # The keys on node $1 (host:port) that no scenario may leave behind.
 left_on() {

@@ -60,6 +60,15 @@ class ClientOptions(TypedDict, total=False):
     fair_lock_wait_timeout: float
     """How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's ``fairLockWaitTimeout``); every client sharing fair locks should use the same."""
 
+    holder_record: bool
+    """Publish a holder record while this client holds anything: a small JSON value under the key ``rlock:client:<client uuid>`` with the host name, process id, ``app_name`` and library version (never a URL or password), expiring one watchdog timeout after its last refresh. ``rlock status`` and ``describe`` use it to say who holds a lock. Redisson ignores the key. Default on."""
+
+    app_name: Optional[str]
+    """A name for this application, shown with its holds (holder records, ``rlock status``). At most 128 characters, none of them control characters. Default none."""
+
+    metrics: bool
+    """Keep the client's counters and histograms (``stats()``, Prometheus text). Default on; off leaves every figure at zero."""
+
 
 #: Every option name, in core's order.
 OPTION_NAMES: Tuple[str, ...] = (
@@ -78,4 +87,7 @@ OPTION_NAMES: Tuple[str, ...] = (
     "replica_sync_timeout",
     "command_connections",
     "fair_lock_wait_timeout",
+    "holder_record",
+    "app_name",
+    "metrics",
 )

@@ -22,6 +22,7 @@ mod multi_lock;
 mod options_object;
 mod permit_semaphore;
 mod semaphore;
+mod stats;
 
 // The per-option setters, generated from `rlock::OPTIONS` by `make generated` (after the object
 // they set, so the header lists `rlock_options_new` first). Not reformatted: the generator's
@@ -137,6 +138,22 @@ pub(crate) fn wait_arg(wait_ms: i64) -> Result<std::time::Duration, Failure> {
         .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))
 }
 
+/// Copies at most `len - 1` bytes of `text` and a terminating NUL to `buf`; nothing when `buf`
+/// is NULL or `len` is 0.
+///
+/// # Safety
+/// `buf` is NULL or has `len` writable bytes.
+pub(crate) unsafe fn copy_truncated(text: &[u8], buf: *mut c_char, len: usize) {
+    if !buf.is_null() && len > 0 {
+        let n = text.len().min(len - 1);
+        // SAFETY: `len` writable bytes at `buf` (the caller's contract); we write n + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+    }
+}
+
 /// Fails with `RLOCK_INVALID_ARGUMENT` for a NULL required out-parameter.
 pub(crate) fn check_out<T>(out: *mut T) -> Result<(), Failure> {
     if out.is_null() {
@@ -208,14 +225,8 @@ pub unsafe extern "C" fn rlock_last_error(buf: *mut c_char, len: usize) -> usize
     catch_unwind(|| {
         LAST_ERROR.with(|m| {
             let m = m.borrow();
-            if !buf.is_null() && len > 0 {
-                let n = m.len().min(len - 1);
-                // SAFETY: the caller gives `len` writable bytes at `buf`; we write n + 1 <= len.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(m.as_ptr(), buf.cast::<u8>(), n);
-                    *buf.add(n) = 0;
-                }
-            }
+            // SAFETY: forwarded contract.
+            unsafe { copy_truncated(&m, buf, len) };
             m.len()
         })
     })

@@ -173,3 +173,39 @@ pub unsafe extern "C" fn rlock_options_set_fair_lock_wait_timeout_ms(options: *m
     // SAFETY: forwarded contract (the header's).
     unsafe { super::options_object::set_duration(options, "fair_lock_wait_timeout_ms", value) }
 }
+
+/// Publish a holder record while this client holds anything: a small JSON value under the
+/// key `rlock:client:<client uuid>` with the host name, process id, `app_name` and library
+/// version (never a URL or password), expiring one watchdog timeout after its last refresh.
+/// `rlock status` and `describe` use it to say who holds a lock. Redisson ignores the key.
+/// Default on.
+///
+/// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+/// (the previous value is kept). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_options_set_holder_record(options: *mut rlock_options, value: bool) -> rlock_result {
+    // SAFETY: forwarded contract (the header's).
+    unsafe { super::options_object::set_flag(options, "holder_record", value) }
+}
+
+/// A name for this application, shown with its holds (holder records, `rlock status`). At
+/// most 128 characters, none of them control characters. Default none.
+///
+/// NULL means none; the string (UTF-8) is copied. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+/// (the previous value is kept). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_options_set_app_name(options: *mut rlock_options, value: *const std::ffi::c_char) -> rlock_result {
+    // SAFETY: forwarded contract (the header's).
+    unsafe { super::options_object::set_text(options, "app_name", value) }
+}
+
+/// Keep the client's counters and histograms (`stats()`, Prometheus text). Default on; off
+/// leaves every figure at zero.
+///
+/// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+/// (the previous value is kept). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_options_set_metrics(options: *mut rlock_options, value: bool) -> rlock_result {
+    // SAFETY: forwarded contract (the header's).
+    unsafe { super::options_object::set_flag(options, "metrics", value) }
+}

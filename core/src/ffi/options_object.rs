@@ -146,6 +146,25 @@ pub(crate) unsafe fn set_path(options: *mut rlock_options, key: &str, value: *co
     })
 }
 
+/// An on/off option: `true` on, `false` off.
+///
+/// # Safety
+/// `options` is NULL or a live options object.
+pub(crate) unsafe fn set_flag(options: *mut rlock_options, key: &str, value: bool) -> rlock_result {
+    // SAFETY: forwarded contract.
+    guard(|| unsafe { set(options, key, OptionValue::Bool(value)) })
+}
+
+/// A text option: NULL is none, else a UTF-8 string (copied).
+///
+/// # Safety
+/// `options` is NULL or a live options object; `value` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn set_text(options: *mut rlock_options, key: &str, value: *const c_char) -> rlock_result {
+    // The same conversion as a path: NULL none, else checked UTF-8.
+    // SAFETY: forwarded contract.
+    unsafe { set_path(options, key, value) }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -205,6 +224,12 @@ mod tests {
                 assert_eq!(set_path(o, "tls_ca_file", std::ptr::null()), RLOCK_OK);
                 assert_eq!(get(o).tls_ca_file, None);
 
+                assert_eq!(set_flag(o, "holder_record", false), RLOCK_OK);
+                assert!(!get(o).holder_record);
+                assert_eq!(set_text(o, "app_name", c"billing".as_ptr()), RLOCK_OK);
+                assert_eq!(set_text(o, "app_name", c"".as_ptr()), RLOCK_INVALID_ARGUMENT);
+                assert_eq!(get(o).app_name.as_deref(), Some("billing"));
+
                 assert_eq!(set_count(o, "no_such_option", 1), RLOCK_INVALID_ARGUMENT);
             }
         });
@@ -239,6 +264,8 @@ mod tests {
                         OptionKind::Count => set_count(o, &key, 1),
                         OptionKind::Switch => set_switch(o, &key, -1),
                         OptionKind::Path => set_path(o, &key, std::ptr::null()),
+                        OptionKind::Flag => set_flag(o, &key, true),
+                        OptionKind::Text => set_text(o, &key, std::ptr::null()),
                     }
                 };
                 assert_eq!(r, RLOCK_OK, "{key}");

@@ -1,0 +1,54 @@
+"""The shape of :meth:`rlock.Client.stats`: core's ``Stats`` as a dict (times in milliseconds).
+A test checks these keys against what core returns."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from typing_extensions import TypedDict
+
+__all__ = ["Stats", "StatsSummary"]
+
+
+class StatsSummary(TypedDict):
+    """One histogram of durations, summarized; every time in milliseconds."""
+
+    count: int
+    """How many durations were recorded."""
+    sum_ms: float
+    """Their sum."""
+    p50_ms: float
+    """The median: the upper bound of its bucket (at most 25% over), never above the maximum."""
+    p99_ms: float
+    """The 99th percentile, as the median."""
+    max_ms: float
+    """The largest."""
+
+
+class Stats(TypedDict):
+    """A client's figures since it connected (all zero with ``metrics=False``)."""
+
+    acquires: int
+    """Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too)."""
+    contended_acquires: int
+    """Of those, the ones that found the lock or permits taken and waited."""
+    acquire_timeouts: int
+    """Acquires whose wait ran out."""
+    releases: int
+    """Final releases of locks and permits, and semaphore releases."""
+    renewals: int
+    """Holds the watchdog renewed (one per hold per renewal)."""
+    renewal_failures: int
+    """Hold renewals that failed (retried while the lease lasts)."""
+    lost_holds: int
+    """Holds the watchdog lost."""
+    wakeups: int
+    """Waiters woken by a pub/sub message."""
+    reconnects: int
+    """Times the connection to Redis dropped or was replaced (failover, cluster reconnect)."""
+    wait: StatsSummary
+    """How long successful acquires waited."""
+    hold: StatsSummary
+    """How long holds lasted, acquire to final release."""
+    errors: Dict[str, int]
+    """Errors returned by acquires and releases, by kind (``"timeout"``, ``"not_held"``, ...)."""

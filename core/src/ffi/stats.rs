@@ -1,0 +1,133 @@
+//! The client's figures for C: `rlock_client_get_stats` (a struct) and
+//! `rlock_client_prometheus_text` (the Prometheus text, into the caller's buffer).
+
+use std::ffi::c_char;
+
+use super::client::{client_ref, rlock_client};
+use super::{guard, rlock_result, Failure};
+use crate::metrics::Summary;
+
+/// Length of `rlock_stats.errors`: one slot per result code (index 0, `RLOCK_OK`, and 9,
+/// `RLOCK_PANIC`, stay 0).
+pub const RLOCK_STATS_ERROR_SLOTS: usize = 16;
+
+/// One histogram of durations, summarized; every time in milliseconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rlock_stats_summary {
+    /// How many durations were recorded.
+    pub count: u64,
+    /// Their sum.
+    pub sum_ms: f64,
+    /// The median: the upper bound of its bucket (at most 25% over), never above the maximum.
+    pub p50_ms: f64,
+    /// The 99th percentile, as the median.
+    pub p99_ms: f64,
+    /// The largest.
+    pub max_ms: f64,
+}
+
+impl From<Summary> for rlock_stats_summary {
+    fn from(s: Summary) -> Self {
+        rlock_stats_summary {
+            count: s.count,
+            sum_ms: s.sum_ms,
+            p50_ms: s.p50_ms,
+            p99_ms: s.p99_ms,
+            max_ms: s.max_ms,
+        }
+    }
+}
+
+/// A client's figures since it was created (all zero with the `metrics` option off).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct rlock_stats {
+    /// Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too).
+    pub acquires: u64,
+    /// Of those, the ones that found the lock or permits taken and waited.
+    pub contended_acquires: u64,
+    /// Acquires whose wait ran out.
+    pub acquire_timeouts: u64,
+    /// Final releases of locks and permits, and semaphore releases.
+    pub releases: u64,
+    /// Holds the watchdog renewed (one per hold per renewal).
+    pub renewals: u64,
+    /// Hold renewals that failed (retried while the lease lasts).
+    pub renewal_failures: u64,
+    /// Holds the watchdog lost.
+    pub lost_holds: u64,
+    /// Waiters woken by a pub/sub message.
+    pub wakeups: u64,
+    /// Times the connection to Redis dropped or was replaced (failover, cluster reconnect).
+    pub reconnects: u64,
+    /// How long successful acquires waited.
+    pub wait: rlock_stats_summary,
+    /// How long holds lasted, acquire to final release.
+    pub hold: rlock_stats_summary,
+    /// Errors returned by acquires and releases, by result code: `errors[RLOCK_TIMEOUT]` is
+    /// the number of timeouts.
+    pub errors: [u64; RLOCK_STATS_ERROR_SLOTS],
+}
+
+/// Writes `client`'s figures to `*out`. Does not block and sends nothing. Thread-safe.
+/// Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out), `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_client_get_stats(
+    client: *const rlock_client,
+    out: *mut rlock_stats,
+) -> rlock_result {
+    guard(|| {
+        let c = client_ref(client)?;
+        super::check_out(out)?;
+        let s = c.core().stats();
+        let mut errors = [0u64; RLOCK_STATS_ERROR_SLOTS];
+        for kind in crate::ErrorKind::ALL {
+            let n = s.errors.get(kind.as_str()).copied().unwrap_or(0);
+            if let Some(slot) = usize::try_from(kind.code()).ok().and_then(|i| errors.get_mut(i)) {
+                *slot = n;
+            }
+        }
+        let stats = rlock_stats {
+            acquires: s.acquires,
+            contended_acquires: s.contended_acquires,
+            acquire_timeouts: s.acquire_timeouts,
+            releases: s.releases,
+            renewals: s.renewals,
+            renewal_failures: s.renewal_failures,
+            lost_holds: s.lost_holds,
+            wakeups: s.wakeups,
+            reconnects: s.reconnects,
+            wait: s.wait.into(),
+            hold: s.hold.into(),
+            errors,
+        };
+        super::write_out(out, stats);
+        Ok(())
+    })
+}
+
+/// Renders `client`'s figures in the Prometheus text exposition format into `buf`: at most
+/// `len - 1` bytes and a terminating NUL (nothing when `buf` is NULL or `len` is 0), and the
+/// full length in bytes, without the NUL, to `*needed`. When `*needed >= len` the text was cut:
+/// call again with a buffer of `*needed + 1` bytes. Does not block and sends nothing.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or needed), `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_client_prometheus_text(
+    client: *const rlock_client,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> rlock_result {
+    guard(|| {
+        let c = client_ref(client)?;
+        if needed.is_null() {
+            return Err(Failure::invalid("needed is NULL"));
+        }
+        let text = c.core().prometheus_text();
+        // SAFETY: `buf` is NULL or has `len` writable bytes (the header's contract).
+        unsafe { super::copy_truncated(text.as_bytes(), buf, len) };
+        super::write_out(needed, text.len());
+        Ok(())
+    })
+}

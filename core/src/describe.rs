@@ -421,6 +421,8 @@ fn owners_only(fields: &[(String, String)], rw: bool) -> bool {
 struct CountSubscribers {
     semaphore: u64,
     latch: u64,
+    /// On the reentrant lock's channel (a fair lock's waiters each have their own).
+    lock: u64,
 }
 
 /// The kind of what `s` read, with remarks.
@@ -442,9 +444,12 @@ fn classify(s: &Snapshot, subs: CountSubscribers) -> (Kind, Vec<String>) {
                 } else if queued {
                     Kind::FairLock
                 } else {
-                    notes.push(
-                        "a reentrant lock, or a fair lock that nobody waits for (they look the same)".into(),
-                    );
+                    if subs.lock == 0 {
+                        notes.push(
+                            "a reentrant lock, or a fair lock that nobody waits for (they look the same)"
+                                .into(),
+                        );
+                    }
                     Kind::Lock
                 }
             }
@@ -761,7 +766,11 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
     channels.extend(queue.iter().map(|owner| format!("{lock_channel}:{owner}")));
     let counts = subscribers(shared, &channels).await?;
     let count_of = |c: &str| counts.get(c).copied().unwrap_or(0);
-    let subs = CountSubscribers { semaphore: count_of(&sem_channel), latch: count_of(&latch_channel) };
+    let subs = CountSubscribers {
+        semaphore: count_of(&sem_channel),
+        latch: count_of(&latch_channel),
+        lock: count_of(&lock_channel),
+    };
     let (found, mut notes) = classify(&s, subs);
     let kind = match forced {
         Some(f) => force(found, f, &mut notes),
@@ -1009,6 +1018,7 @@ pub(crate) async fn list(
             let subs = CountSubscribers {
                 semaphore: get(keys::semaphore_channel(&name)),
                 latch: get(keys::latch_channel(&name)),
+                lock: 0,
             };
             let (kind, _) = classify(&s, subs);
             if s.redis_type != "none" {
@@ -1067,8 +1077,8 @@ mod tests {
         let mut st = snap("string");
         st.value = Some("3".into());
         assert_eq!(classify(&st, none).0, Kind::SemaphoreOrLatch);
-        assert_eq!(classify(&st, CountSubscribers { semaphore: 1, latch: 0 }).0, Kind::Semaphore);
-        assert_eq!(classify(&st, CountSubscribers { semaphore: 0, latch: 2 }).0, Kind::CountDownLatch);
+        assert_eq!(classify(&st, CountSubscribers { semaphore: 1, ..none }).0, Kind::Semaphore);
+        assert_eq!(classify(&st, CountSubscribers { latch: 2, ..none }).0, Kind::CountDownLatch);
         st.permits = Some(vec![]);
         assert_eq!(classify(&st, none).0, Kind::PermitExpirableSemaphore);
         let mut text = snap("string");

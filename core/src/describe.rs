@@ -291,6 +291,13 @@ pub struct Listed {
     pub kind: Kind,
 }
 
+/// The JSON text of a [`Description`], a list of them, or of [`Listed`] names: core's one shape,
+/// which every surface hands on (C as a string, Python and Node parsed). Compact, no newline.
+/// Never fails: these types hold only strings, numbers, lists and optional values.
+pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
+}
+
 /// What the describe script read (see lua/describe.lua).
 #[derive(Debug, Default)]
 struct Snapshot {

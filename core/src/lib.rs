@@ -43,7 +43,9 @@ mod watchdog;
 pub use client::Client;
 pub use conn::Topology;
 pub use count_down_latch::CountDownLatch;
-pub use describe::{Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter};
+pub use describe::{
+    to_json, Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;

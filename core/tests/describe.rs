@@ -358,6 +358,14 @@ async fn on_a_cluster_every_master_is_scanned_and_sharded_waiters_counted() {
     let waiter = tokio::spawn(async move { l.wait(None).await });
     let d = described(&c, "c-latch", |d| d.waiters == 1).await;
     assert_eq!((d.kind, d.count), (Kind::CountDownLatch, Some(1)));
+    // A waiter on classic pub/sub (on whichever node its client picked) is counted too.
+    let classic = Client::connect(&cluster.url(), ClientOptions::default().with_sharded_pubsub(Some(false)))
+        .await
+        .unwrap();
+    let l = classic.count_down_latch("c-latch").unwrap();
+    let classic_waiter = tokio::spawn(async move { l.wait(None).await });
+    let d = described(&c, "c-latch", |d| d.waiters == 2).await;
+    assert_eq!(d.kind, Kind::CountDownLatch);
 
     let d = described(&c, &names[0], |d| d.holders.first().is_some_and(|h| h.record.is_some())).await;
     assert_eq!((d.kind, d.holders[0].count), (Kind::Lock, 1));
@@ -376,6 +384,8 @@ async fn on_a_cluster_every_master_is_scanned_and_sharded_waiters_counted() {
 
     latch.count_down().await.unwrap();
     assert!(waiter.await.unwrap().unwrap());
+    // Redisson and rlock clients with classic pub/sub are woken by a classic PUBLISH only.
+    classic_waiter.abort();
     for n in &names {
         c.lock(n).unwrap().release(&o).await.unwrap();
     }

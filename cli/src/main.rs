@@ -72,9 +72,9 @@ enum Command {
     /// SIGTERM, then SIGKILL after --lost-grace, and rlock exits with 76.
     #[command(after_help = AFTER_HELP)]
     Run(run::RunArgs),
-    /// Shows what lives under each NAME, changing nothing: the kind (lock, fenced-lock,
-    /// fair-lock, read-write-lock, semaphore, permit-expirable-semaphore, count-down-latch;
-    /// semaphore-or-latch when nobody waits to tell them apart; other; none), the holders with
+    /// Shows what lives under each NAME, changing nothing: the kind (lock, fenced_lock,
+    /// fair_lock, read_write_lock, semaphore, permit_expirable_semaphore, count_down_latch;
+    /// semaphore_or_latch when nobody waits to tell them apart; other; none), the holders with
     /// their hold counts and who they are ("held by billing on worker-3, pid 4121, for 12 s",
     /// from rlock clients' holder records), the TTL, the waiters (subscribers of its channels),
     /// a fair lock's queue with deadlines, a fenced lock's token, a semaphore's permits.
@@ -83,7 +83,7 @@ enum Command {
     /// Lists the names of locks and synchronizers in Redis, found with SCAN (on every master
     /// of a cluster; never KEYS), with their kinds. Helper keys (token counters, queues,
     /// permit sets, latches, holder records) are not listed themselves: they name their
-    /// primitive. Any integer string counts as a semaphore-or-latch.
+    /// primitive. Any integer string counts as a semaphore_or_latch.
     #[command(after_help = AFTER_HELP)]
     List(status::ListArgs),
     /// Deletes the lock NAME whoever holds it (its holders find it lost), after asking.

@@ -19,9 +19,9 @@ pub(crate) struct StatusArgs {
     #[arg(long)]
     json: bool,
     /// Read each NAME as this kind where the keys cannot tell: a semaphore from a count-down
-    /// latch, a fair lock nobody waits for from a lock. One of lock, fenced-lock, fair-lock,
-    /// read-write-lock, semaphore, permit-expirable-semaphore, count-down-latch (also fair,
-    /// fenced, rw, pes, latch).
+    /// latch, a fair lock nobody waits for from a lock. A kind as printed (lock, fenced_lock,
+    /// fair_lock, read_write_lock, semaphore, permit_expirable_semaphore, count_down_latch; `-`
+    /// may stand for `_`), or fair, fenced, rw, pes, latch.
     #[arg(long, value_name = "KIND", value_parser = kind_arg)]
     kind: Option<Kind>,
 }

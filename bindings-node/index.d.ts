@@ -39,6 +39,16 @@ export declare class NativeClient {
   /** A handle on the count-down latch `name`. */
   countDownLatch(name: string): NativeCountDownLatch
   /**
+   * What lives under `name` (core `Client::describe`), as core's JSON text (`rlock.js`
+   * parses it).
+   */
+  describe(name: string): Promise<string>
+  /**
+   * Names of primitives matching `pattern` (core `Client::list`; at most `limit`, a whole
+   * number from 1), as core's JSON text.
+   */
+  list(pattern?: string | undefined | null, limit?: number | undefined | null): Promise<string>
+  /**
    * Closes the client: stops renewals and pub/sub and fails pending and later calls with
    * `RLOCK_CLOSED`.
    */

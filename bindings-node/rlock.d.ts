@@ -299,6 +299,119 @@ export declare class HeldLock implements AsyncDisposable {
 }
 
 /** A connection to Redis that makes locks. */
+/** The kind of primitive `describe` and `list` find under a name. */
+export type Kind =
+  | 'lock'
+  | 'fenced_lock'
+  | 'fair_lock'
+  | 'read_write_lock'
+  | 'semaphore'
+  | 'permit_expirable_semaphore'
+  | 'count_down_latch'
+  /** An integer string nobody waits on: a semaphore and a latch look the same. */
+  | 'semaphore_or_latch'
+  /** A key of another shape (see `redis_type`). */
+  | 'other'
+  /** Nothing under the name. */
+  | 'none'
+
+/** Who a client is, from its holder record (written while it holds something). */
+export interface ClientRecord {
+  client_id: string
+  host: string
+  pid: number
+  /** Its `appName` option. */
+  app: string | null
+  version: string
+  /** When the record was last written, Unix ms. */
+  written_ms: number
+}
+
+/** An owner holding a lock. */
+export interface Holder {
+  /** As stored in Redis: `<client uuid>:<id>`. */
+  owner: string
+  client_id: string
+  /** `'read'` or `'write'` for a read-write lock, else null. */
+  mode: 'read' | 'write' | null
+  /** The hold count (re-entries included). */
+  count: number
+  /** How long the hold lasts unless renewed, ms. */
+  ttl_ms: number | null
+  /** Since when it is held (Unix ms) and for how long (ms), from the holder record. */
+  since_ms: number | null
+  held_for_ms: number | null
+  /** Null for a client without a record (Redisson, records off). */
+  record: ClientRecord | null
+}
+
+/** A waiter in a fair lock's queue. */
+export interface QueuedWaiter {
+  owner: string
+  client_id: string
+  /** Its deadline (Unix ms) and the time left until it (ms, negative when passed). */
+  deadline_ms: number | null
+  deadline_in_ms: number | null
+  record: ClientRecord | null
+}
+
+/** A held permit of a permit-expirable semaphore. */
+export interface HeldPermit {
+  /** 32 lowercase hex characters. */
+  id: string
+  /** Expiry (Unix ms) and time left (ms); null for a permit without a lease. */
+  expires_ms: number | null
+  expires_in_ms: number | null
+  owner: string | null
+  since_ms: number | null
+  held_for_ms: number | null
+  record: ClientRecord | null
+}
+
+/** A channel of the name and its subscribers (waiting connections). */
+export interface Channel {
+  channel: string
+  subscribers: number
+}
+
+/**
+ * What lives under a name: core's JSON shape (snake_case keys, every key present, null where
+ * it does not apply; times in Unix ms, durations in ms).
+ */
+export interface Description {
+  name: string
+  kind: Kind
+  /** The Redis type of the key `name` (`'none'` when missing). */
+  redis_type: string
+  /** Time to live in ms; null when missing or never expiring. */
+  ttl_ms: number | null
+  /** The Redis server's clock when read, Unix ms. */
+  now_ms: number
+  holders: Holder[]
+  /** Subscribers of all the name's channels. */
+  waiters: number
+  channels: Channel[]
+  /** A fair lock's queue, in order. */
+  queue: QueuedWaiter[]
+  queue_length: number | null
+  /** A fenced lock's last token. */
+  token: number | null
+  /** A semaphore's free permits. */
+  available_permits: number | null
+  /** A count-down latch's count. */
+  count: number | null
+  permits: HeldPermit[]
+  permits_held: number | null
+  /** Remarks: what could not be told apart, what was left out. */
+  notes: string[]
+}
+
+/** A name found by `list`. */
+export interface Listed {
+  name: string
+  kind: Kind
+}
+
 export declare class Client {
   /**
    * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`; also
@@ -337,6 +450,18 @@ export declare class Client {
   waitedChannels(): Promise<number>
   /** What the URL named and what was decided at connect. */
   info(): Promise<ClientInfo>
+  /**
+   * What lives under `name`, read without changing anything: kind, holders with counts and who
+   * they are, TTL, waiters, a fair lock's queue, token, permits, count. Rejects
+   * RLOCK_INVALID_ARGUMENT for a bad name; a key of another type is kind `'other'`.
+   */
+  describe(name: string): Promise<Description>
+  /**
+   * Names of locks and synchronizers whose key or helper keys match the Redis glob `pattern`
+   * (default: all), found with SCAN on every master of a cluster, sorted; at most `limit`.
+   * Any integer string counts as `'semaphore_or_latch'`.
+   */
+  list(pattern?: string | null, options?: { limit?: number }): Promise<Listed[]>
 }
 
 /** One histogram of durations, summarized; every time in milliseconds. */

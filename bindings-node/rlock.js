@@ -750,6 +750,31 @@ class Client {
     return c.waitedChannels()
   }
 
+  /**
+   * What lives under `name`, read without changing anything: core's description (see
+   * rlock.d.ts `Description`; snake_case keys as in every surface's JSON). Rejects
+   * RLOCK_INVALID_ARGUMENT for a bad name (nothing sent); a key of another type is kind 'other'.
+   */
+  async describe(name) {
+    if (typeof name !== 'string') throw invalid(`name must be a string (got ${typeof name})`)
+    return JSON.parse(await callNative(this.#ready, 'describe', name))
+  }
+
+  /**
+   * Names of locks and synchronizers whose key or helper keys match the Redis glob `pattern`
+   * (default: all), found with SCAN on every master, sorted; at most `limit` of them.
+   */
+  async list(pattern, options) {
+    const limit = options?.limit
+    if (pattern !== undefined && pattern !== null && typeof pattern !== 'string') {
+      throw invalid(`pattern must be a string (got ${typeof pattern})`)
+    }
+    if (limit !== undefined && limit !== null && typeof limit !== 'number') {
+      throw invalid(`limit must be a number (got ${typeof limit})`)
+    }
+    return JSON.parse(await callNative(this.#ready, 'list', pattern ?? undefined, limit ?? undefined))
+  }
+
   /** What the URL named (`'single'`, `'cluster'`, `'sentinel'`) and what was decided at connect. */
   async info() {
     const c = await this.#ready

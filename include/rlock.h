@@ -99,6 +99,10 @@ typedef enum rlock_lock_kind {
   RLOCK_FAIR_LOCK = 4,
 } rlock_lock_kind;
 
+// The kind of primitive found under a name (snake_case in JSON: `"lock"`, `"fenced_lock"`,
+// ...).
+typedef struct Kind Kind;
+
 // An opaque client: connections to Redis and a watchdog that renews its holds. Create with
 // `rlock_client_new`, free with `rlock_client_free`. Thread-safe: one client may be used by
 // any number of threads at once. Usable only in the process that created it: after `fork()`
@@ -190,6 +194,8 @@ typedef struct rlock_stats {
   // the number of timeouts.
   uint64_t errors[RLOCK_STATS_ERROR_SLOTS];
 } rlock_stats;
+
+
 
 
 
@@ -302,6 +308,46 @@ enum rlock_result rlock_latch_wait(const struct rlock_client *client,
 enum rlock_result rlock_latch_delete(const struct rlock_client *client,
                                      const char *name,
                                      bool *out_existed);
+
+// Describes what lives under `name`, reading without changing anything, and writes it to
+// `*json_out` as a JSON object (a new NUL-terminated UTF-8 string the caller frees with
+// `rlock_string_free`): `{"name", "kind", "redis_type", "ttl_ms", "now_ms", "holders",
+// "waiters", "channels", "queue", "queue_length", "token", "available_permits", "count",
+// "permits", "permits_held", "notes"}`. `kind` is one of `"lock"`, `"fenced_lock"`,
+// `"fair_lock"`, `"read_write_lock"`, `"semaphore"`, `"permit_expirable_semaphore"`,
+// `"count_down_latch"`, `"semaphore_or_latch"` (nobody waits to tell them apart), `"other"`
+// (a key of another shape), `"none"`. Each holder: `{"owner", "client_id", "mode", "count",
+// "ttl_ms", "since_ms", "held_for_ms", "record"}`, `record` being `{"client_id", "host",
+// "pid", "app", "version", "written_ms"}` from the holder's client, or null (not an rlock
+// client). Times in Unix ms, durations in ms; every key is always present (null where it does
+// not apply). The README's `rlock status` section shows a full example.
+//
+// Blocks until Redis answered. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client,
+// name or json_out; an empty name, one over 64 KiB, or on a cluster one with an empty `{}`;
+// nothing is sent), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`,
+// `RLOCK_FORKED`. A key of another type is kind `"other"`, not an error.
+enum rlock_result rlock_client_describe(const struct rlock_client *client,
+                                        const char *name,
+                                        char **json_out);
+
+// Lists the names of locks and synchronizers in Redis whose key or helper keys match the Redis
+// glob `pattern` (NULL: every key), found with SCAN (on every master of a cluster) and sorted,
+// at most `limit` of them (0: all), and writes them to `*json_out` as a JSON array of
+// `{"name", "kind"}` objects (a new string the caller frees with `rlock_string_free`). Kinds as
+// in `rlock_client_describe`; keys of other shapes are left out, and any integer string counts
+// as a `"semaphore_or_latch"`. Costs time in proportion to the number of keys in Redis.
+//
+// Blocks until done. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or json_out,
+// invalid UTF-8), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`,
+// `RLOCK_FORKED`.
+enum rlock_result rlock_client_list(const struct rlock_client *client,
+                                    const char *pattern,
+                                    size_t limit,
+                                    char **json_out);
+
+// Frees a string librlock returned (`rlock_client_describe`, `rlock_client_list`). NULL is a
+// no-op. Each string is freed once, and only with this function (not `free`). Thread-safe.
+void rlock_string_free(char *s);
 
 // Blocks until the calling thread holds lock `name` (re-entering when it already holds it:
 // each acquire needs one release). `lease_ms <= 0`: the watchdog keeps the lease alive until

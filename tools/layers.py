@@ -15,7 +15,7 @@ LAYERS = [
     ("connection", ["conn"]),
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "replicas", "watchdog", "records", "pubsub", "shared"]),
-    ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch"]),
+    ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch", "describe"]),
     ("client", ["client"]),
     ("ffi", ["ffi"]),
 ]

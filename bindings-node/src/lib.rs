@@ -147,6 +147,27 @@ impl NativeClient {
         Ok(NativeCountDownLatch { latch: self.client.count_down_latch(&name).map_err(js_error)? })
     }
 
+    /// What lives under `name` (core `Client::describe`), as core's JSON text (`rlock.js`
+    /// parses it).
+    #[napi]
+    pub async fn describe(&self, name: String) -> napi::Result<String> {
+        self.client.describe(&name).await.map(|d| rlock::to_json(&d)).map_err(js_error)
+    }
+
+    /// Names of primitives matching `pattern` (core `Client::list`; at most `limit`, a whole
+    /// number from 1), as core's JSON text.
+    #[napi]
+    pub async fn list(&self, pattern: Option<String>, limit: Option<f64>) -> napi::Result<String> {
+        let limit = match limit {
+            Some(n) if !(n.is_finite() && n.fract() == 0.0 && n >= 1.0) => {
+                return Err(invalid(&format!("limit must be a whole number from 1 (got {n})")))
+            }
+            Some(n) => Some(n as usize),
+            None => None,
+        };
+        self.client.list(pattern.as_deref(), limit).await.map(|l| rlock::to_json(&l)).map_err(js_error)
+    }
+
     /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
     /// `RLOCK_CLOSED`.
     #[napi]

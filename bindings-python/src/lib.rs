@@ -142,6 +142,28 @@ impl Client {
         Ok(CountDownLatch { inner: latch, client: self.inner.clone(), rt: self.rt.clone() })
     }
 
+    /// What lives under `name` (core `Client::describe`), as core's JSON text.
+    fn describe(&self, py: Python<'_>, name: String) -> PyResult<String> {
+        let c = self.check()?.clone();
+        run_blocking(
+            py,
+            &self.rt,
+            &self.inner,
+            async move { c.describe(&name).await.map(|d| rlock::to_json(&d)) },
+        )
+    }
+
+    /// Names of primitives matching `pattern` (core `Client::list`), as core's JSON text.
+    #[pyo3(signature = (pattern = None, limit = None))]
+    fn list(&self, py: Python<'_>, pattern: Option<String>, limit: Option<i64>) -> PyResult<String> {
+        let limit = limit.map(|n| rlock::count_arg("limit", n, 1)).transpose().map_err(map_err)?;
+        let limit = limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let c = self.check()?.clone();
+        run_blocking(py, &self.rt, &self.inner, async move {
+            c.list(pattern.as_deref(), limit).await.map(|l| rlock::to_json(&l))
+        })
+    }
+
     /// A fresh owner id, distinct from every thread id and from earlier calls (asyncio tasks).
     fn new_owner_id(&self) -> PyResult<u64> {
         Ok(self.check()?.new_owner().id())

@@ -1,5 +1,5 @@
-//! `rlock`: run a command under a distributed lock (like `flock(1)` across machines), and
-//! force-unlock locks, on the locks of the rlock core (Redisson's layout, so Java services on
+//! `rlock`: run a command under a distributed lock (like `flock(1)` across machines), show
+//! what lives under names and list them, and force-unlock locks, on the locks of the rlock core (Redisson's layout, so Java services on
 //! Redisson and rlock users in any language share them).
 //!
 //! The command is a thin layer: it parses arguments, calls core, and maps outcomes to exit
@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 mod run;
+mod status;
 
 /// Exit codes of `rlock` (besides the command's own status, passed through by `rlock run`).
 pub mod exit {
@@ -25,6 +26,9 @@ pub mod exit {
     pub const LOST: u8 = 76;
     /// `rlock force-unlock`: declined at the prompt.
     pub const DECLINED: u8 = 1;
+    /// `rlock status`: nothing under a NAME (no key, no waiter); `rlock list`: no name found.
+    /// Like grep's "no match": the output is still complete.
+    pub const NOTHING: u8 = 1;
     /// `rlock run`: the command could not be executed (found, but not runnable).
     pub const CANNOT_EXECUTE: u8 = 126;
     /// `rlock run`: the command was not found.
@@ -33,9 +37,11 @@ pub mod exit {
 
 const AFTER_HELP: &str = "\
 Exit codes:
+  0      success (rlock status: something under every NAME; rlock list: names found)
   0-255  rlock run: the command's own status (128+N when a signal N ended it)
-  1      rlock force-unlock: declined at the prompt
-  2      bad usage
+  1      rlock force-unlock: declined at the prompt; rlock status: nothing (no key, no
+         waiter) under one of the NAMEs; rlock list: no name found
+  2      bad usage (also a bad NAME, e.g. an empty one)
   69     Redis could not be reached, or refused a command
   75     rlock run: not acquired within --wait
   76     rlock run: the hold was lost while the command ran, or found lost at the final release
@@ -66,6 +72,20 @@ enum Command {
     /// SIGTERM, then SIGKILL after --lost-grace, and rlock exits with 76.
     #[command(after_help = AFTER_HELP)]
     Run(run::RunArgs),
+    /// Shows what lives under each NAME, changing nothing: the kind (lock, fenced_lock,
+    /// fair_lock, read_write_lock, semaphore, permit_expirable_semaphore, count_down_latch;
+    /// semaphore_or_latch when nobody waits to tell them apart; other; none), the holders with
+    /// their hold counts and who they are ("held by billing on worker-3, pid 4121, for 12 s",
+    /// from rlock clients' holder records), the TTL, the waiters (subscribers of its channels),
+    /// a fair lock's queue with deadlines, a fenced lock's token, a semaphore's permits.
+    #[command(after_help = AFTER_HELP)]
+    Status(status::StatusArgs),
+    /// Lists the names of locks and synchronizers in Redis, found with SCAN (on every master
+    /// of a cluster; never KEYS), with their kinds. Helper keys (token counters, queues,
+    /// permit sets, latches, holder records) are not listed themselves: they name their
+    /// primitive. Any integer string counts as a semaphore_or_latch.
+    #[command(after_help = AFTER_HELP)]
+    List(status::ListArgs),
     /// Deletes the lock NAME whoever holds it (its holders find it lost), after asking.
     #[command(after_help = AFTER_HELP)]
     ForceUnlock(ForceUnlockArgs),
@@ -169,6 +189,8 @@ fn main() -> ExitCode {
     let code = rt.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(url, args).await,
+            Command::Status(args) => status::status(url, args).await,
+            Command::List(args) => status::list(url, args).await,
             Command::ForceUnlock(args) => force_unlock(url, args).await,
         }
     });

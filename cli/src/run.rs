@@ -36,6 +36,10 @@ pub(crate) struct RunArgs {
     /// The watchdog lease (renewed every third of it while CMD runs).
     #[arg(long, value_parser = duration)]
     watchdog_timeout: Option<Duration>,
+    /// The name `rlock status` shows for this holder ("held by NAME on HOST, pid PID");
+    /// default: "rlock run CMD" (CMD's file name).
+    #[arg(long, value_name = "NAME")]
+    app_name: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -73,6 +77,7 @@ pub(crate) async fn run(url: Option<&str>, args: RunArgs) -> u8 {
     if let Some(w) = args.watchdog_timeout {
         options = options.with_watchdog_timeout(w);
     }
+    options = options.with_app_name(Some(app_name(&args)));
     // Signals are caught from the start: one that comes while we wait ends the wait.
     let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
     for s in FORWARDED {
@@ -187,6 +192,16 @@ pub(crate) async fn run(url: Option<&str>, args: RunArgs) -> u8 {
         Err(code) => code,
         Ok(()) => code,
     }
+}
+
+/// The app name of the holder record: `--app-name`, else `rlock run <CMD's file name>` (at most
+/// 128 characters, control characters replaced).
+fn app_name(args: &RunArgs) -> String {
+    let name = args.app_name.clone().unwrap_or_else(|| {
+        let cmd = args.command.first().map(String::as_str).unwrap_or_default();
+        format!("rlock run {}", cmd.rsplit('/').next().unwrap_or(cmd))
+    });
+    name.chars().map(|c| if c.is_control() { '?' } else { c }).take(128).collect()
 }
 
 /// Takes the lock or permit; `Ok(None)` when `--wait` ran out. Lost-hold reports go to `lost`.

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::conn::Topology;
 use crate::count_down_latch::CountDownLatch;
+use crate::describe::{self, Description, Kind, Listed};
 use crate::error::{Error, Result};
 use crate::fenced_lock::FencedLock;
 use crate::keys;
@@ -166,6 +167,47 @@ impl Client {
     pub fn permit_expirable_semaphore(&self, name: &str) -> Result<PermitExpirableSemaphore> {
         self.check_name(name)?;
         Ok(PermitExpirableSemaphore::new(self.shared.clone(), name))
+    }
+
+    /// What lives under `name`, read without changing anything: the kind of primitive found,
+    /// its holders (owner, hold count, mode, and who they are from their clients' holder
+    /// records), TTL, waiters (subscribers of its channels), a fair lock's queue with deadlines,
+    /// a fenced lock's token, a semaphore's permits and a latch's count. See [`Description`]
+    /// for the JSON shape (`serde_json::to_string(&d)`).
+    ///
+    /// One script reads every key of the name atomically; the channels' subscriber counts and
+    /// the holder records are read right after it. For a permit-expirable semaphore whose
+    /// permits were taken by rlock clients, the records are found with one SCAN over
+    /// `rlock:client:*` (stopping once each is found), which costs time in proportion to the
+    /// keyspace. Fails as [`Client::lock`] does for a bad name (nothing sent), and with
+    /// `Connection`/`Timeout`/`Redis`/`Closed`; a key of another type is kind `other`, never an
+    /// error.
+    pub async fn describe(&self, name: &str) -> Result<Description> {
+        self.check_name(name)?;
+        describe::describe(&self.shared, name, None).await
+    }
+
+    /// [`Client::describe`], reading the name as a `kind` where the keys cannot tell (a
+    /// semaphore from a count-down latch, a fair lock nobody waits for from a reentrant lock):
+    /// the kind asked for replaces the one found within the same family (locks; counts), or
+    /// when nothing was found. Otherwise the kind found stays, with a note saying so.
+    pub async fn describe_as(&self, name: &str, kind: Kind) -> Result<Description> {
+        self.check_name(name)?;
+        describe::describe(&self.shared, name, Some(kind)).await
+    }
+
+    /// Names of primitives in Redis, found with SCAN (`MATCH pattern`, default `*`; on a
+    /// cluster on every master, in turn) and classified as [`Client::describe`] does, sorted by
+    /// name; at most `limit` of them (`None`: all). Keys of other shapes are left out, and
+    /// helper keys (token counters, queues, deadlines, permit sets, read-hold keys, request
+    /// latches, holder records) name their primitive instead of being listed themselves, so a
+    /// free fenced lock is found through its token counter. The pattern is matched against key
+    /// names, so `*orders*` also finds `orders` through `redisson_lock_token:{orders}`.
+    /// Integer strings are listed as `semaphore_or_latch` unless someone waits on them: any
+    /// integer counter looks the same. Never uses KEYS; costs time in proportion to the
+    /// keyspace. Fails with `Connection`/`Timeout`/`Redis`/`Closed`.
+    pub async fn list(&self, pattern: Option<&str>, limit: Option<usize>) -> Result<Vec<Listed>> {
+        describe::list(&self.shared, pattern, limit).await
     }
 
     /// Checks a primitive's name: not empty, at most [`MAX_NAME_LEN`] bytes, and on a cluster

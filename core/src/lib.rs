@@ -19,6 +19,7 @@
 mod client;
 mod conn;
 mod count_down_latch;
+mod describe;
 mod error;
 mod fenced_lock;
 mod finish;
@@ -43,6 +44,9 @@ mod watchdog;
 pub use client::Client;
 pub use conn::Topology;
 pub use count_down_latch::CountDownLatch;
+pub use describe::{
+    to_json, Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;

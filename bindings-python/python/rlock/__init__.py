@@ -19,7 +19,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Generic, Iterable, List, Literal, Optional, Type, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Iterable, List, Literal, Optional, Type, TypeVar, cast
 
 from typing_extensions import Unpack
 
@@ -37,6 +37,7 @@ from ._errors import (
     RLockError,
     TimeoutError,
 )
+from ._describe import ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter
 from ._options import ClientOptions
 from ._stats import Stats, StatsSummary
 from ._native import CountDownLatch
@@ -53,6 +54,13 @@ __all__ = [
     "PermitExpirableSemaphore",
     "MultiLock",
     "CountDownLatch",
+    "Description",
+    "Holder",
+    "ClientRecord",
+    "QueuedWaiter",
+    "HeldPermit",
+    "Listed",
+    "Kind",
     "LostEvent",
     "PermitLostEvent",
     "lock",
@@ -180,6 +188,22 @@ class Client:
         in arrival order across every client, Java's included. A waiter that stops waiting
         (timeout, Ctrl-C, cancellation, a closed client) leaves the queue."""
         return Lock(self, self._native.fair_lock(name))
+
+    def describe(self, name: str) -> Description:
+        """What lives under ``name``, read without changing anything: the kind found (``"lock"``,
+        ``"fenced_lock"``, ..., ``"semaphore_or_latch"`` when nobody waits to tell them apart,
+        ``"other"``, ``"none"``), holders with hold counts and who they are (their clients'
+        holder records), TTL, waiters, a fair lock's queue, a fenced lock's token, permits and
+        counts. A key of another type is ``"other"``, not an error; a bad name raises
+        :class:`InvalidArgumentError` (nothing is sent)."""
+        return cast(Description, json.loads(self._native.describe(name)))
+
+    def list(self, pattern: Optional[str] = None, limit: Optional[int] = None) -> List[Listed]:
+        """Names of locks and synchronizers whose key or helper keys match the Redis glob
+        ``pattern`` (None: all), found with SCAN on every master, sorted; at most ``limit``.
+        Any integer string counts as a ``"semaphore_or_latch"``. Costs time in proportion to
+        the number of keys."""
+        return cast(List[Listed], json.loads(self._native.list(pattern, limit)))
 
     def close(self) -> None:
         """Stops renewals and waiting; later calls raise :class:`ClosedError`. Holds are not

@@ -17,6 +17,7 @@
 
 mod client;
 mod count_down_latch;
+mod describe;
 mod lock;
 mod multi_lock;
 mod options_object;

@@ -59,6 +59,7 @@ static PES_ACQUIRE: Lua = lua!("lua/pes_common.lua" + "lua/pes_acquire.lua");
 static PES_RELEASE: Lua = lua!("lua/pes_common.lua" + "lua/pes_release.lua");
 static PES_RENEW: Lua = lua!("lua/pes_common.lua" + "lua/pes_renew.lua");
 static PES_COUNTS: Lua = lua!("lua/pes_common.lua" + "lua/pes_counts.lua");
+static DESCRIBE: Lua = lua!("lua/describe.lua");
 
 impl Lua {
     /// `EVALSHA <sha>` (or `EVAL <source>` when `source`) `<number of keys> <keys...>`.
@@ -707,6 +708,31 @@ pub(crate) async fn pes_counts(
             &[name, timeouts, channel],
             |c| {
                 c.arg(publish);
+            },
+            conn,
+        )
+        .await
+}
+
+/// The keys one describe step reads: the name, the token counter, the fair queue and deadlines,
+/// and the permit-expirable semaphore's permits ZSET (all in the name's slot).
+pub(crate) type DescribeKeys<'a> = [&'a str; 5];
+
+/// The describe step (lua/describe.lua): everything that could live under one name, read in
+/// one atomic call that changes nothing; `key_prefix` is the name's `{name}` part of its
+/// read-hold keys, `limit` the most items of one collection returned. The reply's layout is the
+/// script's.
+pub(crate) async fn describe(
+    conn: &mut Commands,
+    keys: DescribeKeys<'_>,
+    key_prefix: &str,
+    limit: usize,
+) -> RedisResult<redis::Value> {
+    DESCRIBE
+        .run(
+            &keys,
+            |c| {
+                c.arg(key_prefix).arg(limit);
             },
             conn,
         )

@@ -1,0 +1,101 @@
+"""The shapes of :meth:`rlock.Client.describe` and :meth:`rlock.Client.list`: core's JSON
+(``rlock::Description``), parsed. Every key is always present (``None`` where it does not
+apply); times are Unix milliseconds (``*_ms``), durations milliseconds."""
+
+from typing import List, Literal, Optional
+
+from typing_extensions import TypedDict
+
+Kind = Literal[
+    "lock",
+    "fenced_lock",
+    "fair_lock",
+    "read_write_lock",
+    "semaphore",
+    "permit_expirable_semaphore",
+    "count_down_latch",
+    "semaphore_or_latch",
+    "other",
+    "none",
+]
+
+
+class ClientRecord(TypedDict):
+    """Who a client is, from its holder record (written while it holds something)."""
+
+    client_id: str
+    host: str
+    pid: int
+    app: Optional[str]
+    version: str
+    written_ms: int
+
+
+class Holder(TypedDict):
+    """An owner holding a lock; ``record`` is None for a client without a record (Redisson)."""
+
+    owner: str
+    client_id: str
+    mode: Optional[Literal["read", "write"]]
+    count: int
+    ttl_ms: Optional[int]
+    since_ms: Optional[int]
+    held_for_ms: Optional[int]
+    record: Optional[ClientRecord]
+
+
+class QueuedWaiter(TypedDict):
+    """A waiter in a fair lock's queue."""
+
+    owner: str
+    client_id: str
+    deadline_ms: Optional[int]
+    deadline_in_ms: Optional[int]
+    record: Optional[ClientRecord]
+
+
+class HeldPermit(TypedDict):
+    """A held permit of a permit-expirable semaphore (``expires_ms`` None: no lease)."""
+
+    id: str
+    expires_ms: Optional[int]
+    expires_in_ms: Optional[int]
+    owner: Optional[str]
+    since_ms: Optional[int]
+    held_for_ms: Optional[int]
+    record: Optional[ClientRecord]
+
+
+class Channel(TypedDict):
+    """A channel of the name and its subscribers (waiting connections)."""
+
+    channel: str
+    subscribers: int
+
+
+class Description(TypedDict):
+    """What lives under a name (see the README's ``rlock status``)."""
+
+    name: str
+    kind: Kind
+    redis_type: str
+    ttl_ms: Optional[int]
+    now_ms: int
+    holders: List[Holder]
+    waiters: int
+    channels: List[Channel]
+    queue: List[QueuedWaiter]
+    queue_length: Optional[int]
+    token: Optional[int]
+    available_permits: Optional[int]
+    count: Optional[int]
+    permits: List[HeldPermit]
+    permits_held: Optional[int]
+    notes: List[str]
+
+
+class Listed(TypedDict):
+    """A name found by :meth:`rlock.Client.list`."""
+
+    name: str
+    kind: Kind

@@ -317,11 +317,15 @@ export type Kind =
 
 /** Who a client is, from its holder record (written while it holds something). */
 export interface ClientRecord {
+  /** The client's UUID (the first part of its owners). */
   client_id: string
+  /** The host name the client runs on. */
   host: string
+  /** The process id. */
   pid: number
   /** Its `appName` option. */
   app: string | null
+  /** The rlock version. */
   version: string
   /** When the record was last written, Unix ms. */
   written_ms: number
@@ -331,6 +335,7 @@ export interface ClientRecord {
 export interface Holder {
   /** As stored in Redis: `<client uuid>:<id>`. */
   owner: string
+  /** The client's UUID (the first part of its owners). */
   client_id: string
   /** `'read'` or `'write'` for a read-write lock, else null. */
   mode: 'read' | 'write' | null
@@ -340,6 +345,7 @@ export interface Holder {
   ttl_ms: number | null
   /** Since when it is held (Unix ms) and for how long (ms), from the holder record. */
   since_ms: number | null
+  /** How long it has been held, in ms (null when not known). */
   held_for_ms: number | null
   /** Null for a client without a record (Redisson, records off). */
   record: ClientRecord | null
@@ -347,11 +353,15 @@ export interface Holder {
 
 /** A waiter in a fair lock's queue. */
 export interface QueuedWaiter {
+  /** The owner as stored in Redis (`<client uuid>:<id>`). */
   owner: string
+  /** The client's UUID (the first part of its owners). */
   client_id: string
   /** Its deadline (Unix ms) and the time left until it (ms, negative when passed). */
   deadline_ms: number | null
+  /** Milliseconds until the deadline (null when not known). */
   deadline_in_ms: number | null
+  /** Its client's holder record (null: not an rlock client, records off, or not yet written). */
   record: ClientRecord | null
 }
 
@@ -361,16 +371,23 @@ export interface HeldPermit {
   id: string
   /** Expiry (Unix ms) and time left (ms); null for a permit without a lease. */
   expires_ms: number | null
+  /** Milliseconds until it expires (null: no lease). */
   expires_in_ms: number | null
+  /** The owner as stored in Redis (`<client uuid>:<id>`). */
   owner: string | null
+  /** Since when it is held, Unix ms (null when not known). */
   since_ms: number | null
+  /** How long it has been held, in ms (null when not known). */
   held_for_ms: number | null
+  /** Its client's holder record (null: not an rlock client, records off, or not yet written). */
   record: ClientRecord | null
 }
 
 /** A channel of the name and its subscribers (waiting connections). */
 export interface Channel {
+  /** The channel name. */
   channel: string
+  /** Its subscribers. */
   subscribers: number
 }
 
@@ -379,7 +396,9 @@ export interface Channel {
  * it does not apply; times in Unix ms, durations in ms).
  */
 export interface Description {
+  /** The name (also the Redis key). */
   name: string
+  /** The kind of primitive found. */
   kind: Kind
   /** The Redis type of the key `name` (`'none'` when missing). */
   redis_type: string
@@ -387,12 +406,15 @@ export interface Description {
   ttl_ms: number | null
   /** The Redis server's clock when read, Unix ms. */
   now_ms: number
+  /** Who holds it, with hold counts. */
   holders: Holder[]
   /** Subscribers of all the name's channels. */
   waiters: number
+  /** Its channels with their subscribers. */
   channels: Channel[]
   /** A fair lock's queue, in order. */
   queue: QueuedWaiter[]
+  /** The fair queue's length (null when not a fair lock). */
   queue_length: number | null
   /** A fenced lock's last token. */
   token: number | null
@@ -400,7 +422,9 @@ export interface Description {
   available_permits: number | null
   /** A count-down latch's count. */
   count: number | null
+  /** Held permits with their expiries. */
   permits: HeldPermit[]
+  /** How many permits are held (null when not a permit-expirable semaphore). */
   permits_held: number | null
   /** Remarks: what could not be told apart, what was left out. */
   notes: string[]
@@ -408,10 +432,13 @@ export interface Description {
 
 /** A name found by `list`. */
 export interface Listed {
+  /** The name (also the Redis key). */
   name: string
+  /** The kind of primitive found. */
   kind: Kind
 }
 
+/** A connection to Redis that makes locks; see the constructor. */
 export declare class Client {
   /**
    * `url` defaults to `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`; also

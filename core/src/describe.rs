@@ -281,7 +281,7 @@ pub struct Channel {
     pub subscribers: u64,
 }
 
-/// A name found by [`list`], with the kind found under it.
+/// A name found by [`Client::list`](crate::Client::list), with the kind found under it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[non_exhaustive]
 pub struct Listed {

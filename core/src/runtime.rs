@@ -3,7 +3,7 @@
 //!
 //! After `fork()` the child has none of the parent's runtime threads, so a runtime is kept
 //! with the pid that made it: a child that asks for one gets a fresh runtime, and a client made
-//! in another process fails with [`ErrorKind::Forked`](crate::ErrorKind::Forked) instead of
+//! in another process fails with [`ErrorKind::Forked`] instead of
 //! hanging ([`check_process`]). Runtimes are never dropped (a child must not join or touch
 //! threads it does not have), and they are swapped without a lock that a child could inherit
 //! held.

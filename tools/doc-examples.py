@@ -65,8 +65,9 @@ TIMEOUT = 120  # seconds per example
 
 
 def pages() -> List[Path]:
-    """The documentation: the README, the package READMEs and docs/**/*.md."""
-    found = [ROOT / "README.md", ROOT / "bindings-python" / "README.md", ROOT / "bindings-node" / "README.md"]
+    """The documentation: the README, the package READMEs (the crate's too) and docs/**/*.md."""
+    found = [ROOT / "README.md", ROOT / "core" / "README.md", ROOT / "bindings-python" / "README.md",
+             ROOT / "bindings-node" / "README.md"]
     found += sorted((ROOT / "docs").rglob("*.md"))
     return [p for p in found if p.exists()]
 
@@ -177,6 +178,26 @@ def check_links(page: Path) -> List[str]:
     return errors
 
 
+CRATE_README = ROOT / "core" / "README.md"
+CRATE_DOC = ROOT / "core" / "src" / "lib.rs"
+
+
+def check_crate_example() -> List[str]:
+    """The Rust example of the crate's README (core/README.md, `no-run`: it needs a server on
+    6379) is the crate documentation's first example (core/src/lib.rs), which `cargo test --doc`
+    compiles: the two must stay the same."""
+    if not CRATE_README.exists():
+        return []
+    readme = [b.code for b in blocks(CRATE_README) if b.lang == "rust"]
+    doc = "\n".join(l[4:] if l.startswith("//! ") else l[3:] for l in CRATE_DOC.read_text().splitlines()
+                    if l.startswith("//!"))
+    m = re.search(r"^```no_run\n(.*?)^```$", doc, flags=re.S | re.M)
+    if not readme or not m or readme[0] != m.group(1):
+        return [f"{CRATE_README.relative_to(ROOT)}: its Rust example differs from the crate documentation's "
+                f"first example ({CRATE_DOC.relative_to(ROOT)}, compiled by cargo test --doc); keep them the same"]
+    return []
+
+
 def check() -> int:
     errors: List[str] = []
     runs = 0
@@ -201,6 +222,7 @@ def check() -> int:
             if not ASSERTS[b.lang].search(b.code):
                 errors.append(f"{b.where}: a `run` example must assert what it shows (no assertion found)")
         errors += check_links(page)
+    errors += check_crate_example()
     for e in errors:
         print(e)
     if errors:

@@ -6,15 +6,42 @@
 //! keeps leases alive while held, and waiters sleep on pub/sub until an unlock message.
 //!
 //! ```no_run
-//! # async fn demo() -> rlock::Result<()> {
-//! let client = rlock::Client::connect("redis://127.0.0.1:6379", Default::default()).await?;
-//! let owner = client.new_owner();
-//! let lock = client.lock("orders")?;
-//! lock.acquire(&owner).await?;
-//! // ... critical section ...
-//! lock.release(&owner).await?;
-//! # Ok(()) }
+//! use rlock::{Client, ClientOptions};
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> rlock::Result<()> {
+//!     let client = Client::connect("redis://127.0.0.1:6379", ClientOptions::default()).await?;
+//!     let owner = client.new_owner(); // holds belong to owners, not to handles
+//!     let lock = client.lock("orders")?; // the Redis key "orders", as Redisson stores it
+//!     lock.acquire(&owner).await?; // waits; the watchdog keeps the lease alive
+//!     // ... one holder at a time, across processes and machines ...
+//!     assert!(lock.release(&owner).await?.is_unlocked());
+//!     Ok(())
+//! }
 //! ```
+//!
+//! A [`Client`] connects (one server, a Redis Cluster or a Sentinel-managed master, with TLS or
+//! not) and makes the handles, each on a name that is its Redis key:
+//!
+//! | handle | Redisson | made by |
+//! |---|---|---|
+//! | [`Lock`] (reentrant) | `RLock` | [`Client::lock`] |
+//! | [`FencedLock`] | `RFencedLock` | [`Client::fenced_lock`] |
+//! | [`ReadWriteLock`] | `RReadWriteLock` | [`Client::read_write_lock`] |
+//! | [`Lock`] (fair) | `RFairLock` | [`Client::fair_lock`] |
+//! | [`Semaphore`] | `RSemaphore` | [`Client::semaphore`] |
+//! | [`PermitExpirableSemaphore`] | `RPermitExpirableSemaphore` | [`Client::permit_expirable_semaphore`] |
+//! | [`CountDownLatch`] | `RCountDownLatch` | [`Client::count_down_latch`] |
+//! | [`MultiLock`] | `RedissonMultiLock` | [`MultiLock::new`] |
+//!
+//! Core creates no runtime: [`Client::connect`] runs inside the caller's tokio runtime.
+//!
+//! # Feature flags
+//!
+//! - `process-runtime`: one tokio runtime per process, made anew in a forked child
+//!   (`runtime`), for the surfaces that own their runtime (the C ABI and Python).
+//! - `capi`: the C ABI (`ffi`, implies `process-runtime`), from which `librlock` and `rlock.h`
+//!   are built.
 
 mod client;
 mod conn;

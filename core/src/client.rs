@@ -50,6 +50,19 @@ impl Client {
     ///
     /// Fails with `InvalidArgument` for a bad URL or option or outside a tokio runtime, and
     /// with `Connection`/`Timeout`/`Redis` when Redis cannot be reached or refuses the login.
+    ///
+    /// ```no_run
+    /// use rlock::{Client, ClientOptions};
+    /// use std::time::Duration;
+    /// # async fn demo() -> rlock::Result<()> {
+    /// let client = Client::connect("redis://127.0.0.1:6379", ClientOptions::default()).await?;
+    /// let cluster = Client::connect(
+    ///     "redis+cluster://10.0.0.1:7000,10.0.0.2:7000/",
+    ///     ClientOptions::default().with_watchdog_timeout(Duration::from_secs(10)),
+    /// )
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(url: &str, options: ClientOptions) -> Result<Client> {
         let shared = Shared::connect(url, options).await?;
         Ok(Client { shared })
@@ -104,6 +117,18 @@ impl Client {
     ///
     /// Fails with `InvalidArgument` for an empty name or one over 64 KiB, and on a cluster for
     /// a name whose auxiliary keys would hash to another slot (an empty `{}` or unclosed `{`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let lock = client.lock("orders")?; // the Redis key "orders"
+    /// let (alice, bob) = (client.new_owner(), client.new_owner());
+    /// lock.acquire(&alice).await?;
+    /// assert!(lock.is_held(&alice).await?);
+    /// assert!(!lock.is_held(&bob).await?); // bob would wait for it
+    /// lock.release(&alice).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn lock(&self, name: &str) -> Result<Lock> {
         self.check_name(name)?;
         Ok(Lock::new(self.shared.clone(), name))

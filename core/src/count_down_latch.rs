@@ -159,6 +159,19 @@ impl CountDownLatch {
     /// dropping the future leaves no subscription behind. Fails with `InvalidArgument` for a
     /// `timeout` over 100 years, `Redis` when `name` holds something that is not a count,
     /// `Connection`/`Timeout` when Redis stays unreachable, `Closed` when the client closes.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let done = client.count_down_latch("batch:42")?;
+    /// done.try_set_count(2).await?; // two workers to wait for
+    /// // Each worker, when finished: done.count_down().await?;
+    /// if done.wait(Some(Duration::from_secs(60))).await? {
+    ///     // both counted down
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = match timeout {
             Some(t) => {

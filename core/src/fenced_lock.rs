@@ -67,6 +67,18 @@ impl FencedLock {
 
     /// Waits until `owner` holds the lock (watchdog-renewed, re-entering when it holds it) and
     /// returns the new fencing token. Cancel-safe as [`Lock::acquire`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let (lock, me) = (client.fenced_lock("ledger")?, client.new_owner());
+    /// let token = lock.acquire(&me).await?; // grows with every acquire, by any client
+    /// // ... pass `token` along with every write, so storage can refuse older holders ...
+    /// lock.release(&me).await?;
+    /// assert!(lock.acquire(&me).await? > token);
+    /// lock.release(&me).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self, owner: &Owner) -> Result<u64> {
         Self::got(self.lock.acquire_inner(owner, None, None).await?)
     }

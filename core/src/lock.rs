@@ -259,6 +259,23 @@ impl Lock {
     /// Waits until `owner` holds the lock, with a watchdog-renewed lease. Re-entering a held
     /// lock increments its hold count. Cancel-safe: dropping the future leaves no hold,
     /// renewal or subscription behind.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let (lock, me) = (client.lock("orders")?, client.new_owner());
+    /// lock.acquire(&me).await?; // waits as long as it takes
+    /// lock.acquire(&me).await?; // re-entered: hold count 2
+    /// assert_eq!(lock.hold_count(&me).await?, 2);
+    /// lock.release(&me).await?;
+    /// lock.release(&me).await?;
+    /// // Or wait at most 500 ms, for a hold that ends by itself after 10 s:
+    /// if lock.try_acquire(&me, Duration::from_millis(500), Some(Duration::from_secs(10))).await? {
+    ///     lock.release(&me).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self, owner: &Owner) -> Result<()> {
         self.acquire_inner(owner, None, None).await.map(drop)
     }
@@ -583,6 +600,20 @@ impl Lock {
     /// `Lost` when the watchdog had lost the hold. Retried after connection errors with one
     /// request id, so a retry never double-releases. Runs to the end even when the returned
     /// future is dropped.
+    ///
+    /// ```no_run
+    /// use rlock::{ErrorKind, Released};
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let (lock, me) = (client.lock("orders")?, client.new_owner());
+    /// lock.acquire(&me).await?;
+    /// lock.acquire(&me).await?;
+    /// assert_eq!(lock.release(&me).await?, Released::StillHeld);
+    /// assert_eq!(lock.release(&me).await?, Released::Unlocked); // free: a waiter is woken
+    /// let again = lock.release(&me).await;
+    /// assert_eq!(again.map_err(|e| e.kind()), Err(ErrorKind::NotHeld));
+    /// # Ok(()) }
+    /// ```
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
         self.inner.shared.check_owner(owner)?;
         self.inner.shared.check_open()?;

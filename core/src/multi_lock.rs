@@ -39,6 +39,18 @@ pub struct MultiLock {
 
 impl MultiLock {
     /// A multi-lock over `members`, taken in this order. `InvalidArgument` when there are none.
+    ///
+    /// ```no_run
+    /// use rlock::MultiLock;
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let both = MultiLock::new(vec![client.lock("account:1")?, client.lock("account:2")?])?;
+    /// let me = both.new_owner();
+    /// both.acquire(&me, None).await?; // all or nothing, without deadlock against other orders
+    /// // ... move money between the two accounts ...
+    /// both.release(&me).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn new(members: Vec<Lock>) -> Result<MultiLock> {
         if members.is_empty() {
             return Err(Error::invalid("a multi-lock needs at least one lock"));

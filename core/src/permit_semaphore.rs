@@ -138,6 +138,17 @@ impl PermitExpirableSemaphore {
     /// permit until it is released (it comes back within the watchdog timeout if this client
     /// dies); `Some(d)`: it expires `d` after it was taken unless released or updated first.
     /// Cancel-safe: a permit taken for a dropped call is released again.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let sem = client.permit_expirable_semaphore("workers")?;
+    /// sem.try_set_permits(3, None).await?;
+    /// let permit = sem.acquire(None).await?; // renewed by the watchdog until released
+    /// println!("holding permit {}", permit.id());
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self, lease: Option<Duration>) -> Result<Permit> {
         let got = self.acquire_inner(None, lease).await?;
         got.ok_or_else(|| Error::new(ErrorKind::NotAcquired, "the wait for a permit ended"))

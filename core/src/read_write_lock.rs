@@ -50,6 +50,18 @@ impl ReadWriteLock {
     }
 
     /// The read side: shared with other readers, excluded by a writer of another owner.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let rw = client.read_write_lock("catalog")?;
+    /// let (reader, writer) = (client.new_owner(), client.new_owner());
+    /// rw.read_lock().acquire(&reader).await?; // readers share the lock
+    /// rw.read_lock().release(&reader).await?;
+    /// rw.write_lock().acquire(&writer).await?; // a writer holds it alone
+    /// rw.write_lock().release(&writer).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn read_lock(&self) -> Lock {
         self.read.clone()
     }

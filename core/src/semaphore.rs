@@ -115,6 +115,21 @@ impl Semaphore {
     }
 
     /// Waits until `permits` (at least 1) are available and takes them. Cancel-safe.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let sem = client.semaphore("render")?;
+    /// sem.try_set_permits(2, None).await?; // once: a missing key is 0 permits
+    /// sem.acquire(1).await?;
+    /// // ... at most two of these at a time ...
+    /// sem.release(1).await?; // anyone may give permits back
+    /// if sem.try_acquire(2, Duration::from_secs(1)).await? {
+    ///     sem.release(2).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self, permits: u64) -> Result<()> {
         // Without a deadline the wait ends only with the permits or an error.
         self.acquire_inner(permits, None).await.map(drop)

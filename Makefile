@@ -33,7 +33,7 @@ build-rust:
 demo: build testbed ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps generated-check surface-ratio test-rust $(TEST_TARGETS) lint ## Everything CI runs
+test: deps generated-check version-check surface-ratio test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
 check: generated-check lint surface-ratio ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)

@@ -533,8 +533,13 @@ export interface Stats {
   errors: Record<string, number>
 }
 
+/** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version the addon was built from). */
+export declare const version: string
+
 /** The whole API as one object: the default export of `rlock` (`import rlock from 'rlock'`). */
 declare const rlock: {
+  /** The rlock version, "MAJOR.MINOR.PATCH". */
+  version: string
   Client: typeof Client
   Lock: typeof Lock
   ReadWriteLock: typeof ReadWriteLock

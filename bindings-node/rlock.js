@@ -783,4 +783,7 @@ class Client {
 }
 
 
-module.exports = { Client, Lock, ReadWriteLock, MultiLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }
+/** The rlock version, "MAJOR.MINOR.PATCH" (the addon's; the package's own version is the same). */
+const version = native.version()
+
+module.exports = { version, Client, Lock, ReadWriteLock, MultiLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }

@@ -31,6 +31,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define RLOCK_VERSION_STRINGIFY_(x) #x
+#define RLOCK_VERSION_STRINGIFY(x) RLOCK_VERSION_STRINGIFY_(x)
+// The version of this header, "MAJOR.MINOR.PATCH"; rlock_version() gives the loaded library's.
+#define RLOCK_VERSION                                                                    \
+  RLOCK_VERSION_STRINGIFY(RLOCK_VERSION_MAJOR) "." RLOCK_VERSION_STRINGIFY(RLOCK_VERSION_MINOR) \
+  "." RLOCK_VERSION_STRINGIFY(RLOCK_VERSION_PATCH)
+
 // The owner id that means "the calling thread" in the `rlock_family_*` functions.
 #define RLOCK_THREAD UINT64_MAX
 
@@ -40,6 +47,19 @@
 // Length of `rlock_stats.errors`: one slot per result code (index 0, `RLOCK_OK`, and 9,
 // `RLOCK_PANIC`, stay 0).
 #define RLOCK_STATS_ERROR_SLOTS 16
+
+// The major part of the version of `include/rlock.h` (`RLOCK_VERSION`, a string
+// "MAJOR.MINOR.PATCH" made of these parts; `rlock_version()` gives the loaded library's).
+#define RLOCK_VERSION_MAJOR 0
+
+// The minor part of `RLOCK_VERSION`.
+#define RLOCK_VERSION_MINOR 1
+
+// The patch part of `RLOCK_VERSION`.
+#define RLOCK_VERSION_PATCH 0
+
+// `RLOCK_VERSION` as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if`.
+#define RLOCK_VERSION_NUMBER 100
 
 // Result of every fallible librlock call. The numbers are stable.
 typedef enum rlock_result {
@@ -212,6 +232,11 @@ size_t rlock_last_error(char *buf, size_t len);
 // A static, NUL-terminated name for a result code, e.g. "RLOCK_NOT_HELD"; "RLOCK_UNKNOWN"
 // for a number that is not an `rlock_result`. Takes an `int` so any value is safe to pass.
 const char *rlock_result_str(int r);
+
+// The loaded librlock's version, "MAJOR.MINOR.PATCH" (static, NUL-terminated; never NULL).
+// Compare it with the header's `RLOCK_VERSION` (made of `RLOCK_VERSION_MAJOR`, `_MINOR`, `_PATCH`) to catch a program built against another
+// header than the library it runs with. Thread-safe.
+const char *rlock_version(void);
 
 // Connects to Redis and writes a new client to `*out`. Blocks until connected (or failed).
 //

@@ -77,6 +77,12 @@ pub async fn connect(
     Ok(NativeClient { client })
 }
 
+/// The rlock version, "MAJOR.MINOR.PATCH" (the workspace version, Cargo.toml).
+#[napi]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_owned()
+}
+
 /// Every error code (`RLOCK_NOT_HELD`, ...), from core's one list of error kinds.
 #[napi]
 pub fn error_codes() -> Vec<String> {

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import rlockDefault, { Client, RLockError, codes } from 'rlock'
+import { readFileSync } from 'node:fs'
+import rlockDefault, { Client, RLockError, codes, version } from 'rlock'
 
 const require = createRequire(import.meta.url)
 const { startRedis, eventually } = require('./redis-server.js')
@@ -27,6 +28,16 @@ test('ESM and CommonJS load the same API', () => {
   assert.equal(rlockDefault.Client, Client)
   assert.equal(cjs.RLockError, RLockError)
   assert.equal(codes.TIMEOUT, 'RLOCK_TIMEOUT')
+})
+
+test('version is the workspace version and the package version', () => {
+  const cargo = readFileSync(new URL('../../Cargo.toml', import.meta.url), 'utf8')
+  const workspace = /^version = "([^"]+)"/m.exec(cargo)[1]
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  assert.equal(version, workspace)
+  assert.equal(require('rlock').version, version)
+  assert.equal(rlockDefault.version, version)
+  assert.equal(pkg.version, version)
 })
 
 // Runs `body` (CommonJS, `rlock` and `url` in scope) in a child node; resolves its exit code and

@@ -958,6 +958,8 @@ fn _stop_completions(py: Python<'_>) {
 /// The native module; the `rlock` package wraps it.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The workspace version (Cargo.toml), as `rlock.__version__`.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Client>()?;
     m.add_class::<Semaphore>()?;
     m.add_class::<PermitExpirableSemaphore>()?;

@@ -60,3 +60,12 @@ def test_the_check_sees_the_members() -> None:
     names = {n for n, _ in public_members()}
     assert {"Lock.acquire", "Lock.lost", "CountDownLatch.wait", "Semaphore.try_set_permits",
             "Client.topology", "FencedLock.token"} <= names
+
+
+def test_version_is_the_workspace_version() -> None:
+    import pathlib
+    import re
+
+    cargo = (pathlib.Path(__file__).resolve().parents[2] / "Cargo.toml").read_text()
+    m = re.search(r'^version = "([^"]+)"', cargo, re.M)
+    assert m and rlock.__version__ == m.group(1)

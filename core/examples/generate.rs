@@ -129,6 +129,24 @@ fn splice(current: &str, block: &str) -> String {
     format!("{}{BEGIN}{block}{}", &current[..b], &current[e..])
 }
 
+/// core/src/ffi/version.rs: the version macros of include/rlock.h (cbindgen copies constants),
+/// from the one workspace version (Cargo.toml).
+fn c_version() -> String {
+    let part = |s: &str| s.parse::<u32>().expect("a numeric version part");
+    let major = part(env!("CARGO_PKG_VERSION_MAJOR"));
+    let minor = part(env!("CARGO_PKG_VERSION_MINOR"));
+    let patch = part(env!("CARGO_PKG_VERSION_PATCH"));
+    let number = major * 10000 + minor * 100 + patch;
+    format!(
+        "//! {HEADER}\n//!\n//! The version of librlock this header belongs to: the workspace version (Cargo.toml).\n\n\
+         /// The major part of the version of `include/rlock.h` (`RLOCK_VERSION`, a string\n/// \"MAJOR.MINOR.PATCH\" made of these parts; `rlock_version()` gives the loaded library\x27s).\npub const RLOCK_VERSION_MAJOR: u32 = {major};\n\
+         /// The minor part of `RLOCK_VERSION`.\npub const RLOCK_VERSION_MINOR: u32 = {minor};\n\
+         /// The patch part of `RLOCK_VERSION`.\npub const RLOCK_VERSION_PATCH: u32 = {patch};\n\
+         /// `RLOCK_VERSION` as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if`.\n\
+         pub const RLOCK_VERSION_NUMBER: u32 = {number};\n"
+    )
+}
+
 fn main() {
     let check = std::env::args().any(|a| a == "--check");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -136,6 +154,7 @@ fn main() {
     let dts_now = std::fs::read_to_string(&dts).expect("bindings-node/rlock.d.ts");
     let files = [
         (root.join("core/src/ffi/options.rs"), c_setters()),
+        (root.join("core/src/ffi/version.rs"), c_version()),
         (root.join("bindings-python/python/rlock/_options.py"), python_options()),
         (dts, splice(&dts_now, &node_types())),
     ];

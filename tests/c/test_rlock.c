@@ -107,6 +107,11 @@ static void test_result_str_and_last_error(void) {
     CHECK(rlock_last_error(one, 1) == full && one[0] == '\0');
     char big[64];
     CHECK(rlock_last_error(big, sizeof big) == full && strcmp(big, "client is NULL") == 0);
+
+    /* The header's version is the loaded library's (both from the workspace version). */
+    CHECK(strcmp(rlock_version(), RLOCK_VERSION) == 0);
+    CHECK(RLOCK_VERSION_NUMBER ==
+          RLOCK_VERSION_MAJOR * 10000 + RLOCK_VERSION_MINOR * 100 + RLOCK_VERSION_PATCH);
 }
 
 /* ---- client creation ---- */

@@ -41,6 +41,7 @@ from ._describe import ClientRecord, Description, HeldPermit, Holder, Kind, List
 from ._options import ClientOptions
 from ._stats import Stats, StatsSummary
 from ._native import CountDownLatch
+from ._native import __version__ as __version__
 
 __all__ = [
     "Client",

@@ -30,6 +30,9 @@ mod stats;
 // output is the file.
 #[rustfmt::skip]
 mod options;
+// RLOCK_VERSION and its parts, generated from the workspace version by `make generated`.
+#[rustfmt::skip]
+mod version;
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
@@ -44,6 +47,7 @@ pub use client::*;
 pub use lock::*;
 pub use options::*;
 pub use options_object::*;
+pub use version::*;
 
 /// Result of every fallible librlock call. The numbers are stable.
 #[repr(C)]
@@ -256,9 +260,30 @@ pub extern "C" fn rlock_result_str(r: c_int) -> *const c_char {
     s.as_ptr()
 }
 
+/// The loaded librlock's version, "MAJOR.MINOR.PATCH" (static, NUL-terminated; never NULL).
+/// Compare it with the header's `RLOCK_VERSION` (made of `RLOCK_VERSION_MAJOR`, `_MINOR`, `_PATCH`) to catch a program built against another
+/// header than the library it runs with. Thread-safe.
+#[no_mangle]
+pub extern "C" fn rlock_version() -> *const c_char {
+    const V: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(v) => v,
+        Err(_) => c"",
+    };
+    V.as_ptr()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_is_the_crate_version() {
+        // SAFETY: rlock_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(rlock_version()) };
+        assert_eq!(v.to_str().ok(), Some(env!("CARGO_PKG_VERSION")));
+        let parts: Vec<u32> = env!("CARGO_PKG_VERSION").split('.').filter_map(|p| p.parse().ok()).collect();
+        assert_eq!(parts, [RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH]);
+    }
 
     #[test]
     fn result_codes_follow_the_error_kinds() {

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import typing
 from typing import Any, List, Tuple
 
 import pytest
@@ -44,6 +45,10 @@ def test_the_module_has_a_docstring() -> None:
 
 @pytest.mark.parametrize(("name", "obj"), public_names(), ids=[n for n, _ in public_names()])
 def test_every_public_name_has_a_docstring(name: str, obj: Any) -> None:
+    if typing.get_origin(obj) is not None:
+        # A type alias (``Kind = Literal[...]``): help() shows typing's own page for it; its
+        # meaning is documented where it is used (the TypedDicts' fields).
+        return
     assert doc_of(obj), f"rlock.{name} has no docstring: help(rlock.{name}) shows nothing"
 
 

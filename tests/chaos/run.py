@@ -160,13 +160,23 @@ class ExpiredKeys:
         msg = self.ps.get_message(timeout=5)
         if not msg or msg.get("type") != "psubscribe":
             raise Fail(f"keyspace notifications: no psubscribe confirmation ({msg})")
-        self.thread = self.ps.run_in_thread(sleep_time=0.05, daemon=True)
+        self.stopping = False
+        self.thread = self.ps.run_in_thread(sleep_time=0.05, daemon=True, exception_handler=self._on_error)
+
+    def _on_error(self, error: BaseException, _ps: object, thread: Any) -> None:
+        # stop() closes the connection under the thread's read: that error is the stop itself.
+        if self.stopping:
+            thread.stop()
+            return
+        raise error
 
     def lock_keys(self) -> List[str]:
         return [k for k in self.names if not k.startswith("rlock:client:")]
 
     def stop(self) -> None:
+        self.stopping = True
         self.thread.stop()
+        self.thread.join(timeout=5)
 
 
 class Worker:

@@ -22,6 +22,10 @@ TOOLS=$ROOT/build/dist-tools
 STAGE=$ROOT/build/dist
 OUT=$ROOT/dist
 RELEASE=$ROOT/target/$TARGET/release
+# Release artifacts without debug info (the workspace's release profile keeps line tables for
+# profiling): a stripped addon is a tenth of the size. The dist builds live in target/$TARGET/,
+# apart from the host builds, so this changes nothing for them.
+export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 # The build tools, pinned, in their own venv (maturin, zig, cargo-zigbuild, auditwheel).
 if ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null || [ ! -x "$TOOLS/bin/cargo-zigbuild" ]; then
@@ -40,8 +44,12 @@ mkdir -p "$OUT" "$STAGE"
 echo "== dist: Python wheel (abi3, manylinux2014 = glibc $GLIBC) and sdist"
 maturin build --quiet --release --zig --compatibility manylinux2014 --target "$TARGET" \
   -m bindings-python/Cargo.toml -o "$OUT"
-maturin sdist --quiet -m bindings-python/Cargo.toml -o "$OUT"
+maturin sdist -m bindings-python/Cargo.toml -o "$OUT"
+# maturin orders the two platform tags the other way round; the name auditwheel (and pip's own
+# listing) gives has the PEP 600 tag first. The tags inside the wheel (WHEEL) are the same.
 WHEEL=$OUT/rlock-$V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+built=$OUT/rlock-$V-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+[ ! -f "$built" ] || mv "$built" "$WHEEL"
 [ -f "$WHEEL" ] || { echo "dist: expected $WHEEL, have:"; ls "$OUT"; exit 1; }
 [ -f "$OUT/rlock-$V.tar.gz" ] || { echo "dist: no sdist rlock-$V.tar.gz"; ls "$OUT"; exit 1; }
 auditwheel show "$WHEEL" | tee "$STAGE/auditwheel.txt"
@@ -82,7 +90,7 @@ for f in "rlock-$V.tgz" "rlock-linux-x64-gnu-$V.tgz"; do
 done
 
 echo "== dist: C tarball (librlock glibc $GLIBC, header, pkg-config, the rlock command)"
-"$CARGO" zigbuild rustc --quiet --release --target "$TARGET.$GLIBC" -p rlock --features capi --lib \
+cargo-zigbuild rustc --quiet --release --target "$TARGET.$GLIBC" -p rlock --features capi --lib \
   --crate-type cdylib --crate-type staticlib -- -C link-arg=-Wl,-soname,librlock.so.0
 "$CARGO" zigbuild --quiet --release --target "$TARGET.$GLIBC" -p rlock-cli
 C=rlock-$V-x86_64-linux-gnu
@@ -99,7 +107,8 @@ sed -e 's|@PREFIX@|${pcfiledir}/../..|' -e "s|@VERSION@|$V|" rlock.pc.in >"$CDIR
 install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$CDIR/share/doc/rlock/"
 tar -C "$STAGE" --owner=0 --group=0 --sort=name -czf "$OUT/$C.tar.gz" "$C"
 
-echo "== dist: Rust crate (cargo package, verified by a build of the packaged crate)"
+echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build)"
+RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi
 "$CARGO" package --quiet -p rlock --allow-dirty
 cp "target/package/rlock-$V.crate" "$OUT/"
 

@@ -21,10 +21,12 @@ V=$(python3 tools/version.py)
 TOOLS=$ROOT/build/dist-tools
 STAGE=$ROOT/build/dist
 OUT=$ROOT/dist
-RELEASE=$ROOT/target/$TARGET/release
+# The dist builds have a target dir of their own: `napi build --platform` (make build-node) also
+# builds into target/$TARGET/, and the two would take turns rebuilding each other's artifacts.
+export CARGO_TARGET_DIR=$ROOT/target/dist
+RELEASE=$CARGO_TARGET_DIR/$TARGET/release
 # Release artifacts without debug info (the workspace's release profile keeps line tables for
-# profiling): a stripped addon is a tenth of the size. The dist builds live in target/$TARGET/,
-# apart from the host builds, so this changes nothing for them.
+# profiling): the addon is a tenth of the size.
 export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 # The build tools, pinned, in their own venv (maturin, zig, cargo-zigbuild, auditwheel).
@@ -100,6 +102,9 @@ install -m 755 "$RELEASE/librlock.so" "$CDIR/lib/librlock.so.$V"
 ln -s "librlock.so.$V" "$CDIR/lib/librlock.so.0"
 ln -s librlock.so.0 "$CDIR/lib/librlock.so"
 install -m 644 "$RELEASE/librlock.a" "$CDIR/lib/"
+# Its objects carry the Rust standard library's debug info (the profile's setting does not reach
+# the prebuilt std): stripped, the archive is a fraction of the size.
+strip --strip-debug "$CDIR/lib/librlock.a"
 install -m 644 include/rlock.h "$CDIR/include/"
 install -m 755 "$RELEASE/rlock" "$CDIR/bin/"
 # Relocatable: the prefix is wherever the tarball was unpacked.
@@ -110,7 +115,7 @@ tar -C "$STAGE" --owner=0 --group=0 --sort=name -czf "$OUT/$C.tar.gz" "$C"
 echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build)"
 RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi
 "$CARGO" package --quiet -p rlock --allow-dirty
-cp "target/package/rlock-$V.crate" "$OUT/"
+cp "$CARGO_TARGET_DIR/package/rlock-$V.crate" "$OUT/"
 
 echo "== dist: $OUT"
 (cd "$OUT" && ls -l)

@@ -253,6 +253,16 @@ async fn handoff_on(
     }
     // Stop the others once the rounds are done: they may be waiting for what nobody gives.
     while taken.load(Ordering::Relaxed) < rounds as u64 {
+        // A contender's loop only ends on an error: fail with it rather than wait for rounds
+        // that may never come.
+        if let Some(i) = tasks.iter().position(|t| t.is_finished()) {
+            let failed = tasks.swap_remove(i);
+            for t in &tasks {
+                t.abort();
+            }
+            failed.await??;
+            return Err("a hand-off contender stopped".into());
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for t in &tasks {

@@ -5,10 +5,14 @@ one JSON object per line.
 Peers as they ship: redis-py's Lock with its defaults (polls every 0.1 s while waiting;
 timeout=30 gives it a 30 s lease like rlock's watchdog lease), python-redis-lock with its
 defaults (waiters block in BLPOP on a signal list that release pushes to; expire=30 for the
-same lease, auto_renewal off as by default)."""
+same lease, auto_renewal off as by default).
+
+BENCH_SECONDS (default 3) per pairs run. BENCH_SHORT=1 (make bench-short): 0.5 s pairs runs when
+BENCH_SECONDS is not given, and 50 hand-off acquisitions instead of 300."""
 import asyncio
 import json
 import os
+import sys
 import threading
 import time
 
@@ -17,7 +21,20 @@ import redis_lock
 import rlock
 
 URL = os.environ["REDIS_URL"]
-SECS = float(os.environ.get("BENCH_SECONDS", "3"))
+SHORT = os.environ.get("BENCH_SHORT", "0") not in ("", "0")
+SECS = float(os.environ.get("BENCH_SECONDS", "0.5" if SHORT else "3"))
+HANDOFFS = 50 if SHORT else 300
+
+# The short run fails when a surface or peer no longer runs: an exception in a bench thread (which
+# threading prints, and the full run carries on after) or a hand-off that never completes.
+failures = []
+if SHORT:
+    def _record(args):
+        who = args.thread.name if args.thread else "a thread"
+        failures.append(f"{who}: {args.exc_type.__name__}: {args.exc_value}")
+        threading.__excepthook__(args)
+
+    threading.excepthook = _record
 
 
 def emit(**kw):
@@ -64,7 +81,7 @@ async def asyncio_pairs(client, owners):
     return sum(counts) / (time.monotonic() - start)
 
 
-def handoff(make_lock, acquire, waiters=16, rounds=300):
+def handoff(make_lock, acquire, waiters=16, rounds=HANDOFFS):
     """From the holder calling release to another thread's acquire returning."""
     state = {"released": None, "by": None, "taken": 0}
     guard = threading.Lock()
@@ -93,7 +110,13 @@ def handoff(make_lock, acquire, waiters=16, rounds=300):
     ts = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(waiters)]
     for t in ts:
         t.start()
-    done.wait(120)
+    give_up = time.monotonic() + 120
+    # (failures is only ever filled in short mode: a failed thread ends the wait there.)
+    while not done.wait(0.1) and not failures and time.monotonic() < give_up:
+        pass
+    if not done.is_set() and SHORT:
+        failures.append(f"hand-off: {state['taken']} of {rounds} acquisitions done")
+        done.set()  # the threads still alive leave at their next turn
     for t in ts:
         t.join(10)
     samples.sort()
@@ -126,6 +149,8 @@ def main():
         p50, p99, n = handoff(lambda: make(f"{prefix}:handoff"), waits[surface])
         emit(bench="handoff", surface=surface, vs="python-threads", waiters=16, p50_us=p50, p99_us=p99, samples=n)
     client.close()
+    if failures:
+        sys.exit("py_bench: failed:\n  " + "\n  ".join(failures))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,11 @@ if m:
     p(f"Run {m['date']} on {m['cpu']} ({m['cores']} cores, {m['mem_gib']} GiB), {m['os']}, "
       f"Redis {m['redis']}, loopback; load average at start {m['load']}.")
     p("")
+    if m.get("short"):
+        p("**Short run** (`BENCH_SHORT=1`, `make bench-short`): every figure scaled down to about a second "
+          "(pairs runs, hand-offs, latency samples, the ceiling's requests, 1000 watchdog locks); it shows "
+          "that each surface and peer runs, the numbers are not the published ones.")
+        p("")
 
 p("### Ceiling: redis-benchmark sending rlock's acquire and release scripts")
 p("")
@@ -79,7 +84,8 @@ p("")
 
 obs = by("observability")
 if obs:
-    p("### The cost of metrics, tracing and holder records (Rust core, median of 3 alternating runs)")
+    runs = "1 run each" if m and m.get("short") else "median of 3 alternating runs"
+    p(f"### The cost of metrics, tracing and holder records (Rust core, {runs})")
     p("")
     p("| owners | on (default) pairs/s | off pairs/s | cost |")
     p("|---|---|---|---|")
@@ -172,7 +178,11 @@ if peers:
 
 wd = by("watchdog")
 if wd:
-    p("### Watchdog (3 s watchdog timeout: one renewal period per second)")
+    if "timeout_ms" in wd[0]:  # the short run's
+        p(f"### Watchdog ({wd[0]['timeout_ms']} ms watchdog timeout: one renewal period every "
+          f"{wd[0]['timeout_ms'] / 3:.0f} ms)")
+    else:
+        p("### Watchdog (3 s watchdog timeout: one renewal period per second)")
     p("")
     p("| locks held | renewal script calls per period | per 100 held locks | client CPU | resident memory per lock |")
     p("|---|---|---|---|---|")

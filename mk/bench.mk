@@ -1,11 +1,18 @@
 # make bench: not part of make test. Builds every surface, installs the peers (PyPI into .venv,
 # npm into bench/node/node_modules), builds the Redisson side (the interop Maven project's jar,
 # rlock.interop.Bench), then runs bench/run.sh against ONE private redis-server.
-.PHONY: bench bench-rust bench-deps bench-c
+# make bench-short: the same with BENCH_SHORT=1 (about a second per figure, no threshold); fails
+# when a surface or peer is skipped, fails or leaves no figure. CI runs it.
+.PHONY: bench bench-short bench-prereqs bench-rust bench-deps bench-c
 BENCH_C := build/bench/c-bench
 
-bench: deps bench-rust build-node bench-deps bench-c interop-jar testbed ## Benchmarks (rlock vs the ceiling, the peers and Redisson) on a private redis-server; writes bench/out/
+bench-prereqs: deps bench-rust build-node bench-deps bench-c interop-jar testbed
+
+bench: bench-prereqs ## Benchmarks (rlock vs the ceiling, the peers and Redisson) on a private redis-server; writes bench/out/
 	bash bench/run.sh
+
+bench-short: bench-prereqs ## make bench scaled down (about a second per figure); fails if a surface or peer no longer runs
+	BENCH_SHORT=1 bash bench/run.sh
 
 bench-rust:
 	$(CARGO) build --release -p rlock-bench

@@ -1,12 +1,14 @@
 /* make bench, C part: librlock's uncontended pairs/s (N threads, each on its own lock name,
  * rlock_acquire + rlock_release in a loop; holds belong to the calling thread) and hand-off
  * latency (16 threads on one name), against the server in REDIS_URL. Prints one JSON object
- * per line for bench/report.py. Usage: bench [seconds] */
+ * per line for bench/report.py. Usage: bench [seconds]. BENCH_SHORT=1 (make bench-short): 100
+ * hand-off acquisitions instead of 2000, and 0.5 s pairs runs when no seconds are given. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "rlock.h"
@@ -65,7 +67,9 @@ static double pairs(int owners) {
 /* ---- hand-off: 16 threads on one name ---- */
 
 #define WAITERS 16
-#define ROUNDS 2000
+#define ROUNDS 2000 /* short mode: SHORT_ROUNDS */
+#define SHORT_ROUNDS 100
+static long rounds = ROUNDS;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static double released_at = -1;
 static long released_by = -1;
@@ -83,7 +87,7 @@ static void *handoff_thread(void *arg) {
         if (released_at >= 0 && released_by != me && nsamples < ROUNDS + WAITERS)
             samples[nsamples++] = (t - released_at) * 1e6;
         released_at = -1;
-        if (++taken >= ROUNDS) done = 1;
+        if (++taken >= rounds) done = 1;
         int stop = done;
         pthread_mutex_unlock(&mu);
         sleep_us(200); /* hold briefly so the others are waiting */
@@ -104,6 +108,11 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    const char *short_mode = getenv("BENCH_SHORT");
+    if (short_mode && *short_mode && strcmp(short_mode, "0") != 0) {
+        seconds = 0.5;
+        rounds = SHORT_ROUNDS;
+    }
     if (argc > 1) seconds = atof(argv[1]);
     if (rlock_client_new(NULL, NULL, &client) != RLOCK_OK) die("rlock_client_new");
     const int owners[] = {1, 16, 64};

@@ -8,6 +8,10 @@
 // acquireTimeout 10 s, retryInterval 10 ms, refresh every 8 s), redlock 4 (retryCount 10,
 // retryDelay 200 ms, retryJitter 100 ms; an acquire that runs out of retries is retried by the
 // bench loop, as a caller would). rlock: watchdog lease (30 s), no wait limit.
+//
+// BENCH_SECONDS (default 3) per pairs run. BENCH_SHORT=1 (make bench-short): 0.5 s pairs runs
+// when BENCH_SECONDS is not given, and each hand-off stops after 50 acquisitions or 3 s (instead
+// of 300 or 30 s).
 
 const path = require('node:path')
 const { performance } = require('node:perf_hooks')
@@ -19,7 +23,9 @@ const { Mutex } = require('redis-semaphore')
 const Redlock = require('redlock')
 
 const URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
-const SECS = Number(process.env.BENCH_SECONDS || 3)
+const SHORT = !['', '0'].includes(process.env.BENCH_SHORT || '')
+const SECS = Number(process.env.BENCH_SECONDS || (SHORT ? 0.5 : 3))
+const HANDOFF = SHORT ? { rounds: 50, limitMs: 3000 } : { rounds: 300, limitMs: 30000 }
 const OWNERS = [1, 16, 64]
 
 function emit(obj) {
@@ -56,7 +62,7 @@ async function pairs(make, owners) {
 // the release's own reply is back). Each holder holds for one event-loop turn (Node timers
 // cannot sleep 200 us as the Rust and Python benches do) and works 2 ms outside the lock.
 // `acquire()` resolves false when a peer gave up waiting; the loop tries again.
-async function handoff(make, { waiters = 16, rounds = 300, limitMs = 30000 } = {}) {
+async function handoff(make, { waiters = 16, rounds = HANDOFF.rounds, limitMs = HANDOFF.limitMs } = {}) {
   const handles = await Promise.all(Array.from({ length: waiters }, (_, i) => make(i)))
   const samples = []
   let released = null

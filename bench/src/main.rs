@@ -7,10 +7,13 @@
 //! (64 owners on one semaphore of 64 permits, a permit handed off among 16 waiters; plain and
 //! permit-expirable), `observability` (pairs with metrics, tracing and holder records on and
 //! off), `watchdog`;
-//! Redis from `REDIS_URL`. `rlock-bench fixed` (not run by make bench) does a fixed amount of
-//! work for instruction counts: `BENCH_OWNERS` owners x `BENCH_PER_OWNER` pairs, e.g.
-//! `valgrind --tool=callgrind target/release/rlock-bench fixed` (`BENCH_OBSERVABILITY=off`
-//! turns metrics and holder records off, to count their instructions).
+//! Redis from `REDIS_URL`; `BENCH_SECONDS` (default 3) per pairs run. `BENCH_SHORT=1` (`make
+//! bench-short`, run by CI) scales every figure down to about a second or less (see `Scale`):
+//! it shows that each figure still runs, not how fast. `rlock-bench fixed` (not run by make
+//! bench) does a fixed amount of work for instruction counts: `BENCH_OWNERS` owners x
+//! `BENCH_PER_OWNER` pairs, e.g. `valgrind --tool=callgrind target/release/rlock-bench fixed`
+//! (`BENCH_OBSERVABILITY=off` turns metrics and holder records off, to count their
+//! instructions).
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +24,58 @@ use futures_util::future::BoxFuture;
 use rlock::{Client, ClientOptions};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// How much work each figure does: the full run (`make bench`) or the short one (`BENCH_SHORT=1`).
+struct Scale {
+    /// Seconds of each pairs run (`BENCH_SECONDS`; default 3, short 0.5).
+    secs: f64,
+    /// Sequential pairs of the one-pair latency.
+    latency_pairs: usize,
+    /// Acquisitions of each hand-off bench.
+    handoffs: usize,
+    /// Alternating rounds (metrics on, off) of the observability bench, per owner count.
+    observability_rounds: usize,
+    /// Held locks of each watchdog figure.
+    watchdog_locks: &'static [usize],
+    /// The watchdog timeout of the watchdog bench (renewal period a third of it), how long the
+    /// renewals of the acquisition burst get to pass, and how long renewals are then counted.
+    watchdog_timeout: Duration,
+    watchdog_settle: Duration,
+    watchdog_window: Duration,
+    short: bool,
+}
+
+impl Scale {
+    fn from_env() -> Scale {
+        let short = std::env::var("BENCH_SHORT").is_ok_and(|v| !v.is_empty() && v != "0");
+        let secs = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok());
+        if short {
+            Scale {
+                secs: secs.unwrap_or(0.5),
+                latency_pairs: 300,
+                handoffs: 100,
+                observability_rounds: 1,
+                watchdog_locks: &[1000],
+                watchdog_timeout: Duration::from_millis(600),
+                watchdog_settle: Duration::from_millis(400),
+                watchdog_window: Duration::from_millis(600),
+                short,
+            }
+        } else {
+            Scale {
+                secs: secs.unwrap_or(3.0),
+                latency_pairs: 5000,
+                handoffs: 2000,
+                observability_rounds: 3,
+                watchdog_locks: &[10_000, 100_000],
+                watchdog_timeout: Duration::from_secs(3),
+                watchdog_settle: Duration::from_secs(2),
+                watchdog_window: Duration::from_secs(6),
+                short,
+            }
+        }
+    }
+}
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -40,11 +95,12 @@ async fn pairs_with(url: &str, owners: usize, secs: f64, options: ClientOptions)
 }
 
 /// What metrics, tracing (no subscriber, as most users run) and holder records cost: pairs/s
-/// with them on (the default) and off, alternating three rounds each so drift hits both alike.
-async fn observability(url: &str, secs: f64) -> Res<()> {
+/// with them on (the default) and off, alternating three rounds each (short: one) so drift hits
+/// both alike.
+async fn observability(url: &str, secs: f64, rounds: usize) -> Res<()> {
     for owners in [1usize, 16, 64] {
         let (mut on, mut off) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
+        for _ in 0..rounds {
             on.push(pairs_with(url, owners, secs, ClientOptions::default()).await?);
             let quiet = ClientOptions::default().with_metrics(false).with_holder_record(false);
             off.push(pairs_with(url, owners, secs, quiet).await?);
@@ -198,7 +254,7 @@ fn lock_contender(client: &Client, kind: Kind) -> rlock::Result<Contender> {
     Ok(Contender::lock(lock_of(client, kind)?, client.new_owner()))
 }
 
-/// 16 waiters on one lock; see [`handoff_on`].
+/// `waiters` on one lock; see [`handoff_on`].
 async fn handoff(url: &str, kind: Kind, waiters: usize, rounds: usize) -> Res<(f64, f64)> {
     let client = Client::connect(url, ClientOptions::default()).await?;
     let got = handoff_on(waiters, rounds, |_| lock_contender(&client, kind)).await?;
@@ -253,6 +309,16 @@ async fn handoff_on(
     }
     // Stop the others once the rounds are done: they may be waiting for what nobody gives.
     while taken.load(Ordering::Relaxed) < rounds as u64 {
+        // A contender's loop only ends on an error: fail with it rather than wait for rounds
+        // that may never come.
+        if let Some(i) = tasks.iter().position(|t| t.is_finished()) {
+            let failed = tasks.swap_remove(i);
+            for t in &tasks {
+                t.abort();
+            }
+            failed.await??;
+            return Err("a hand-off contender stopped".into());
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for t in &tasks {
@@ -271,8 +337,8 @@ fn fresh_name(what: &str) -> String {
 
 /// 64 owners taking and giving back one permit each of one semaphore of 64 permits (pairs/s),
 /// and a permit handed off among 16 waiters of a 1-permit semaphore; for the semaphore and the
-/// permit-expirable semaphore (permits renewed by the watchdog).
-async fn semaphores(url: &str, secs: f64) -> Res<()> {
+/// permit-expirable semaphore (permits renewed by the watchdog). `handoffs` acquisitions each.
+async fn semaphores(url: &str, secs: f64, handoffs: usize) -> Res<()> {
     let client = Client::connect(url, ClientOptions::default()).await?;
     for expirable in [false, true] {
         let label = if expirable { "rust (permit semaphore)" } else { "rust (semaphore)" };
@@ -283,13 +349,13 @@ async fn semaphores(url: &str, secs: f64) -> Res<()> {
             many.try_set_permits(64, None).await?;
             one.try_set_permits(1, None).await?;
             let rate = pairs_of(64, secs, |_| Ok(Contender::expirable_permit(many.clone()))).await?;
-            (rate, handoff_on(16, 2000, |_| Ok(Contender::expirable_permit(one.clone()))).await?)
+            (rate, handoff_on(16, handoffs, |_| Ok(Contender::expirable_permit(one.clone()))).await?)
         } else {
             let (many, one) = (client.semaphore(&fresh_name("sem"))?, client.semaphore(&fresh_name("sem"))?);
             many.try_set_permits(64, None).await?;
             one.try_set_permits(1, None).await?;
             let rate = pairs_of(64, secs, |_| Ok(Contender::permit(many.clone()))).await?;
-            (rate, handoff_on(16, 2000, |_| Ok(Contender::permit(one.clone()))).await?)
+            (rate, handoff_on(16, handoffs, |_| Ok(Contender::permit(one.clone()))).await?)
         };
         println!("{{\"bench\":\"pairs\",\"surface\":\"{label}\",\"owners\":64,\"pairs_per_s\":{rate:.0}}}");
         println!("{{\"bench\":\"handoff\",\"surface\":\"{label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
@@ -358,8 +424,8 @@ async fn evalsha_calls(conn: &mut redis::aio::MultiplexedConnection) -> Res<u64>
         .unwrap_or(0))
 }
 
-async fn watchdog(url: &str, locks: usize) -> Res<String> {
-    let timeout = Duration::from_secs(3); // renewal period 1 s
+async fn watchdog(url: &str, locks: usize, scale: &Scale) -> Res<String> {
+    let timeout = scale.watchdog_timeout; // renewal period a third of it: 1 s (short: 200 ms)
     let rss0 = rss_kib();
     let client = Client::connect(url, ClientOptions::default().with_watchdog_timeout(timeout)).await?;
     let owner = client.new_owner();
@@ -371,14 +437,17 @@ async fn watchdog(url: &str, locks: usize) -> Res<String> {
     let rss1 = rss_kib();
     let mut conn = redis::Client::open(url)?.get_multiplexed_async_connection().await?;
     // Let the first renewals of the acquisition burst pass, then measure whole periods.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(scale.watchdog_settle).await;
     let (c0, cpu0, t0) = (evalsha_calls(&mut conn).await?, cpu_secs(), Instant::now());
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    tokio::time::sleep(scale.watchdog_window).await;
     let (c1, cpu1, el) = (evalsha_calls(&mut conn).await?, cpu_secs(), t0.elapsed().as_secs_f64());
     let periods = el / (timeout.as_secs_f64() / 3.0);
     let calls_per_period = (c1 - c0) as f64 / periods;
+    // The short run's row says which timeout it ran with (the report's table assumes 3 s).
+    let timeout_ms =
+        if scale.short { format!(",\"timeout_ms\":{}", timeout.as_millis()) } else { String::new() };
     let out = format!(
-        "{{\"bench\":\"watchdog\",\"locks\":{locks},\"calls_per_period\":{calls_per_period:.1},\"calls_per_100_locks\":{:.2},\"cpu_pct\":{:.2},\"rss_bytes_per_lock\":{:.0}}}",
+        "{{\"bench\":\"watchdog\",\"locks\":{locks},\"calls_per_period\":{calls_per_period:.1},\"calls_per_100_locks\":{:.2},\"cpu_pct\":{:.2},\"rss_bytes_per_lock\":{:.0}{timeout_ms}}}",
         calls_per_period * 100.0 / locks as f64,
         (cpu1 - cpu0) / el * 100.0,
         (rss1.saturating_sub(rss0)) as f64 * 1024.0 / locks as f64
@@ -392,7 +461,8 @@ async fn watchdog(url: &str, locks: usize) -> Res<String> {
 
 fn main() -> Res<()> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
-    let secs: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    let scale = Scale::from_env();
+    let secs = scale.secs;
     // The design note measured a current-thread runtime as fastest and leanest for this client.
     // BENCH_WORKERS=N (not used by make bench) runs on a multi-thread runtime of N workers.
     let workers: usize = std::env::var("BENCH_WORKERS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -418,11 +488,11 @@ fn main() -> Res<()> {
             }
         }
         if want("latency") {
-            let (p50, p99) = latency(&url, 5000).await?;
+            let (p50, p99) = latency(&url, scale.latency_pairs).await?;
             println!("{{\"bench\":\"latency\",\"surface\":\"rust\",\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
         }
         if want("handoff") {
-            let (p50, p99) = handoff(&url, Kind::Reentrant, 16, 2000).await?;
+            let (p50, p99) = handoff(&url, Kind::Reentrant, 16, scale.handoffs).await?;
             println!("{{\"bench\":\"handoff\",\"surface\":\"rust\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
         }
         // The lock family beside the reentrant lock.
@@ -432,17 +502,17 @@ fn main() -> Res<()> {
                 pairs_on(&url, 64, secs, ClientOptions::default(), |client, _| Ok(client.read_write_lock("bench:read")?.read_lock())).await?;
             println!("{{\"bench\":\"pairs\",\"surface\":\"rust (read lock, one name)\",\"owners\":64,\"pairs_per_s\":{rate:.0}}}");
             for (kind, label) in [(Kind::Write, "rust (write lock)"), (Kind::Fair, "rust (fair lock)")] {
-                let (p50, p99) = handoff(&url, kind, 16, 2000).await?;
+                let (p50, p99) = handoff(&url, kind, 16, scale.handoffs).await?;
                 println!("{{\"bench\":\"handoff\",\"surface\":\"{label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
             }
         }
         // Semaphores: pairs with 64 owners, permit hand-off with 16 waiters.
         if want("semaphore") {
-            semaphores(&url, secs).await?;
+            semaphores(&url, secs, scale.handoffs).await?;
         }
         // Metrics, tracing and holder records on (the default) against off.
         if want("observability") {
-            observability(&url, secs).await?;
+            observability(&url, secs, scale.observability_rounds).await?;
         }
         // Not part of make bench: fixed work for profiling (BENCH_OWNERS x BENCH_PER_OWNER pairs).
         if sections.iter().any(|x| x == "fixed") {
@@ -454,8 +524,8 @@ fn main() -> Res<()> {
             return Ok(());
         }
         if want("watchdog") {
-            for n in [10_000usize, 100_000] {
-                println!("{}", watchdog(&url, n).await?);
+            for &n in scale.watchdog_locks {
+                println!("{}", watchdog(&url, n, &scale).await?);
             }
         }
         Ok(())

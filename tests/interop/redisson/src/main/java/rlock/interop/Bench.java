@@ -33,7 +33,8 @@ import org.redisson.config.Config;
  * {@code RFairLock} hand-offs with 16 waiters), {@code semaphore} (64 threads on one {@code RSemaphore}
  * of 64 permits, a permit handed off among 16 waiters of a 1-permit one; the same for
  * {@code RPermitExpirableSemaphore}); none: all of them. Redis from {@code REDIS_URL},
- * {@code BENCH_SECONDS} (default 3) per pairs run.
+ * {@code BENCH_SECONDS} (default 3) per pairs run. {@code BENCH_SHORT=1} ({@code make bench-short}):
+ * every figure scaled down to about a second (see {@link Scale#SHORT}), to show it still runs.
  *
  * <p>Redisson keeps its defaults (30 s watchdog, {@code lock()} without a lease time, as rlock's
  * acquire) except the connection pool: Redisson holds a pooled connection per command until its
@@ -46,24 +47,36 @@ import org.redisson.config.Config;
 public final class Bench {
     /** The largest number of threads a measurement runs (the pairs run with 256 owners). */
     private static final int MAX_THREADS = 256;
-    /** Each measurement runs this long (so many pairs, acquisitions) unmeasured first: see warmUp. */
-    private static final double PRE_SECS = 1.0;
-    private static final int PRE_PAIRS = 1000;
-    private static final int PRE_HANDOFFS = 300;
+
+    /**
+     * How much work each figure does: the full run ({@code make bench}) or the short one
+     * ({@code BENCH_SHORT=1}). {@code preSecs}, {@code prePairs}, {@code preHandoffs}: each
+     * measurement runs this long (so many pairs, acquisitions) unmeasured first, and
+     * {@code warmUpRounds} single-thread seconds come before everything: see warmUp.
+     */
+    record Scale(double secs, int latencyPairs, int handoffs, int warmUpRounds, double preSecs, int prePairs,
+            int preHandoffs) {
+        static final Scale FULL = new Scale(3.0, 5000, 2000, 5, 1.0, 1000, 300);
+        static final Scale SHORT = new Scale(0.5, 300, 100, 1, 0.2, 100, 20);
+    }
 
     private final Config config;
     private final double secs;
+    private final Scale scale;
 
-    private Bench(Config config, double secs) {
+    private Bench(Config config, double secs, Scale scale) {
         this.config = config;
         this.secs = secs;
+        this.scale = scale;
     }
 
     public static void main(String[] args) {
         String url = System.getenv().getOrDefault("REDIS_URL", "redis://127.0.0.1:6379");
         // Redisson wants redis://host:port without a path.
         url = url.replaceAll("/+$", "");
-        double secs = 3.0;
+        String shortMode = System.getenv().getOrDefault("BENCH_SHORT", "");
+        Scale scale = shortMode.isEmpty() || shortMode.equals("0") ? Scale.FULL : Scale.SHORT;
+        double secs = scale.secs();
         String s = System.getenv("BENCH_SECONDS");
         if (s != null && !s.isEmpty()) {
             secs = Double.parseDouble(s);
@@ -72,7 +85,7 @@ public final class Bench {
         config.useSingleServer().setAddress(url).setConnectionPoolSize(MAX_THREADS);
         int code = 0;
         try {
-            new Bench(config, secs).run(Arrays.asList(args));
+            new Bench(config, secs, scale).run(Arrays.asList(args));
         } catch (Throwable e) {
             code = 1;
             System.err.println("redisson bench FAILED: " + e);
@@ -158,7 +171,7 @@ public final class Bench {
             for (int owners : new int[] {1, 16, 64, 256}) {
                 double rate = fresh(r -> {
                     IntFunction<RLock> lockOf = i -> r.getLock("bench:pairs:" + i);
-                    pairs(owners, PRE_SECS, lockOf);
+                    pairs(owners, scale.preSecs(), lockOf);
                     return pairs(owners, secs, lockOf);
                 });
                 System.out.printf(Locale.ROOT, "{\"bench\":\"pairs\",\"surface\":\"redisson\",\"owners\":%d,\"pairs_per_s\":%.0f}%n",
@@ -168,8 +181,8 @@ public final class Bench {
         if (all || sections.contains("latency")) {
             double[] p = fresh(r -> {
                 RLock lock = r.getLock("bench:latency");
-                latency(lock, PRE_PAIRS);
-                return latency(lock, 5000);
+                latency(lock, scale.prePairs());
+                return latency(lock, scale.latencyPairs());
             });
             System.out.printf(Locale.ROOT, "{\"bench\":\"latency\",\"surface\":\"redisson\",\"p50_us\":%.0f,\"p99_us\":%.0f}%n",
                     p[0], p[1]);
@@ -181,7 +194,7 @@ public final class Bench {
         if (all || sections.contains("family")) {
             double rate = fresh(r -> {
                 RReadWriteLock read = r.getReadWriteLock("bench:read");
-                pairs(64, PRE_SECS, i -> read.readLock());
+                pairs(64, scale.preSecs(), i -> read.readLock());
                 return pairs(64, secs, i -> read.readLock());
             });
             System.out.printf(Locale.ROOT,
@@ -222,24 +235,24 @@ public final class Bench {
     private void semaphoreRows(String surface, SemaphoreOf of) throws Exception {
         double rate = fresh(r -> {
             Contended c = of.make(r, 64);
-            pairsOf(64, PRE_SECS, i -> c.contenders().get());
+            pairsOf(64, scale.preSecs(), i -> c.contenders().get());
             return pairsOf(64, secs, i -> c.contenders().get());
         });
         System.out.printf(Locale.ROOT, "{\"bench\":\"pairs\",\"surface\":\"%s\",\"owners\":64,\"pairs_per_s\":%.0f}%n",
                 surface, rate);
         printHandoff(surface, fresh(r -> {
             Contended c = of.make(r, 1);
-            handoffOf(c.contenders(), 16, PRE_HANDOFFS, c.unstick());
-            return handoffOf(c.contenders(), 16, 2000, c.unstick());
+            handoffOf(c.contenders(), 16, scale.preHandoffs(), c.unstick());
+            return handoffOf(c.contenders(), 16, scale.handoffs(), c.unstick());
         }));
     }
 
-    /** The 16-waiter hand-off on a fresh client, after PRE_HANDOFFS unmeasured acquisitions. */
+    /** The 16-waiter hand-off on a fresh client, after scale.preHandoffs() unmeasured acquisitions. */
     private double[] handoffOn(Function<RedissonClient, Supplier<RLock>> lockOf) throws Exception {
         return fresh(r -> {
             Supplier<RLock> lock = lockOf.apply(r);
-            handoff(lock, 16, PRE_HANDOFFS);
-            return handoff(lock, 16, 2000);
+            handoff(lock, 16, scale.preHandoffs());
+            return handoff(lock, 16, scale.handoffs());
         });
     }
 
@@ -253,12 +266,13 @@ public final class Bench {
      * one thread's pairs/s climbs for several seconds of a fresh JVM (from about 1.5k pairs/s in
      * its first second to about 6k), and after other work (more threads, other lock classes) it
      * falls back for a second or two while the JIT recompiles. So: 5 s of the single-thread loop
-     * first (rates on stderr), and each measurement runs unmeasured for PRE_SECS (PRE_PAIRS,
-     * PRE_HANDOFFS) on its client just before it is measured.
+     * first (rates on stderr), and each measurement runs unmeasured for scale.preSecs()
+     * (prePairs, preHandoffs) on its client just before it is measured. The short run (which
+     * only shows that everything runs) does 1 s and a fraction of each.
      */
     private void warmUp() throws Exception {
         StringBuilder rates = new StringBuilder("== redisson warm-up (not measured), 1 thread, pairs/s:");
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < scale.warmUpRounds(); k++) {
             double rate = fresh(r -> pairs(1, 1.0, i -> r.getLock("bench:warmup:one")));
             rates.append(String.format(Locale.ROOT, " %.0f", rate));
         }

@@ -1,0 +1,62 @@
+"""make bench-short (BENCH_SHORT=1 bench/run.sh), last step: fails (exit 1, with the list of what
+is missing) unless bench/out/results.jsonl has the figures of every surface and peer. No
+threshold on any number: a figure only has to be there (and a pairs figure to have completed a
+pair), so a surface or peer that no longer runs, or a program that stops printing a row, fails CI.
+
+Usage: check_short.py results.jsonl"""
+import json
+import sys
+
+# (bench, surface) rows each program prints; a surface of None is a row without one.
+EXPECTED = {
+    "the ceiling (redis-benchmark)": [("ceiling", None), ("ping", None), ("server_cpu", None)],
+    "rust": [("pairs", "rust"), ("pairs", "rust (2 connections)"), ("latency", "rust"), ("handoff", "rust"),
+             ("pairs", "rust (read lock, one name)"), ("handoff", "rust (write lock)"),
+             ("handoff", "rust (fair lock)"), ("pairs", "rust (semaphore)"), ("handoff", "rust (semaphore)"),
+             ("pairs", "rust (permit semaphore)"), ("handoff", "rust (permit semaphore)"),
+             ("observability", None), ("watchdog", None)],
+    "Redisson": [("redisson", None), ("pairs", "redisson"), ("latency", "redisson"), ("handoff", "redisson"),
+                 ("pairs", "redisson (read lock, one name)"), ("handoff", "redisson (write lock)"),
+                 ("handoff", "redisson (fair lock)"), ("pairs", "redisson (semaphore)"),
+                 ("handoff", "redisson (semaphore)"), ("pairs", "redisson (permit semaphore)"),
+                 ("handoff", "redisson (permit semaphore)")],
+    "C": [("pairs", "c"), ("handoff", "c")],
+    "Python threads": [("pairs", "python-threads"), ("handoff", "python-threads")],
+    "Python asyncio": [("pairs", "python-asyncio")],
+    "Node": [("pairs", "node"), ("handoff", "node")],
+    "peer redis-py Lock (Python)": [("pairs", "peer redis-py Lock"), ("handoff", "peer redis-py Lock")],
+    "peer python-redis-lock (Python)": [("pairs", "peer python-redis-lock"), ("handoff", "peer python-redis-lock")],
+    "peer redis-semaphore Mutex (Node)": [("pairs", "peer redis-semaphore Mutex"),
+                                          ("handoff", "peer redis-semaphore Mutex")],
+    "peer redlock (Node)": [("pairs", "peer redlock"), ("handoff", "peer redlock")],
+}
+
+
+def main(path):
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip().startswith("{")]
+    have = {(r.get("bench"), r.get("surface")) for r in rows}
+    missing = []
+    for who, figures in EXPECTED.items():
+        for bench, surface in figures:
+            if (bench, surface) not in have:
+                missing.append(f"{who}: no {bench} figure" + (f" for surface {surface!r}" if surface else ""))
+    # A pairs figure of 0 pairs/s: nothing completed, the surface did not run.
+    for r in rows:
+        if r.get("bench") == "pairs" and not r.get("pairs_per_s", 0) > 0:
+            missing.append(f"{r['surface']}: pairs with {r['owners']} owners completed no pair")
+    for r in rows:
+        if r.get("bench") == "skipped":
+            missing.append(f"skipped: {r['what']}")
+    if missing:
+        print(f"bench-short: FAILED: {len(missing)} figure(s) missing from {path}:", file=sys.stderr)
+        for m in missing:
+            print(f"  - {m}", file=sys.stderr)
+        return 1
+    surfaces = sorted({r["surface"] for r in rows if r.get("surface")})
+    print(f"bench-short: every surface and peer ran ({len(rows)} rows, {len(surfaces)} surfaces)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -235,3 +235,6 @@ export declare function multiLock(members: Array<NativeLock>): NativeMultiLock
 
 /** The option names core knows, in Node spelling (checked against the `.d.ts` by the tests). */
 export declare function optionNames(): Array<string>
+
+/** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version, Cargo.toml). */
+export declare function version(): string

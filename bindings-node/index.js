@@ -846,3 +846,4 @@ module.exports.connect = nativeBinding.connect
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.multiLock = nativeBinding.multiLock
 module.exports.optionNames = nativeBinding.optionNames
+module.exports.version = nativeBinding.version

@@ -171,7 +171,9 @@ out=$("${NORUST[@]}" "$P/bin/rlock" --version)
 echo "c: pkg-config build, dynamic and static, rlock_version() $V, bin/rlock: ok"
 
 echo "== dist-check: the sdist builds a wheel (a source build: Rust is used here)"
-CARGO_TARGET_DIR=$ROOT/target python3 -m pip wheel -q --no-deps -w "$WORK/sdist-wheel" "$DIST/rlock-$V.tar.gz"
+# pip from make dist's tool venv (a Debian python3 may come without pip).
+CARGO_TARGET_DIR=$ROOT/target "$ROOT/build/dist-tools/bin/python" -m pip wheel -q --no-deps \
+  -w "$WORK/sdist-wheel" "$DIST/rlock-$V.tar.gz"
 ls "$WORK"/sdist-wheel/rlock-"$V"-*.whl >/dev/null
 echo "sdist: builds $(basename "$WORK"/sdist-wheel/rlock-"$V"-*.whl)"
 

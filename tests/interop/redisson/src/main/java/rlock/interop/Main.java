@@ -760,8 +760,12 @@ public final class Main {
         check(stolen == null, "Redisson took the permit rlock's watchdog should keep");
         check(waited >= TimeUnit.MILLISECONDS.toNanos(2950), "tryAcquire gave up early");
         check(samples.size() >= 15, "only " + samples.size() + " lease samples");
-        List<Long> bad = samples.stream().filter(t -> t <= 0 || t > 1_000).toList();
-        check(bad.isEmpty(), "rlock's permit had leases outside (0, 1000] ms: " + bad);
+        // Redisson's getLeaseTime subtracts a clock reading it takes before its command travels:
+        // a renewal by rlock's watchdog that runs in between reads as up to one round trip more
+        // than the 1 s lease (CI saw 1001 ms). 200 ms of slack still tells the 1 s lease from
+        // a longer one (the default lease is 30 s).
+        List<Long> bad = samples.stream().filter(t -> t <= 0 || t > 1_200).toList();
+        check(bad.isEmpty(), "rlock's permit had leases outside (0, 1000 + 200 slack] ms: " + bad);
         checkPermits(w, 0, 1, "while rlock's watchdog keeps the only permit");
         send("checked");
         // ... and comes back once the rlock client is closed without releasing it.
@@ -776,7 +780,7 @@ public final class Main {
         check(w.tryRelease(back), "Redisson could not release its permit");
         checkPermits(w, 1, 0, "after Redisson released its permit");
         System.out.println("java: permit-semaphore: rlock's watchdog permit held for 3 s (" + samples.size()
-                + " lease samples in (0, 1000] ms); back " + backAfter + " us after its client closed");
+                + " lease samples in (0, 1200] ms); back " + backAfter + " us after its client closed");
         send("done " + backAfter);
     }
 

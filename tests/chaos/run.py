@@ -611,7 +611,14 @@ def case_cancel(ctx: Ctx) -> str:
     took = time.monotonic() - start
     r = srv.conn()
     lock_names = [f"chaos:cancel:{k}" for k in range(names)]
-    eventually(lambda: r.exists(*lock_names) == 0, 10, "every lock key gone")
+    try:
+        eventually(lambda: r.exists(*lock_names) == 0, 10, "every lock key gone")
+    except Fail:
+        # Seen once in about ten runs (2026-11-24): a key outlived 10 s with a 1 s watchdog, so
+        # someone kept renewing it. Say whose (the owner's client uuid) and what each worker tracks.
+        stats = {w.label: w.call("stats", "stats") for w in workers.values()}
+        left = [(k, r.hgetall(k), r.pttl(k)) for k in lock_names if r.exists(k)]
+        raise Fail(f"lock keys left: {left}; workers: {stats}")
     eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
 
     def idle(w: Worker) -> bool:

@@ -234,8 +234,9 @@ size_t rlock_last_error(char *buf, size_t len);
 const char *rlock_result_str(int r);
 
 // The loaded librlock's version, "MAJOR.MINOR.PATCH" (static, NUL-terminated; never NULL).
-// Compare it with the header's `RLOCK_VERSION` (made of `RLOCK_VERSION_MAJOR`, `_MINOR`, `_PATCH`) to catch a program built against another
-// header than the library it runs with. Thread-safe.
+// Compare it with the header's `RLOCK_VERSION` (made of `RLOCK_VERSION_MAJOR`, `_MINOR`,
+// `_PATCH`) to catch a program built against another header than the library it runs with.
+// Thread-safe.
 const char *rlock_version(void);
 
 // Connects to Redis and writes a new client to `*out`. Blocks until connected (or failed).

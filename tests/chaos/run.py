@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import redis
 
@@ -177,6 +177,18 @@ class ExpiredKeys:
         self.stopping = True
         self.thread.stop()
         self.thread.join(timeout=5)
+
+
+def locks_gone(r: redis.Redis, keys: List[str], workers: Iterable["Worker"]) -> None:
+    """Waits up to 10 s for every key of `keys` to be gone; else fails saying whose holds are
+    left (each key's hash names its owners' client uuids, and its PTTL whether someone renews it)
+    and what each worker still tracks."""
+    try:
+        eventually(lambda: r.exists(*keys) == 0, 10, "every lock key gone")
+    except Fail:
+        stats = {w.label: w.call("stats", "stats") for w in workers}
+        left = [(k, r.hgetall(k), r.pttl(k)) for k in keys if r.exists(k)]
+        raise Fail(f"lock keys left: {left}; workers: {stats}") from None
 
 
 class Worker:
@@ -611,14 +623,8 @@ def case_cancel(ctx: Ctx) -> str:
     took = time.monotonic() - start
     r = srv.conn()
     lock_names = [f"chaos:cancel:{k}" for k in range(names)]
-    try:
-        eventually(lambda: r.exists(*lock_names) == 0, 10, "every lock key gone")
-    except Fail:
-        # Seen once in about ten runs (2026-11-24): a key outlived 10 s with a 1 s watchdog, so
-        # someone kept renewing it. Say whose (the owner's client uuid) and what each worker tracks.
-        stats = {w.label: w.call("stats", "stats") for w in workers.values()}
-        left = [(k, r.hgetall(k), r.pttl(k)) for k in lock_names if r.exists(k)]
-        raise Fail(f"lock keys left: {left}; workers: {stats}")
+    # Seen once in about ten runs (2026-11-24): a key outlived 10 s with a 1 s watchdog.
+    locks_gone(r, lock_names, workers.values())
     eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
 
     def idle(w: Worker) -> bool:
@@ -786,12 +792,7 @@ def case_fair_cancel(ctx: Ctx) -> str:
     deadlines = [f"redisson_lock_timeout:{{chaos:fc:{k}}}" for k in range(names)]
     eventually(lambda: r.exists(*queues, *deadlines) == 0, 10, "every queue and deadline key gone")
     locks = [f"chaos:fc:{k}" for k in range(names)] + ["chaos:fc:held"]
-    try:
-        eventually(lambda: r.exists(*locks) == 0, 10, "lock keys gone")
-    except Fail:
-        stats = {w.label: w.call("stats", "stats") for w in [*workers.values(), holder]}
-        left = [(k, r.hgetall(k), r.pttl(k)) for k in locks if r.exists(k)]
-        raise Fail(f"lock keys left: {left}; workers: {stats}")
+    locks_gone(r, locks, [*workers.values(), holder])
     eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
     cancelled = sum(d["cancelled"] for d in done.values())
     check(cancelled + 100 >= 1000, f"only {cancelled + 100} waits given up")

@@ -285,7 +285,7 @@ impl PendingAcquire {
 }
 
 /// A core result on its way to asyncio. Errors become exceptions during the conversion, which
-/// pyo3-async-runtimes runs with the GIL held, so tokio workers never wait for the GIL.
+/// the completion thread runs with the GIL held, so tokio workers never wait for the GIL.
 struct Outcome<T>(rlock::Result<T>);
 
 impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for Outcome<T> {
@@ -439,7 +439,7 @@ impl Semaphore {
         let timeout = opt_seconds("timeout", timeout)?;
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, async move {
+        runtime::future_into_py(py, &self.rt, async move {
             let got = sem
                 .acquire_guard(n, timeout)
                 .await
@@ -462,7 +462,7 @@ impl Semaphore {
         let n = self::permits(permits)?;
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, async move { Ok(Outcome(sem.release(n).await)) })
+        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(n).await)) })
     }
 
     /// The available permits (0 when the semaphore does not exist).
@@ -544,7 +544,7 @@ impl PermitExpirableSemaphore {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, async move {
+        runtime::future_into_py(py, &self.rt, async move {
             let got =
                 permit_future(sem, timeout, lease).await.map(|t| PendingAcquire(std::sync::Mutex::new(t)));
             Ok(Outcome(got))
@@ -562,7 +562,7 @@ impl PermitExpirableSemaphore {
     fn release_async<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, async move { Ok(Outcome(sem.release(&id).await)) })
+        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(&id).await)) })
     }
 
     /// Sets the lease of permit `id` to `lease` seconds from now (None: the watchdog renews it).
@@ -682,7 +682,7 @@ impl MultiLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        runtime::future_into_py(py, async move {
+        runtime::future_into_py(py, &self.rt, async move {
             let got = multi
                 .acquire_guard(&owner, timeout, lease)
                 .await
@@ -702,7 +702,7 @@ impl MultiLock {
     /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        runtime::future_into_py(py, async move { Ok(Outcome(multi.release(&owner).await)) })
+        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(multi.release(&owner).await)) })
     }
 
     /// Whether `owner` (None: this thread) holds every member.
@@ -750,7 +750,7 @@ impl CountDownLatch {
     fn count_down_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.rt.check_pid()?;
         let latch = self.inner.clone();
-        runtime::future_into_py(py, async move { Ok(Outcome(latch.count_down().await)) })
+        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.count_down().await)) })
     }
 
     /// The current count (0 when the latch is open).
@@ -774,7 +774,7 @@ impl CountDownLatch {
         let timeout = opt_seconds("timeout", timeout)?;
         self.rt.check_pid()?;
         let latch = self.inner.clone();
-        runtime::future_into_py(py, async move { Ok(Outcome(latch.wait(timeout).await)) })
+        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.wait(timeout).await)) })
     }
 
     /// Deletes the latch whatever its count; True when it existed. rlock waiters wake and find
@@ -838,7 +838,7 @@ impl Lock {
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(Some(owner))?;
         let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        runtime::future_into_py(py, async move {
+        runtime::future_into_py(py, &self.rt, async move {
             Ok(Outcome(fut.await.map(|a| PendingAcquire(std::sync::Mutex::new(a.0)))))
         })
     }
@@ -857,7 +857,7 @@ impl Lock {
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let owner = self.owner(Some(owner))?;
         let lock = self.inner.clone();
-        runtime::future_into_py(py, async move {
+        runtime::future_into_py(py, &self.rt, async move {
             Ok(Outcome(lock.release(&owner).await.map(rlock::Released::is_unlocked)))
         })
     }

@@ -4,6 +4,7 @@
 //! Owners are plain integers chosen by the Python layer (`None` = the calling OS thread); the
 //! binding keeps no lock state of its own.
 
+mod aio;
 mod errors;
 mod runtime;
 mod wait;
@@ -439,7 +440,7 @@ impl Semaphore {
         let timeout = opt_seconds("timeout", timeout)?;
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, async move {
             let got = sem
                 .acquire_guard(n, timeout)
                 .await
@@ -462,7 +463,7 @@ impl Semaphore {
         let n = self::permits(permits)?;
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(n).await)) })
+        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(n).await)) })
     }
 
     /// The available permits (0 when the semaphore does not exist).
@@ -544,7 +545,7 @@ impl PermitExpirableSemaphore {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, async move {
             let got =
                 permit_future(sem, timeout, lease).await.map(|t| PendingAcquire(std::sync::Mutex::new(t)));
             Ok(Outcome(got))
@@ -562,7 +563,7 @@ impl PermitExpirableSemaphore {
     fn release_async<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(&id).await)) })
+        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(&id).await)) })
     }
 
     /// Sets the lease of permit `id` to `lease` seconds from now (None: the watchdog renews it).
@@ -682,7 +683,7 @@ impl MultiLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        runtime::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, async move {
             let got = multi
                 .acquire_guard(&owner, timeout, lease)
                 .await
@@ -702,7 +703,7 @@ impl MultiLock {
     /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(multi.release(&owner).await)) })
+        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(multi.release(&owner).await)) })
     }
 
     /// Whether `owner` (None: this thread) holds every member.
@@ -750,7 +751,7 @@ impl CountDownLatch {
     fn count_down_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.rt.check_pid()?;
         let latch = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.count_down().await)) })
+        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.count_down().await)) })
     }
 
     /// The current count (0 when the latch is open).
@@ -774,7 +775,7 @@ impl CountDownLatch {
         let timeout = opt_seconds("timeout", timeout)?;
         self.rt.check_pid()?;
         let latch = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.wait(timeout).await)) })
+        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.wait(timeout).await)) })
     }
 
     /// Deletes the latch whatever its count; True when it existed. rlock waiters wake and find
@@ -838,7 +839,7 @@ impl Lock {
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(Some(owner))?;
         let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        runtime::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, async move {
             Ok(Outcome(fut.await.map(|a| PendingAcquire(std::sync::Mutex::new(a.0)))))
         })
     }
@@ -857,7 +858,7 @@ impl Lock {
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let owner = self.owner(Some(owner))?;
         let lock = self.inner.clone();
-        runtime::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, async move {
             Ok(Outcome(lock.release(&owner).await.map(rlock::Released::is_unlocked)))
         })
     }
@@ -949,12 +950,6 @@ fn option_names() -> Vec<String> {
     rlock::OPTIONS.iter().map(|o| o.spelling(rlock::Surface::Python)).collect()
 }
 
-/// Stops asyncio completions before the interpreter finalizes (registered with `atexit`).
-#[pyfunction]
-fn _stop_completions(py: Python<'_>) {
-    runtime::stop_completions(py);
-}
-
 /// The native module; the `rlock` package wraps it.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -970,7 +965,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
-    let stop = wrap_pyfunction!(_stop_completions, m)?;
-    m.py().import("atexit")?.call_method1("register", (stop,))?;
     Ok(())
 }

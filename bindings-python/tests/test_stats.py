@@ -5,13 +5,14 @@ from __future__ import annotations
 import threading
 
 import pytest
+import redis
 
 import rlock
 from rlock import Stats, StatsSummary
 from conftest import wait_until
 
 
-def test_stats_match_what_happened(url: str, name: str) -> None:
+def test_stats_match_what_happened(url: str, name: str, raw: redis.Redis) -> None:
     with rlock.Client(url, app_name="py-stats") as c:
         lock = c.lock(name)
         for _ in range(3):
@@ -27,9 +28,17 @@ def test_stats_match_what_happened(url: str, name: str) -> None:
             with lock:
                 got.set()
 
+        def scripts_run() -> int:
+            return int(raw.info("commandstats")["cmdstat_evalsha"]["calls"])
+
+        before = scripts_run()
         t = threading.Thread(target=waiter)
         t.start()
+        # Subscribed, and its retry after subscribing (a second acquire script) done: from then
+        # on only the release message can wake it (released earlier, the retry takes the lock
+        # and no message is waited for).
         wait_until(lambda: c.waited_channels() == 1, what="the waiter subscribed")
+        wait_until(lambda: scripts_run() >= before + 2, what="the waiter's retry after subscribing")
         lock.release()
         t.join(10)
         assert got.is_set()

@@ -151,7 +151,7 @@ FORK_DURING_ASYNCIO = textwrap.dedent(
     client = rlock.Client(url)
     stop = threading.Event()
 
-    def busy():  # keeps the completion thread busy, so a fork finds it mid-completion
+    def busy():  # keeps asyncio calls running on another thread, so a fork finds them mid-flight
         async def loop():
             lock = client.lock(name + ":parent")
             while not stop.is_set():
@@ -198,9 +198,9 @@ FORK_DURING_ASYNCIO = textwrap.dedent(
 
 
 def test_fork_while_asyncio_completions_run(url: str, name: str) -> None:
-    # The fork copies the state of the parent's completion thread, which waits for the GIL
-    # (held by the forking thread) in the middle of its work: nothing of that may be inherited
-    # locked, or the child's asyncio calls and its exit hang.
+    # The fork copies the parent's state while another thread's asyncio calls are in flight
+    # (their wake-ups coming from the runtime's worker): nothing of that may be inherited
+    # locked or shared, or the child's asyncio calls and its exit hang.
     proc = subprocess.run(
         [sys.executable, "-c", FORK_DURING_ASYNCIO, url, name], capture_output=True, text=True, timeout=900
     )

@@ -195,8 +195,8 @@ public final class Bench {
             // Redisson's shutdown() waits up to 10 s for its commands still in flight. Right after
             // a pairs run with more owners than pooled connections it waited the whole 10 s in
             // trial runs, for commands no owner waits for (every owner's pairs had returned; 200 ms
-            // later none was in flight): 2 s at most.
-            redisson.shutdown(0, 2, TimeUnit.SECONDS);
+            // later none was in flight): half a second at most.
+            redisson.shutdown(0, 500, TimeUnit.MILLISECONDS);
         }
     }
 

@@ -7,7 +7,12 @@ Usage: check_short.py results.jsonl"""
 import json
 import sys
 
-# (bench, surface) rows each program prints; a surface of None is a row without one.
+# Redisson's reentrant lock: every configuration (its defaults, tuned) and API (threads, async)
+# with every owner count, so that one that stops running fails.
+REDISSON_REENTRANT = ["redisson (defaults)", "redisson (async, defaults)", "redisson (tuned)", "redisson (async, tuned)"]
+
+# (bench, surface) rows each program prints; a surface of None is a row without one;
+# (bench, surface, owners): a pairs row with that many owners.
 EXPECTED = {
     "the ceiling (redis-benchmark)": [("ceiling", None), ("ping", None), ("server_cpu", None)],
     "rust": [("pairs", "rust"), ("pairs", "rust (2 connections)"), ("latency", "rust"), ("handoff", "rust"),
@@ -15,11 +20,13 @@ EXPECTED = {
              ("handoff", "rust (fair lock)"), ("pairs", "rust (semaphore)"), ("handoff", "rust (semaphore)"),
              ("pairs", "rust (permit semaphore)"), ("handoff", "rust (permit semaphore)"),
              ("observability", None), ("watchdog", None)],
-    "Redisson": [("redisson", None), ("pairs", "redisson"), ("latency", "redisson"), ("handoff", "redisson"),
-                 ("pairs", "redisson (read lock, one name)"), ("handoff", "redisson (write lock)"),
-                 ("handoff", "redisson (fair lock)"), ("pairs", "redisson (semaphore)"),
-                 ("handoff", "redisson (semaphore)"), ("pairs", "redisson (permit semaphore)"),
-                 ("handoff", "redisson (permit semaphore)")],
+    "Redisson": [("redisson", None)]
+                + [("pairs", s, o) for s in REDISSON_REENTRANT for o in (1, 16, 64, 256)]
+                + [("latency", "redisson (tuned)"), ("handoff", "redisson (defaults)"), ("handoff", "redisson (tuned)"),
+                   ("pairs", "redisson (read lock, one name)"), ("handoff", "redisson (write lock)"),
+                   ("handoff", "redisson (fair lock)"), ("pairs", "redisson (semaphore)"),
+                   ("handoff", "redisson (semaphore)"), ("pairs", "redisson (permit semaphore)"),
+                   ("handoff", "redisson (permit semaphore)")],
     "C": [("pairs", "c"), ("handoff", "c")],
     "Python threads": [("pairs", "python-threads"), ("handoff", "python-threads")],
     "Python asyncio": [("pairs", "python-asyncio")],
@@ -36,11 +43,14 @@ def main(path):
     with open(path) as f:
         rows = [json.loads(line) for line in f if line.strip().startswith("{")]
     have = {(r.get("bench"), r.get("surface")) for r in rows}
+    have |= {(r.get("bench"), r.get("surface"), r.get("owners")) for r in rows if "owners" in r}
     missing = []
     for who, figures in EXPECTED.items():
-        for bench, surface in figures:
-            if (bench, surface) not in have:
-                missing.append(f"{who}: no {bench} figure" + (f" for surface {surface!r}" if surface else ""))
+        for figure in figures:
+            if figure not in have:
+                bench, surface, *owners = figure
+                missing.append(f"{who}: no {bench} figure" + (f" for surface {surface!r}" if surface else "")
+                               + (f" with {owners[0]} owner{'s' if owners[0] > 1 else ''}" if owners else ""))
     # A pairs figure of 0 pairs/s: nothing completed, the surface did not run.
     for r in rows:
         if r.get("bench") == "pairs" and not r.get("pairs_per_s", 0) > 0:

@@ -5,10 +5,12 @@ same concurrency (redis-benchmark sending rlock's own acquire and release script
 requests in flight as there are owners, pipelined on one connection as rlock's one multiplexed
 connection carries them); the Rust core also against the server-CPU ceiling; each peer
 against rlock on the same surface (Python peers vs rlock's Python threads, Node peers vs rlock's
-Node surface); Redisson (the Java client) against the Rust core rows it mirrors."""
+Node surface); Redisson (the Java client) against the Rust core rows it mirrors and, for the
+reentrant lock, against rlock's C surface (threads, as Redisson's)."""
 import sys
 
-from results import REDISSON_HANDOFFS, REDISSON_PAIRS, SURFACES, Results, label, peer_name
+from results import (REDISSON_HANDOFFS, REDISSON_LATENCY, REDISSON_PAIRS, SURFACES, Results, label, peer_name,
+                     redisson_setup)
 
 res = Results(sys.argv[1])
 by, first, rate, handoff, pairs = res.by, res.first, res.rate, res.handoff, res.pairs
@@ -112,15 +114,28 @@ redisson = first("redisson")
 if redisson:
     p(f"### rlock beside Redisson {redisson['version']} (same server, same run; ratio: Redisson / rlock)")
     p("")
-    p(f"rlock: the Rust core, one multiplexed connection, tasks on one current-thread runtime. Redisson: "
-      f"Java {redisson['java']}, one platform thread per owner, defaults except a connection pool of "
-      f"{redisson['connection_pool']}. Pairs/s: a ratio above 1 is Redisson faster; latencies: above 1 is Redisson slower.")
+    pools = ""
+    if "connection_pool_defaults" in redisson:
+        pools = (f"*defaults*: Redisson's configuration unchanged (a connection pool of "
+                 f"{redisson['connection_pool_defaults']}, {redisson['min_idle']} connections kept idle, "
+                 f"{redisson['netty_threads']} Netty threads); ")
+    p(f"rlock: the Rust core (one multiplexed connection, tasks on one current-thread runtime) and the C "
+      f"surface (librlock, one thread per owner; its bench runs 1, 16 and 64 owners). Redisson: Java "
+      f"{redisson['java']}; {pools}*tuned*: the connection pool sized for the largest owner count "
+      f"({redisson['connection_pool_tuned']}), nothing else changed. *threads*: one platform thread per owner, "
+      f"`lock()` / `unlock()`; *async*: each owner an explicit thread id and a chain of `lockAsync(id)` / "
+      f"`unlockAsync(id)` calls made by the previous call's completion, on Redisson's own Netty threads. "
+      f"The lock family and the semaphores run tuned with threads. Pairs/s: a ratio above 1 is Redisson "
+      f"faster; latencies: above 1 is Redisson slower. An empty cell: no such figure in this run.")
     p("")
-    p("| figure | rlock | Redisson | Redisson / rlock |")
-    p("|---|---|---|---|")
+    p("| figure | Redisson configuration, API | Redisson | rlock Rust | Redisson / rlock Rust | rlock C | Redisson / rlock C |")
+    p("|---|---|---|---|---|---|---|")
 
     def ratio(a, b):
         return f"{a / b:.2f}" if a is not None and b else ""
+
+    def num(x):
+        return fmt(x) if x is not None else ""
 
     def us(r):
         return f"{r['p50_us']:.0f} / {r['p99_us']:.0f} us" if r else ""
@@ -128,26 +143,33 @@ if redisson:
     def us_ratio(a, b):
         return f"{ratio(b['p50_us'], a['p50_us'])} / {ratio(b['p99_us'], a['p99_us'])}" if a and b else ""
 
-    for what, mine, theirs in REDISSON_PAIRS:
-        for o in sorted({r["owners"] for r in pairs if r["surface"] in (mine, theirs)}):
-            a, b = rate(mine, o), rate(theirs, o)
-            if a is None and b is None:
-                continue
+    def row(what, theirs, b, rust, c, ratio_of, cell):
+        p(f"| {what} | {redisson_setup(theirs)} | {cell(b)} | {cell(rust)} | {ratio_of(rust, b)} | "
+          f"{cell(c)} | {ratio_of(c, b)} |")
+
+    for what, mine, c_surface, theirs_all in REDISSON_PAIRS:
+        for o in sorted({r["owners"] for r in pairs if r["surface"] in theirs_all}):
             if "read" in what:
                 who = f"reader{'s' if o > 1 else ''} on one name"
             elif "semaphore" in what:
                 who = f"owners on one semaphore of {o} permits"
             else:
                 who = f"owner{'s' if o > 1 else ''}"
-            p(f"| {what} pairs/s, {o} {who} | {fmt(a) if a else ''} | {fmt(b) if b else ''} | {ratio(b, a)} |")
-    a, b = lat.get("rust"), lat.get("redisson")
-    if a or b:
-        p(f"| one pair latency, 1 owner, p50 / p99 | {us(a)} | {us(b)} | {us_ratio(a, b)} |")
-    for what, mine, theirs in REDISSON_HANDOFFS:
-        a, b = handoff(mine), handoff(theirs)
-        if not (a or b):
-            continue
-        p(f"| {what} hand-off, 16 waiters, p50 / p99 | {us(a)} | {us(b)} | {us_ratio(a, b)} |")
+            for theirs in theirs_all:
+                b = rate(theirs, o)
+                if b is None:
+                    continue
+                row(f"{what} pairs/s, {o} {who}", theirs, b, rate(mine, o), rate(c_surface, o) if c_surface else None,
+                    lambda a, b: ratio(b, a), num)
+    a, b = lat.get("rust"), lat.get(REDISSON_LATENCY)
+    if b:
+        row("one pair latency, 1 owner, p50 / p99", REDISSON_LATENCY, b, a, lat.get("c"), us_ratio, us)
+    for what, mine, c_surface, theirs_all in REDISSON_HANDOFFS:
+        for theirs in theirs_all:
+            b = handoff(theirs)
+            if b:
+                row(f"{what} hand-off, 16 waiters, p50 / p99", theirs, b, handoff(mine),
+                    handoff(c_surface) if c_surface else None, us_ratio, us)
     p("")
 
 peers = res.peers()

@@ -1,12 +1,16 @@
 """Reads bench/out/results.jsonl (one JSON object per figure) for report.py and plot.py: one
 place for what the rows are. A peer's rows have a surface named "peer <library>" and say which
 rlock surface they compare with in "vs"; Redisson's rows (the Java client, measured exactly as the
-Rust core) have surfaces named "redisson..." after the Rust rows they mirror; every other surface
-is rlock's."""
+Rust core) have surfaces named "redisson (...)" after the Rust rows they mirror (the reentrant
+lock's with Redisson's configuration and API: see REDISSON_REENTRANT); every other surface is
+rlock's."""
 import json
 
 # rlock's surfaces and Redisson's beside the Rust core's, in table order.
-SURFACES = ["rust", "rust (2 connections)", "redisson", "c", "node", "python-threads", "python-asyncio",
+SURFACES = ["rust", "rust (2 connections)",
+            # Redisson's reentrant lock (issue 15): its defaults and tuned, threads and async.
+            "redisson (defaults)", "redisson (async, defaults)", "redisson (tuned)", "redisson (async, tuned)",
+            "c", "node", "python-threads", "python-asyncio",
             # The lock family (issue 13): 64 readers sharing one read-write lock; write- and
             # fair-lock hand-offs with 16 waiters. Redisson's beside each (issue 15).
             "rust (read lock, one name)", "redisson (read lock, one name)",
@@ -17,16 +21,36 @@ SURFACES = ["rust", "rust (2 connections)", "redisson", "c", "node", "python-thr
             "rust (semaphore)", "redisson (semaphore)",
             "rust (permit semaphore)", "redisson (permit semaphore)"]
 
-# The Rust core's rows Redisson mirrors: (what, rlock surface, Redisson surface).
-REDISSON_PAIRS = [("reentrant lock", "rust", "redisson"),
-                  ("read lock", "rust (read lock, one name)", "redisson (read lock, one name)"),
-                  ("semaphore", "rust (semaphore)", "redisson (semaphore)"),
-                  ("permit-expirable semaphore", "rust (permit semaphore)", "redisson (permit semaphore)")]
-REDISSON_HANDOFFS = [("reentrant lock", "rust", "redisson"),
-                     ("write lock", "rust (write lock)", "redisson (write lock)"),
-                     ("fair lock", "rust (fair lock)", "redisson (fair lock)"),
-                     ("semaphore permit", "rust (semaphore)", "redisson (semaphore)"),
-                     ("permit-expirable semaphore permit", "rust (permit semaphore)", "redisson (permit semaphore)")]
+# Redisson's reentrant lock rows (rlock.interop.Bench): its configuration ("defaults": nothing
+# changed; "tuned": the connection pool sized for 256 owners) and API ("threads": a platform
+# thread per owner, lock()/unlock(); "async": lockAsync(id)/unlockAsync(id) chains with explicit
+# thread ids). Its other rows (lock family, semaphores) run tuned, with threads.
+REDISSON_REENTRANT = {"redisson (defaults)": "defaults, threads",
+                      "redisson (async, defaults)": "defaults, async",
+                      "redisson (tuned)": "tuned, threads",
+                      "redisson (async, tuned)": "tuned, async"}
+
+# The rlock rows Redisson mirrors: (what, rlock Rust core surface, rlock C surface or None (the
+# C bench has only the reentrant lock), Redisson surfaces). Pairs: Redisson's reentrant rows have
+# all four (configuration, API); hand-offs (threads): defaults and tuned.
+REDISSON_PAIRS = [("reentrant lock", "rust", "c", list(REDISSON_REENTRANT)),
+                  ("read lock", "rust (read lock, one name)", None, ["redisson (read lock, one name)"]),
+                  ("semaphore", "rust (semaphore)", None, ["redisson (semaphore)"]),
+                  ("permit-expirable semaphore", "rust (permit semaphore)", None, ["redisson (permit semaphore)"])]
+REDISSON_HANDOFFS = [("reentrant lock", "rust", "c", ["redisson (defaults)", "redisson (tuned)"]),
+                     ("write lock", "rust (write lock)", None, ["redisson (write lock)"]),
+                     ("fair lock", "rust (fair lock)", None, ["redisson (fair lock)"]),
+                     ("semaphore permit", "rust (semaphore)", None, ["redisson (semaphore)"]),
+                     ("permit-expirable semaphore permit", "rust (permit semaphore)", None,
+                      ["redisson (permit semaphore)"])]
+# Redisson's one-pair latency (one thread: the pool does not matter).
+REDISSON_LATENCY = "redisson (tuned)"
+
+
+def redisson_setup(surface):
+    """A Redisson row's configuration and API: "defaults, async"; the lock family and the
+    semaphores run tuned with threads."""
+    return REDISSON_REENTRANT.get(surface, "tuned, threads")
 
 
 def is_peer(surface):
@@ -50,10 +74,20 @@ def peer_name(surface):
     return surface[len("peer "):]
 
 
+def _upgrade(row):
+    """A row of a results.jsonl from before Redisson ran with its defaults (one configuration,
+    the pool of 256, threads: the "tuned" one now) in today's names."""
+    if row.get("surface") == "redisson":
+        row["surface"] = "redisson (tuned)"
+    if row.get("bench") == "redisson" and "connection_pool" in row:
+        row.setdefault("connection_pool_tuned", row.pop("connection_pool"))
+    return row
+
+
 class Results:
     def __init__(self, path):
         with open(path) as f:
-            self.rows = [json.loads(line) for line in f if line.strip().startswith("{")]
+            self.rows = [_upgrade(json.loads(line)) for line in f if line.strip().startswith("{")]
         self.pairs = self.by("pairs")
 
     def by(self, bench):

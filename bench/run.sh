@@ -124,11 +124,11 @@ target/release/rlock-bench watchdog | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 # 5. Redisson (the Java client whose layout rlock shares), measured as the Rust core above:
-#    pairs, one-pair latency, hand-off, the lock family, semaphores (tests/interop/redisson,
-#    rlock.interop.Bench).
+#    pairs (with Redisson's defaults and tuned, threads and async), one-pair latency, hand-off
+#    (defaults and tuned), the lock family, semaphores (tests/interop/redisson, rlock.interop.Bench).
 redisson_jar=tests/interop/redisson/target/interop.jar
 if command -v java >/dev/null && [ -f "$redisson_jar" ]; then
-  step "Redisson: pairs (1, 16, 64, 256 threads), one-pair latency, hand-off, the lock family, semaphores"
+  step "Redisson: pairs (1, 16, 64, 256 owners; defaults and tuned; threads and async), one-pair latency, hand-off (defaults and tuned), the lock family, semaphores"
   java -cp "$redisson_jar:tests/interop/redisson/target/lib/*" rlock.interop.Bench | tee -a "$out"
   cli FLUSHALL >/dev/null
 else

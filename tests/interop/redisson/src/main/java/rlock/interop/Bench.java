@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -21,51 +22,78 @@ import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.SingleServerConfig;
 
 /**
  * {@code make bench}, Redisson part (driver: bench/run.sh): the real Redisson measured exactly as
  * {@code rlock-bench} (bench/src/main.rs) measures the rlock core, on the same private
  * redis-server in the same run. Prints the same JSON rows with surfaces named {@code redisson...}.
  *
- * <p>Usage: {@code Bench [section...]} with sections {@code pairs} (1, 16, 64, 256 threads on
- * distinct names), {@code latency} (one thread, 5000 pairs), {@code handoff} (16 waiters on one
- * {@code RLock}), {@code family} (64 readers of one {@code RReadWriteLock}; write-lock and
- * {@code RFairLock} hand-offs with 16 waiters), {@code semaphore} (64 threads on one {@code RSemaphore}
- * of 64 permits, a permit handed off among 16 waiters of a 1-permit one; the same for
- * {@code RPermitExpirableSemaphore}); none: all of them. Redis from {@code REDIS_URL},
+ * <p>Usage: {@code Bench [section...]} with sections {@code pairs} (1, 16, 64, 256 owners on
+ * distinct names, as threads and as chains of async calls, each with Redisson's defaults and
+ * tuned: see {@link Setup}), {@code latency} (one thread, 5000 pairs), {@code handoff} (16
+ * waiters on one {@code RLock}, defaults and tuned), {@code family} (64 readers of one
+ * {@code RReadWriteLock}; write-lock and {@code RFairLock} hand-offs with 16 waiters),
+ * {@code semaphore} (64 threads on one {@code RSemaphore} of 64 permits, a permit handed off
+ * among 16 waiters of a 1-permit one; the same for {@code RPermitExpirableSemaphore}); none: all
+ * of them. Redis from {@code REDIS_URL},
  * {@code BENCH_SECONDS} (default 3) per pairs run. {@code BENCH_SHORT=1} ({@code make bench-short}):
  * every figure scaled down to about a second (see {@link Scale#SHORT}), to show it still runs.
  *
- * <p>Redisson keeps its defaults (30 s watchdog, {@code lock()} without a lease time, as rlock's
- * acquire) except the connection pool: Redisson holds a pooled connection per command until its
- * reply, so the pool is sized for the largest thread count (256, default 64) instead of making
- * threads queue for a connection. Redisson's locks are owned by threads: one platform thread per
- * owner. Each measurement runs on a fresh client, as in rlock-bench. A warm-up (see warmUp: 5 s
- * first, and each measurement once unmeasured just before it) lets the JIT compile the paths the
- * measurement takes; rlock's Rust binary needs none.
+ * <p>The reentrant lock's pairs and hand-off run twice: with Redisson's defaults, nothing changed
+ * (30 s watchdog, {@code lock()} without a lease time, as rlock's acquire; a pool of 64
+ * connections), and tuned: the same with the connection pool sized for the largest owner count
+ * (256). Redisson holds a pooled connection per command until its reply, so with its defaults 256
+ * owners queue for 64 connections. The latency, the lock family and the semaphores run tuned.
+ * Redisson's locks are owned by threads: one platform thread per owner ({@code lock()},
+ * {@code unlock()}); the async rows give each owner an explicit thread id instead and run it as a
+ * chain of {@code lockAsync(id)} and {@code unlockAsync(id)} calls, each call made when the
+ * previous one's future completes, on Redisson's own (Netty) threads (see asyncPairs). Each
+ * measurement runs on a fresh client, as in rlock-bench. A warm-up (see warmUp: 5 s first, and
+ * each workload once unmeasured just before it is first measured) lets the JIT compile the paths
+ * the measurement takes; rlock's Rust binary needs none.
  */
 public final class Bench {
-    /** The largest number of threads a measurement runs (the pairs run with 256 owners). */
-    private static final int MAX_THREADS = 256;
+    /** The largest number of owners a measurement runs (the pairs run with 256 owners). */
+    private static final int MAX_OWNERS = 256;
+
+    /** The owner counts of the pairs runs. */
+    private static final int[] OWNERS = {1, 16, 64, 256};
+
+    /** The first explicit thread id of the async owners (owner i is FIRST_ID + i). */
+    private static final long FIRST_ID = 1_000_000;
 
     /**
      * How much work each figure does: the full run ({@code make bench}) or the short one
      * ({@code BENCH_SHORT=1}). {@code preSecs}, {@code prePairs}, {@code preHandoffs}: each
-     * measurement runs this long (so many pairs, acquisitions) unmeasured first, and
-     * {@code warmUpRounds} single-thread seconds come before everything: see warmUp.
+     * workload runs this long (so many pairs, acquisitions) unmeasured before it is first
+     * measured, and {@code warmUpRounds} single-thread seconds come before everything: see
+     * warmUp. {@code clientSecs}, {@code clientHandoffs}: the same workload measured again (the
+     * other configuration) only warms its fresh client this long (its connections, its
+     * subscriptions): the JVM has just run it.
      */
     record Scale(double secs, int latencyPairs, int handoffs, int warmUpRounds, double preSecs, int prePairs,
-            int preHandoffs) {
-        static final Scale FULL = new Scale(3.0, 5000, 2000, 5, 1.0, 1000, 300);
-        static final Scale SHORT = new Scale(0.5, 300, 100, 1, 0.2, 100, 20);
+            int preHandoffs, double clientSecs, int clientHandoffs) {
+        static final Scale FULL = new Scale(3.0, 5000, 2000, 5, 1.0, 1000, 300, 0.3, 50);
+        static final Scale SHORT = new Scale(0.5, 300, 100, 1, 0.2, 100, 20, 0.1, 10);
     }
 
-    private final Config config;
+    /**
+     * A configuration of Redisson the reentrant lock is measured with, and the suffix of its rows'
+     * surfaces: {@code redisson (defaults)}, {@code redisson (async, tuned)}...
+     */
+    record Setup(String name, Config config) {}
+
+    /** Redisson's defaults, nothing changed but the server's address. */
+    private final Setup defaults;
+    /** The defaults with a connection pool of MAX_OWNERS: the latency, family and semaphores run on it. */
+    private final Setup tuned;
     private final double secs;
     private final Scale scale;
 
-    private Bench(Config config, double secs, Scale scale) {
-        this.config = config;
+    private Bench(Setup defaults, Setup tuned, double secs, Scale scale) {
+        this.defaults = defaults;
+        this.tuned = tuned;
         this.secs = secs;
         this.scale = scale;
     }
@@ -81,11 +109,13 @@ public final class Bench {
         if (s != null && !s.isEmpty()) {
             secs = Double.parseDouble(s);
         }
-        Config config = new Config();
-        config.useSingleServer().setAddress(url).setConnectionPoolSize(MAX_THREADS);
+        Config plain = new Config();
+        plain.useSingleServer().setAddress(url);
+        Config sized = new Config();
+        sized.useSingleServer().setAddress(url).setConnectionPoolSize(MAX_OWNERS);
         int code = 0;
         try {
-            new Bench(config, secs, scale).run(Arrays.asList(args));
+            new Bench(new Setup("defaults", plain), new Setup("tuned", sized), secs, scale).run(Arrays.asList(args));
         } catch (Throwable e) {
             code = 1;
             System.err.println("redisson bench FAILED: " + e);
@@ -147,35 +177,64 @@ public final class Bench {
         T on(RedissonClient redisson) throws Exception;
     }
 
-    /**
-     * Runs {@code m} on a fresh client, shut down afterwards, as rlock-bench connects a fresh
-     * {@code Client} per measurement: nothing one measurement leaves in the client (Redisson's
-     * renewal timers, say) runs into the next.
-     */
+    /** Runs {@code m} on a fresh client of the tuned configuration (see the other fresh). */
     private <T> T fresh(Measure<T> m) throws Exception {
-        RedissonClient redisson = Redisson.create(config);
+        return fresh(tuned, m);
+    }
+
+    /**
+     * Runs {@code m} on a fresh client of {@code setup}, shut down afterwards, as rlock-bench
+     * connects a fresh {@code Client} per measurement: nothing one measurement leaves in the
+     * client (Redisson's renewal timers, say) runs into the next.
+     */
+    private <T> T fresh(Setup setup, Measure<T> m) throws Exception {
+        RedissonClient redisson = Redisson.create(setup.config());
         try {
             return m.on(redisson);
         } finally {
-            redisson.shutdown();
+            // Redisson's shutdown() waits up to 10 s for its commands still in flight. Right after
+            // a pairs run with more owners than pooled connections it waited the whole 10 s in
+            // trial runs, for commands no owner waits for (every owner's pairs had returned; 200 ms
+            // later none was in flight): half a second at most.
+            redisson.shutdown(0, 500, TimeUnit.MILLISECONDS);
         }
     }
 
     private void run(List<String> sections) throws Exception {
         boolean all = sections.isEmpty();
         String version = Redisson.class.getPackage().getImplementationVersion();
-        System.out.printf(Locale.ROOT, "{\"bench\":\"redisson\",\"version\":\"%s\",\"connection_pool\":%d,\"java\":\"%s\"}%n",
-                version == null ? "?" : version, MAX_THREADS, System.getProperty("java.version"));
+        Config d = defaults.config();
+        SingleServerConfig ds = d.useSingleServer();
+        System.out.printf(Locale.ROOT,
+                "{\"bench\":\"redisson\",\"version\":\"%s\",\"java\":\"%s\",\"connection_pool_defaults\":%d,"
+                        + "\"connection_pool_tuned\":%d,\"min_idle\":%d,\"netty_threads\":%d}%n",
+                version == null ? "?" : version, System.getProperty("java.version"), ds.getConnectionPoolSize(),
+                tuned.config().useSingleServer().getConnectionPoolSize(), ds.getConnectionMinimumIdleSize(),
+                d.getNettyThreads());
         warmUp();
         if (all || sections.contains("pairs")) {
-            for (int owners : new int[] {1, 16, 64, 256}) {
-                double rate = fresh(r -> {
-                    IntFunction<RLock> lockOf = i -> r.getLock("bench:pairs:" + i);
-                    pairs(owners, scale.preSecs(), lockOf);
-                    return pairs(owners, secs, lockOf);
-                });
-                System.out.printf(Locale.ROOT, "{\"bench\":\"pairs\",\"surface\":\"redisson\",\"owners\":%d,\"pairs_per_s\":%.0f}%n",
-                        owners, rate);
+            for (int owners : OWNERS) {
+                for (boolean async : new boolean[] {false, true}) {
+                    // The warm-up has just run the single-thread loop: its first run here only
+                    // warms its client. The second configuration of a workload follows the first.
+                    boolean warm = owners == 1 && !async;
+                    for (Setup s : new Setup[] {defaults, tuned}) {
+                        double pre = warm ? scale.clientSecs() : scale.preSecs();
+                        double rate = fresh(s, r -> {
+                            IntFunction<RLock> lockOf = i -> r.getLock("bench:pairs:" + i);
+                            if (async) {
+                                asyncPairs(owners, pre, lockOf);
+                                return asyncPairs(owners, secs, lockOf);
+                            }
+                            pairs(owners, pre, lockOf);
+                            return pairs(owners, secs, lockOf);
+                        });
+                        warm = true;
+                        System.out.printf(Locale.ROOT,
+                                "{\"bench\":\"pairs\",\"surface\":\"redisson (%s%s)\",\"owners\":%d,\"pairs_per_s\":%.0f}%n",
+                                async ? "async, " : "", s.name(), owners, rate);
+                    }
+                }
             }
         }
         if (all || sections.contains("latency")) {
@@ -184,11 +243,16 @@ public final class Bench {
                 latency(lock, scale.prePairs());
                 return latency(lock, scale.latencyPairs());
             });
-            System.out.printf(Locale.ROOT, "{\"bench\":\"latency\",\"surface\":\"redisson\",\"p50_us\":%.0f,\"p99_us\":%.0f}%n",
+            System.out.printf(Locale.ROOT, "{\"bench\":\"latency\",\"surface\":\"redisson (tuned)\",\"p50_us\":%.0f,\"p99_us\":%.0f}%n",
                     p[0], p[1]);
         }
         if (all || sections.contains("handoff")) {
-            printHandoff("redisson", handoffOn(r -> () -> r.getLock("bench:handoff")));
+            // Defaults first; tuned is the same workload again (16 waiters: the pool does not
+            // bind), only its client warmed.
+            printHandoff("redisson (defaults)",
+                    handoffOn(defaults, scale.preHandoffs(), r -> () -> r.getLock("bench:handoff")));
+            printHandoff("redisson (tuned)",
+                    handoffOn(tuned, scale.clientHandoffs(), r -> () -> r.getLock("bench:handoff")));
         }
         // The lock family beside the reentrant lock.
         if (all || sections.contains("family")) {
@@ -247,11 +311,17 @@ public final class Bench {
         }));
     }
 
-    /** The 16-waiter hand-off on a fresh client, after scale.preHandoffs() unmeasured acquisitions. */
+    /** The 16-waiter hand-off on a fresh tuned client, after scale.preHandoffs() unmeasured acquisitions. */
     private double[] handoffOn(Function<RedissonClient, Supplier<RLock>> lockOf) throws Exception {
-        return fresh(r -> {
+        return handoffOn(tuned, scale.preHandoffs(), lockOf);
+    }
+
+    /** The 16-waiter hand-off on a fresh client of {@code setup}, after {@code pre} unmeasured acquisitions. */
+    private double[] handoffOn(Setup setup, int pre, Function<RedissonClient, Supplier<RLock>> lockOf)
+            throws Exception {
+        return fresh(setup, r -> {
             Supplier<RLock> lock = lockOf.apply(r);
-            handoff(lock, 16, scale.preHandoffs());
+            handoff(lock, 16, pre);
             return handoff(lock, 16, scale.handoffs());
         });
     }
@@ -273,7 +343,7 @@ public final class Bench {
     private void warmUp() throws Exception {
         StringBuilder rates = new StringBuilder("== redisson warm-up (not measured), 1 thread, pairs/s:");
         for (int k = 0; k < scale.warmUpRounds(); k++) {
-            double rate = fresh(r -> pairs(1, 1.0, i -> r.getLock("bench:warmup:one")));
+            double rate = fresh(tuned, r -> pairs(1, 1.0, i -> r.getLock("bench:warmup:one")));
             rates.append(String.format(Locale.ROOT, " %.0f", rate));
         }
         System.err.println(rates);
@@ -339,6 +409,58 @@ public final class Bench {
         double elapsed = (System.nanoTime() - start) / 1e9;
         rethrow(failed);
         return done.get() / elapsed;
+    }
+
+    /**
+     * {@code owners} owners, owner i with the explicit thread id FIRST_ID + i looping
+     * {@code lockAsync(id)} + {@code unlockAsync(id)} of {@code lockOf(i)} for {@code secs} seconds
+     * as a chain of calls (see AsyncOwner), all started together from this thread. No thread per
+     * owner: each next call is made by the callback of the previous one's future, on the thread
+     * that completes it (Redisson's Netty event loops). Pairs per second, as {@link #pairs}.
+     */
+    private static double asyncPairs(int owners, double secs, IntFunction<RLock> lockOf) throws Exception {
+        AtomicLong done = new AtomicLong();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        CountDownLatch finished = new CountDownLatch(owners);
+        List<AsyncOwner> chains = new ArrayList<>();
+        for (int i = 0; i < owners; i++) {
+            chains.add(new AsyncOwner(lockOf.apply(i), FIRST_ID + i, done, failed, finished));
+        }
+        long start = System.nanoTime();
+        long deadline = start + (long) (secs * 1e9);
+        for (AsyncOwner c : chains) {
+            c.next(deadline);
+        }
+        // A pair takes well under a second; a chain that has not finished long after the
+        // deadline has lost a future.
+        if (!finished.await((long) (secs * 1e3) + 60_000, TimeUnit.MILLISECONDS)) {
+            failed.compareAndSet(null,
+                    new IllegalStateException(finished.getCount() + " async owners never finished"));
+        }
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        rethrow(failed);
+        return done.get() / elapsed;
+    }
+
+    /** One async owner of {@link #asyncPairs}: its lock and its explicit thread id. */
+    private record AsyncOwner(RLock lock, long id, AtomicLong done, AtomicReference<Throwable> failed,
+            CountDownLatch finished) {
+        /** Starts the next pair, or finishes the chain at the deadline or on a failure. */
+        void next(long deadline) {
+            if (System.nanoTime() >= deadline || failed.get() != null) {
+                finished.countDown();
+                return;
+            }
+            lock.lockAsync(id).thenCompose(v -> lock.unlockAsync(id)).whenComplete((v, e) -> {
+                if (e != null) {
+                    failed.compareAndSet(null, e);
+                    finished.countDown();
+                    return;
+                }
+                done.incrementAndGet();
+                next(deadline);
+            });
+        }
     }
 
     /** One thread, {@code n} sequential lock() + unlock() pairs: p50 and p99 in microseconds. */

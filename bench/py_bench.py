@@ -131,7 +131,8 @@ def main():
     for owners in owner_counts:
         rate = threads_pairs(lambda i: client.lock(f"bench:py:th:{i}"), owners)
         emit(bench="pairs", surface="python-threads", owners=owners, pairs_per_s=rate)
-    for owners in owner_counts:
+    # asyncio also with 256 tasks: one thread carries them all, as one process would.
+    for owners in owner_counts + (256,):
         rate = asyncio.run(asyncio_pairs(client, owners))
         emit(bench="pairs", surface="python-asyncio", owners=owners, pairs_per_s=rate)
     peers = [

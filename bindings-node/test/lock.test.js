@@ -400,3 +400,39 @@ test('stats() and prometheusText() count what happened', async () => {
   }
   await rejectsWith(new Client(redis.url, { metrics: 'yes' }).ready(), codes.INVALID_ARGUMENT)
 })
+
+test('a worker thread ended during its pending acquire leaves this thread\'s calls working', async () => {
+  // Calls are polled and settled on their own JS thread (one ready list per thread): a worker
+  // environment torn down while its acquire waits must not take this thread's calls with it.
+  const { Worker } = require('node:worker_threads')
+  const held = name('worker-held')
+  const holder = client.lock(held)
+  await holder.acquire()
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const { Client } = require(workerData.module)
+    ;(async () => {
+      const c = new Client(workerData.url)
+      const mine = c.lock(workerData.mine)
+      await mine.acquire()
+      await mine.release()
+      parentPort.postMessage('waiting')
+      await c.lock(workerData.held).acquire() // held by the main thread: waits until terminated
+    })()
+  `
+  const worker = new Worker(code, {
+    eval: true,
+    workerData: { module: require.resolve('../rlock.js'), url: redis.url, mine: name('worker-own'), held },
+  })
+  const [message] = await once(worker, 'message')
+  assert.equal(message, 'waiting')
+  await subscribed(held)
+  await worker.terminate()
+  const mine = client.lock(name('after-worker'))
+  for (let i = 0; i < 20; i++) {
+    await mine.acquire()
+    assert.equal(await mine.release(), true)
+  }
+  assert.equal(await holder.release(), true)
+  await noChannels()
+})

@@ -163,3 +163,46 @@ def test_acquire_cancelled_after_it_succeeded_leaves_no_hold(
     for delay in (0.0, 0.01, 0.05, 0.2):
         asyncio.run(main(delay))
         wait_until(lambda: not raw.exists(name) and client.tracked_holds() == 0, timeout=5, what="the hold released")
+
+
+def test_event_loops_one_after_another_and_on_several_threads(client: rlock.Client, name: str) -> None:
+    """asyncio calls are polled on their loop's thread: a thread's second `asyncio.run` (a new
+    loop), and loops on other threads at the same time, each get their results and wake-ups."""
+    import threading
+
+    async def work(tag: str) -> str:
+        lock = client.lock(f"{name}:{tag}")
+        for _ in range(30):
+            async with lock:
+                pass
+        # A waiter in another task, woken by this task's release.
+        await lock.acquire_async()
+
+        async def other() -> str:
+            async with lock:
+                return "woken"
+
+        waiter = asyncio.create_task(other())
+        await asyncio.sleep(0)  # the waiter starts and waits
+        assert not waiter.done()
+        await lock.release_async()
+        return await asyncio.wait_for(waiter, 10)
+
+    assert asyncio.run(work("first")) == "woken"
+    assert asyncio.run(work("second")) == "woken"
+    results: list[str] = []
+    errors: list[BaseException] = []
+
+    def on_thread(i: int) -> None:
+        try:
+            results.append(asyncio.run(work(f"thread-{i}")))
+        except BaseException as e:  # reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=on_thread, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == [] and results == ["woken"] * 3
+    assert client.tracked_holds() == 0 and client.waited_channels() == 0

@@ -151,10 +151,14 @@ class ExpiredKeys:
     records (rlock:client:<uuid>), which expire by design once a client holds nothing."""
 
     def __init__(self, srv: "Server") -> None:
-        r = srv.conn()
-        r.config_set("notify-keyspace-events", "Ex")
+        # Kept for the watcher's lifetime: a Redis client that is garbage-collected closes its
+        # pool, the subscription's connection included (the watcher used to die right here,
+        # "Bad file descriptor", so that nothing it was to catch could fail a case).
+        self.r = srv.conn()
+        self.r.config_set("notify-keyspace-events", "Ex")
         self.names: List[str] = []
-        self.ps = r.pubsub()
+        self.error: Optional[BaseException] = None
+        self.ps = self.r.pubsub()
         self.ps.psubscribe(**{"__keyevent@*__:expired": lambda m: self.names.append(str(m["data"]))})
         # Confirmed before anything of the case runs: no expiry after this is missed.
         msg = self.ps.get_message(timeout=5)
@@ -165,12 +169,15 @@ class ExpiredKeys:
 
     def _on_error(self, error: BaseException, _ps: object, thread: Any) -> None:
         # stop() closes the connection under the thread's read: that error is the stop itself.
-        if self.stopping:
-            thread.stop()
-            return
-        raise error
+        # Any other ends the watch, and lock_keys() fails the case with it.
+        if not self.stopping:
+            self.error = error
+        thread.stop()
 
     def lock_keys(self) -> List[str]:
+        """The expired keys but holder records; fails when the watch did not last."""
+        if self.error is not None:
+            raise Fail(f"the keyspace-notification watcher died: {self.error!r}")
         return [k for k in self.names if not k.startswith("rlock:client:")]
 
     def stop(self) -> None:

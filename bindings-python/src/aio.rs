@@ -23,6 +23,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::{intern, IntoPyObjectExt};
 
 use crate::runtime::Rt;
@@ -81,17 +82,33 @@ struct Executor {
     /// The loop's end of the socket pair.
     listen: UnixStream,
     /// The loop that watches `listen` (a thread runs one loop at a time; `asyncio.run` makes
-    /// a new one each time).
-    watched_by: Option<Py<PyAny>>,
+    /// a new one each time), weakly: a finished loop is not kept alive.
+    watched_by: Option<Py<PyWeakrefReference>>,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     generation: u64,
 }
 
 thread_local! {
-    /// This thread's executor, made on its first asyncio call (again in a forked child). Never
-    /// dropped: it holds Python objects, which must not be freed without the GIL at thread exit.
-    static EXECUTOR: &'static RefCell<Option<Executor>> = Box::leak(Box::new(RefCell::new(None)));
+    /// This thread's executor, made on its first asyncio call (again in a forked child),
+    /// dropped when the thread ends (its socket pair closed; Python references it still holds
+    /// are released by pyo3 the next time any thread holds the GIL).
+    static EXECUTOR: RefCell<Option<Executor>> = const { RefCell::new(None) };
+}
+
+impl Drop for Executor {
+    /// Calls still pending when their thread ends are dropped by a task on the runtime (a call
+    /// dropped unfinished hands its clean-up to a task, which needs the runtime's context, and
+    /// a thread-local destructor cannot enter it). In a forked child the parent's calls (and
+    /// runtime) are not ours to touch: leaked.
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut self.slots);
+        if self.pid != std::process::id() {
+            std::mem::forget(slots);
+        } else if slots.iter().any(Option::is_some) {
+            self.rt.handle().spawn(async move { drop(slots) });
+        }
+    }
 }
 
 /// `asyncio.get_running_loop`, looked up once.
@@ -153,14 +170,14 @@ impl Executor {
 
     /// Makes `event_loop` watch the socket pair, unless it does already.
     fn watch(&mut self, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.watched_by.as_ref().is_some_and(|l| l.is(event_loop)) {
+        let py = event_loop.py();
+        if self.watched_by.as_ref().and_then(|w| w.bind(py).upgrade()).is_some_and(|l| l.is(event_loop)) {
             return Ok(());
         }
-        let py = event_loop.py();
         let drain =
             DRAIN.get_or_try_init(py, || wrap_pyfunction!(drain, py).map(|f| f.into_any().unbind()))?;
         event_loop.call_method1(intern!(py, "add_reader"), (self.listen.as_raw_fd(), drain))?;
-        self.watched_by = Some(event_loop.clone().unbind());
+        self.watched_by = Some(PyWeakrefReference::new(event_loop)?.unbind());
         Ok(())
     }
 

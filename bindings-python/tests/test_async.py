@@ -206,3 +206,29 @@ def test_event_loops_one_after_another_and_on_several_threads(client: rlock.Clie
         t.join(30)
     assert errors == [] and results == ["woken"] * 3
     assert client.tracked_holds() == 0 and client.waited_channels() == 0
+
+
+def test_threads_that_ran_asyncio_leave_no_file_descriptor(client: rlock.Client, name: str) -> None:
+    """Each thread's asyncio calls share one socket pair (the loop's wake-up); it is closed when
+    the thread ends, so a program starting many threads does not run out of descriptors."""
+    import os
+    import threading
+
+    lock = client.lock(name)
+
+    async def one() -> None:
+        async with lock:
+            pass
+
+    def run() -> None:
+        asyncio.run(one())
+
+    run()
+    open_fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    before = open_fds()
+    for _ in range(100):
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    assert open_fds() <= before + 4, f"{open_fds() - before} descriptors more after 100 threads"
+    assert client.tracked_holds() == 0

@@ -372,8 +372,15 @@ test('stats() and prometheusText() count what happened', async () => {
     const n = name('stats')
     for (let i = 0; i < 3; i++) await c.withLock(n, () => {})
     const held = await c.acquire(n)
+    const scripts = async () =>
+      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.data.sendCommand(['INFO', 'commandstats']))[1])
+    const before = await scripts()
     const waiting = c.acquire(n)
+    // Subscribed, and its retry after subscribing (a second acquire script) done: only the
+    // release message can wake it from then on (released earlier, the retry takes the lock
+    // and no wake-up is counted).
     await eventually(async () => (await c.waitedChannels()) === 1)
+    await eventually(async () => (await scripts()) >= before + 2)
     await held.release()
     await (await waiting).release()
     await rejectsWith(c.lock(n).release(), codes.NOT_HELD)

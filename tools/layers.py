@@ -14,7 +14,7 @@ LAYERS = [
     ("foundation", ["error", "metrics", "options", "keys", "url", "owner", "runtime"]),
     ("connection", ["conn"]),
     ("scripts", ["scripts"]),
-    ("machinery", ["finish", "latches", "replicas", "watchdog", "records", "pubsub", "shared"]),
+    ("machinery", ["finish", "latches", "local_calls", "replicas", "watchdog", "records", "pubsub", "shared"]),
     ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch", "describe"]),
     ("client", ["client"]),
     ("ffi", ["ffi"]),

@@ -18,90 +18,46 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
+use std::panic::catch_unwind;
 use std::ptr;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::OnceLock;
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
+use rlock::{CallKey, Closer, LocalCalls, Polled};
 
 /// Makes a call's JS value on the JS thread.
-type Settle = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value>>;
+type Settle = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
 
-/// A pending core call, typed away.
-type Call = Pin<Box<dyn Future<Output = napi::Result<Settle>>>>;
+/// The threadsafe function, rung from any thread by core's wakers.
+struct Tsfn(sys::napi_threadsafe_function);
 
-/// What wakers on any thread share with their JS thread.
-struct Shared {
-    ready: Mutex<Ready>,
-}
+// SAFETY: a threadsafe function may be called from any thread (that is its purpose); core rings
+// the bell under its ready list's lock and never after the list is closed, which `torn_down`
+// and `finalized` do before Node frees the function.
+unsafe impl Send for Tsfn {}
+unsafe impl Sync for Tsfn {}
 
-/// The calls to poll, and the threadsafe function that gets the JS thread to poll them.
-struct Ready {
-    /// Slot and generation of each woken call (a slot is reused once its call ends).
-    woken: Vec<(usize, u64)>,
-    /// Set when the environment goes away: the threadsafe function must not be called again.
-    closed: bool,
-    tsfn: sys::napi_threadsafe_function,
-}
-
-// SAFETY: a threadsafe function may be called from any thread (that is its purpose); `closed`
-// (under the same mutex) keeps calls from coming after the environment freed it.
-unsafe impl Send for Ready {}
-
-/// Wakes one call: queues it and, when the list was empty, asks the JS thread to poll.
-struct CallWaker {
-    shared: Arc<Shared>,
-    slot: usize,
-    generation: u64,
-}
-
-impl Wake for CallWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        let mut ready = self.shared.ready.lock().unwrap_or_else(|p| p.into_inner());
-        if ready.closed {
-            return;
-        }
-        let first = ready.woken.is_empty();
-        ready.woken.push((self.slot, self.generation));
-        if first {
-            // SAFETY: not closed, so the environment has not freed it. Non-blocking on an
-            // unbounded queue: it cannot block, and fails only while closing.
-            unsafe {
-                sys::napi_call_threadsafe_function(
-                    ready.tsfn,
-                    ptr::null_mut(),
-                    sys::ThreadsafeFunctionCallMode::nonblocking,
-                )
-            };
-        }
+impl Tsfn {
+    /// Asks the JS thread to poll its woken calls.
+    fn ring(&self) {
+        // SAFETY: see the type. Non-blocking on an unbounded queue: it cannot block, and fails
+        // only while closing.
+        unsafe {
+            sys::napi_call_threadsafe_function(
+                self.0,
+                ptr::null_mut(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
     }
 }
 
-/// One pending call: its future (out of the slot while it is being polled), its waker and the
-/// promise to settle.
-struct Slot {
-    call: Option<Call>,
-    waker: Waker,
-    deferred: sys::napi_deferred,
-    generation: u64,
-}
-
-/// The calls of one JS thread's environment.
+/// The calls of one JS thread's environment, each with the promise to settle.
 struct Executor {
     env: sys::napi_env,
-    shared: Arc<Shared>,
-    slots: Vec<Option<Slot>>,
-    free: Vec<usize>,
-    generation: u64,
-    /// Pending calls; the threadsafe function is referenced while there are any.
-    pending: usize,
+    tsfn: sys::napi_threadsafe_function,
+    calls: LocalCalls<napi::Result<Settle>, sys::napi_deferred>,
 }
 
 thread_local! {
@@ -128,34 +84,34 @@ fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
 /// value or error. The future is polled once right away.
 pub(crate) fn spawn<'env, T, F>(env: &'env Env, fut: F) -> napi::Result<PromiseRaw<'env, T>>
 where
-    T: ToNapiValue + 'static,
-    F: Future<Output = napi::Result<T>> + 'static,
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = napi::Result<T>> + Send + 'static,
 {
     let raw = env.raw();
     let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
     // SAFETY: called on the JS thread with its env (napi methods run there).
     check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "napi_create_promise")?;
-    let call: Call = Box::pin(async move {
+    let call = Box::pin(async move {
         let value = fut.await?;
         // SAFETY: settles run on the JS thread with its env.
         Ok(Box::new(move |env| unsafe { T::to_napi_value(env, value) }) as Settle)
     });
-    let added = EXECUTOR.with(|cell| -> napi::Result<(usize, u64)> {
+    let added = EXECUTOR.with(|cell| -> napi::Result<CallKey> {
         let mut cell = cell.borrow_mut();
         if cell.as_ref().is_none_or(|e| e.env != raw) {
             *cell = Some(Executor::new(raw)?);
         }
         let Some(ex) = cell.as_mut() else { unreachable!("made above") };
-        Ok(ex.add(call, deferred))
-    });
-    let (slot, generation) = match added {
-        Ok(at) => at,
-        Err(e) => {
-            reject(raw, deferred, e);
-            return Ok(PromiseRaw::new(raw, promise));
+        if ex.calls.pending() == 0 {
+            // SAFETY: on the JS thread; the threadsafe function lives as long as the env.
+            unsafe { sys::napi_ref_threadsafe_function(raw, ex.tsfn) };
         }
-    };
-    poll(raw, slot, generation);
+        Ok(ex.calls.add(call, deferred))
+    });
+    match added {
+        Ok(key) => poll(raw, key),
+        Err(e) => reject(raw, deferred, e),
+    }
     Ok(PromiseRaw::new(raw, promise))
 }
 
@@ -163,19 +119,16 @@ impl Executor {
     /// The executor of `env`: its threadsafe function (unreferenced while nothing is pending)
     /// and the clean-up hook that closes it with the environment.
     fn new(env: sys::napi_env) -> napi::Result<Executor> {
-        let shared = Arc::new(Shared {
-            ready: Mutex::new(Ready { woken: Vec::new(), closed: false, tsfn: ptr::null_mut() }),
-        });
         let mut name = ptr::null_mut();
         // SAFETY: on the JS thread with its env; the string is static.
         check(
             unsafe { sys::napi_create_string_utf8(env, c"rlock".as_ptr(), 5, &mut name) },
             "napi_create_string_utf8",
         )?;
-        // The threadsafe function's context: one count of `shared`, given back by `finalized`.
-        let context = Arc::into_raw(shared.clone()) as *mut c_void;
         let mut tsfn = ptr::null_mut();
-        // SAFETY: as above; `drain` and `finalized` match napi's callback types.
+        // SAFETY: as above; `drain` and `finalized` match napi's callback types. The finalize
+        // data is set below, once the calls exist (napi reads it only when finalizing).
+        let closer_slot: *mut Option<Closer> = Box::into_raw(Box::new(None));
         let made = check(
             unsafe {
                 sys::napi_create_threadsafe_function(
@@ -185,9 +138,9 @@ impl Executor {
                     name,
                     0,
                     1,
-                    context,
+                    closer_slot.cast(),
                     Some(finalized),
-                    context,
+                    ptr::null_mut(),
                     Some(drain),
                     &mut tsfn,
                 )
@@ -195,91 +148,47 @@ impl Executor {
             "napi_create_threadsafe_function",
         );
         if let Err(e) = made {
-            // SAFETY: from Arc::into_raw above, never handed to napi.
-            drop(unsafe { Arc::from_raw(context as *const Shared) });
+            // SAFETY: from Box::into_raw above, never handed to napi.
+            drop(unsafe { Box::from_raw(closer_slot) });
             return Err(e);
         }
+        let bell = Tsfn(tsfn);
+        let calls = LocalCalls::new(move || bell.ring());
+        // SAFETY: napi owns the box until `finalized`, which runs on this thread later.
+        unsafe { *closer_slot = Some(calls.closer()) };
         // SAFETY: a live threadsafe function of this env; unreferenced, it keeps no process
         // alive until a call is pending. The clean-up hook's argument is only compared.
         unsafe {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(torn_down), env as *mut c_void);
         }
-        shared.ready.lock().unwrap_or_else(|p| p.into_inner()).tsfn = tsfn;
-        Ok(Executor { env, shared, slots: Vec::new(), free: Vec::new(), generation: 0, pending: 0 })
-    }
-
-    /// Stores a call; its slot and generation.
-    fn add(&mut self, call: Call, deferred: sys::napi_deferred) -> (usize, u64) {
-        self.generation += 1;
-        let generation = self.generation;
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
-        let waker = Waker::from(Arc::new(CallWaker { shared: self.shared.clone(), slot, generation }));
-        self.slots[slot] = Some(Slot { call: Some(call), waker, deferred, generation });
-        if self.pending == 0 {
-            // SAFETY: on the JS thread; the threadsafe function lives as long as the env.
-            unsafe { sys::napi_ref_threadsafe_function(self.env, self.tsfn()) };
-        }
-        self.pending += 1;
-        (slot, generation)
-    }
-
-    fn tsfn(&self) -> sys::napi_threadsafe_function {
-        self.shared.ready.lock().unwrap_or_else(|p| p.into_inner()).tsfn
-    }
-
-    /// Frees the slot of a call that ended.
-    fn remove(&mut self, slot: usize) {
-        self.slots[slot] = None;
-        self.free.push(slot);
-        self.pending -= 1;
-        if self.pending == 0 {
-            // SAFETY: as in `add`.
-            unsafe { sys::napi_unref_threadsafe_function(self.env, self.tsfn()) };
-        }
+        Ok(Executor { env, tsfn, calls })
     }
 }
 
-/// Polls the call in `slot` (if it is still that call) and settles its promise when it ended.
-/// A panic in core is caught here (it must not unwind into Node) and rejects the promise.
-fn poll(env: sys::napi_env, slot: usize, generation: u64) {
-    // Polled and dropped with the runtime entered: core futures use its timers, and a call
-    // dropped unfinished hands its clean-up to a task.
-    let _context = runtime().enter();
-    let taken = EXECUTOR.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let s = cell.as_mut().filter(|e| e.env == env)?.slots.get_mut(slot)?.as_mut()?;
-        if s.generation != generation {
-            return None;
-        }
-        Some((s.call.take()?, s.waker.clone()))
-    });
-    let Some((mut call, waker)) = taken else { return };
-    let polled = catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut Context::from_waker(&waker))));
-    let outcome = match polled {
-        Ok(Poll::Pending) => None,
-        Ok(Poll::Ready(r)) => Some(r),
-        Err(_) => Some(Err(napi::Error::new(
-            Status::GenericFailure,
-            "[RLOCK_INTERNAL] internal error in rlock (a bug: please report it)",
-        ))),
-    };
-    let deferred = EXECUTOR.with(|cell| {
+/// Polls call `key` (if it is still pending) and settles its promise when it ended.
+fn poll(env: sys::napi_env, key: CallKey) {
+    let ended = EXECUTOR.with(|cell| {
         let mut cell = cell.borrow_mut();
         let ex = cell.as_mut().filter(|e| e.env == env)?;
-        let s = ex.slots.get_mut(slot)?.as_mut()?;
-        if outcome.is_none() {
-            s.call = Some(call);
-            return None;
+        let ended = match ex.calls.poll(key, runtime())? {
+            Polled::Pending => return None,
+            Polled::Ready(result, deferred) => (deferred, result),
+            Polled::Panicked(deferred) => (
+                deferred,
+                Err(napi::Error::new(
+                    Status::GenericFailure,
+                    "[RLOCK_INTERNAL] internal error in rlock (a bug: please report it)",
+                )),
+            ),
+        };
+        if ex.calls.pending() == 0 {
+            // SAFETY: as in `spawn`.
+            unsafe { sys::napi_unref_threadsafe_function(env, ex.tsfn) };
         }
-        let deferred = s.deferred;
-        ex.remove(slot);
-        Some(deferred)
+        Some(ended)
     });
-    if let (Some(deferred), Some(result)) = (deferred, outcome) {
+    if let Some((deferred, result)) = ended {
         settle(env, deferred, result);
     }
 }
@@ -309,25 +218,25 @@ fn reject(env: sys::napi_env, deferred: sys::napi_deferred, error: napi::Error) 
 unsafe extern "C" fn drain(
     env: sys::napi_env,
     _js: sys::napi_value,
-    context: *mut c_void,
+    _context: *mut c_void,
     _data: *mut c_void,
 ) {
-    if env.is_null() || context.is_null() {
+    if env.is_null() {
         return; // the environment is being torn down
     }
-    // SAFETY: the context is the count of `Shared` this threadsafe function owns.
-    let shared = unsafe { &*(context as *const Shared) };
-    let woken = std::mem::take(&mut shared.ready.lock().unwrap_or_else(|p| p.into_inner()).woken);
-    for (slot, generation) in woken {
-        poll(env, slot, generation);
+    let woken =
+        EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken()));
+    for key in woken.into_iter().flatten() {
+        poll(env, key);
     }
 }
 
-/// The threadsafe function was freed: gives back its count of `Shared`.
+/// The threadsafe function was freed: its bell must never ring again.
 unsafe extern "C" fn finalized(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the count handed over in `Executor::new`, given back once.
-    let shared = unsafe { Arc::from_raw(data as *const Shared) };
-    shared.ready.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+    // SAFETY: `data` is the box handed over in `Executor::new`, given back once.
+    if let Some(closer) = *unsafe { Box::from_raw(data as *mut Option<Closer>) } {
+        closer.close();
+    }
 }
 
 /// The environment is going away: no waker may call the threadsafe function from now on, and
@@ -343,7 +252,7 @@ unsafe extern "C" fn torn_down(env: *mut c_void) {
             }
         });
         if let Some(ex) = ex {
-            ex.shared.ready.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+            ex.calls.closer().close();
             let _context = runtime().enter();
             drop(ex);
         }

@@ -52,6 +52,7 @@ mod fenced_lock;
 mod finish;
 mod keys;
 mod latches;
+mod local_calls;
 mod lock;
 mod metrics;
 mod multi_lock;
@@ -77,6 +78,7 @@ pub use describe::{
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
+pub use local_calls::{CallKey, Closer, LocalCall, LocalCalls, Polled};
 pub use lock::{Guard, Lock, Released, Ttl};
 pub use metrics::{Stats, Summary};
 pub use multi_lock::{MultiGuard, MultiLock};

@@ -1,0 +1,266 @@
+//! Core calls polled on one thread of the surface's choosing, woken from any thread through one
+//! ready list and a bell.
+//!
+//! Node's event loop and an asyncio loop each live on one thread. Running their calls as tasks
+//! on a tokio worker costs a hop to the worker and another back for every call; instead the
+//! surface keeps its calls in a [`LocalCalls`] on its own thread and polls them there: once when
+//! the call is made (its request goes out at once) and again when woken. The tokio runtime still
+//! runs the connections and timers. A waker, on any thread, adds its call to the ready list and
+//! rings the bell only when the list was empty, so a burst of replies costs the surface's thread
+//! one wake-up ([`LocalCalls::woken`] then hands over every call to poll).
+//!
+//! The bell is the surface's: Node calls a threadsafe function, Python writes to a socket pair
+//! its loop watches. It is rung under the ready list's lock and never after [`Closer::close`],
+//! so a surface can free what the bell uses once it has closed the list.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use tokio::runtime::Handle;
+
+/// A call kept by [`LocalCalls`]: a core future, boxed.
+pub type LocalCall<O> = Pin<Box<dyn Future<Output = O> + Send>>;
+
+/// Names one call of a [`LocalCalls`]. A key of a call that ended names nothing, even when its
+/// slot holds a newer call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallKey {
+    slot: usize,
+    generation: u64,
+}
+
+/// What polling a call gave.
+#[derive(Debug)]
+pub enum Polled<O, T> {
+    /// Not finished; it is polled again after its waker fires.
+    Pending,
+    /// Finished with this output; the call is gone and its data is given back.
+    Ready(O, T),
+    /// The call panicked (a bug in core); it is gone and its data is given back.
+    Panicked(T),
+}
+
+/// The ready list wakers add to, and the bell.
+struct Ready {
+    woken: Mutex<Woken>,
+    bell: Box<dyn Fn() + Send + Sync>,
+}
+
+struct Woken {
+    keys: Vec<CallKey>,
+    closed: bool,
+}
+
+impl Ready {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Woken> {
+        self.woken.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Wakes one call: adds it to the ready list, ringing the bell when the list was empty.
+struct CallWaker {
+    ready: Arc<Ready>,
+    key: CallKey,
+}
+
+impl Wake for CallWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let mut woken = self.ready.lock();
+        if woken.closed {
+            return;
+        }
+        woken.keys.push(self.key);
+        if woken.keys.len() == 1 {
+            (self.ready.bell)();
+        }
+    }
+}
+
+/// Closes a [`LocalCalls`]'s ready list from anywhere: its bell is never rung again.
+#[derive(Clone)]
+pub struct Closer(Arc<Ready>);
+
+impl Closer {
+    /// From now on wakers ring no bell (a bell being rung finishes first).
+    pub fn close(&self) {
+        self.0.lock().closed = true;
+    }
+}
+
+struct Slot<O, T> {
+    call: LocalCall<O>,
+    waker: Waker,
+    data: T,
+    generation: u64,
+}
+
+/// The pending calls of one thread, each with data of the surface's (the promise or future to
+/// complete). Used from that thread only; its wakers from anywhere.
+pub struct LocalCalls<O, T> {
+    ready: Arc<Ready>,
+    slots: Vec<Option<Slot<O, T>>>,
+    free: Vec<usize>,
+    generation: u64,
+    pending: usize,
+}
+
+impl<O, T> LocalCalls<O, T> {
+    /// No calls yet; `bell` is rung (from any thread) when a call is woken and the ready list
+    /// was empty.
+    pub fn new(bell: impl Fn() + Send + Sync + 'static) -> Self {
+        let ready = Arc::new(Ready {
+            woken: Mutex::new(Woken { keys: Vec::new(), closed: false }),
+            bell: Box::new(bell),
+        });
+        LocalCalls { ready, slots: Vec::new(), free: Vec::new(), generation: 0, pending: 0 }
+    }
+
+    /// Keeps `call` with `data` until it ends or is cancelled; poll it once right away.
+    pub fn add(&mut self, call: LocalCall<O>, data: T) -> CallKey {
+        self.generation += 1;
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        let key = CallKey { slot, generation: self.generation };
+        let waker = Waker::from(Arc::new(CallWaker { ready: self.ready.clone(), key }));
+        self.slots[slot] = Some(Slot { call, waker, data, generation: key.generation });
+        self.pending += 1;
+        key
+    }
+
+    /// How many calls are pending.
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
+    /// Polls call `key` once inside `runtime`'s context (core futures use its timers, and a
+    /// call dropped unfinished hands its clean-up to a task). None when `key` names no pending
+    /// call (it ended or was cancelled: a stale wake-up). A panic is caught here: it must not
+    /// unwind into the surface's host.
+    pub fn poll(&mut self, key: CallKey, runtime: &Handle) -> Option<Polled<O, T>> {
+        let _context = runtime.enter();
+        let s = self.slots.get_mut(key.slot)?.as_mut().filter(|s| s.generation == key.generation)?;
+        let polled =
+            catch_unwind(AssertUnwindSafe(|| s.call.as_mut().poll(&mut Context::from_waker(&s.waker))));
+        let output = match polled {
+            Ok(Poll::Pending) => return Some(Polled::Pending),
+            Ok(Poll::Ready(output)) => Some(output),
+            Err(_) => None,
+        };
+        let Slot { call, data, .. } = self.remove(key.slot);
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(call)));
+        Some(match output {
+            Some(output) => Polled::Ready(output, data),
+            None => Polled::Panicked(data),
+        })
+    }
+
+    /// Drops call `key` unfinished (core calls are cancel-safe) inside `runtime`'s context and
+    /// gives back its data; None when it already ended.
+    pub fn cancel(&mut self, key: CallKey, runtime: &Handle) -> Option<T> {
+        self.slots.get(key.slot)?.as_ref().filter(|s| s.generation == key.generation)?;
+        let Slot { call, data, .. } = self.remove(key.slot);
+        let _context = runtime.enter();
+        drop(call);
+        Some(data)
+    }
+
+    /// Takes the ready list: the calls woken since the last time, to poll.
+    pub fn woken(&self) -> Vec<CallKey> {
+        std::mem::take(&mut self.ready.lock().keys)
+    }
+
+    /// A handle that closes the ready list (see [`Closer::close`]).
+    pub fn closer(&self) -> Closer {
+        Closer(self.ready.clone())
+    }
+
+    fn remove(&mut self, slot: usize) -> Slot<O, T> {
+        self.free.push(slot);
+        self.pending -= 1;
+        self.slots[slot].take().unwrap_or_else(|| unreachable!("checked by the caller"))
+    }
+}
+
+impl<O: Send + 'static, T: Send + 'static> LocalCalls<O, T> {
+    /// Hands the pending calls to a task on `runtime` that drops them: for a thread that ends
+    /// with calls pending, where the runtime's context can no longer be entered (thread-local
+    /// destructors).
+    pub fn drop_pending_on(&mut self, runtime: &Handle) {
+        let slots = std::mem::take(&mut self.slots);
+        self.free.clear();
+        self.pending = 0;
+        if slots.iter().any(Option::is_some) {
+            runtime.spawn(async move { drop(slots) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn calls(rings: &Arc<AtomicUsize>) -> LocalCalls<u32, &'static str> {
+        let rings = rings.clone();
+        LocalCalls::new(move || {
+            rings.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    #[test]
+    fn calls_wake_through_one_bell_and_end_once() {
+        let rt =
+            tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| unreachable!("{e}"));
+        let rings = Arc::new(AtomicUsize::new(0));
+        let mut calls = calls(&rings);
+        let (tx_a, rx_a) = tokio::sync::oneshot::channel::<u32>();
+        let (tx_b, rx_b) = tokio::sync::oneshot::channel::<u32>();
+        let a = calls.add(Box::pin(async move { rx_a.await.unwrap_or(0) }), "a");
+        let b = calls.add(Box::pin(async move { rx_b.await.unwrap_or(0) }), "b");
+        assert!(matches!(calls.poll(a, rt.handle()), Some(Polled::Pending)));
+        assert!(matches!(calls.poll(b, rt.handle()), Some(Polled::Pending)));
+        assert_eq!((calls.pending(), rings.load(Ordering::SeqCst)), (2, 0));
+
+        // Two wake-ups, one bell; both calls in the ready list.
+        tx_a.send(1).unwrap_or_else(|_| unreachable!());
+        tx_b.send(2).unwrap_or_else(|_| unreachable!());
+        assert_eq!(rings.load(Ordering::SeqCst), 1);
+        assert_eq!(calls.woken(), vec![a, b]);
+        assert!(matches!(calls.poll(a, rt.handle()), Some(Polled::Ready(1, "a"))));
+        assert!(matches!(calls.poll(b, rt.handle()), Some(Polled::Ready(2, "b"))));
+        assert_eq!(calls.pending(), 0);
+
+        // An ended call's key names nothing, also once its slot holds a new call.
+        assert!(calls.poll(a, rt.handle()).is_none());
+        let c = calls.add(Box::pin(std::future::pending()), "c");
+        assert!(calls.poll(a, rt.handle()).is_none() && calls.cancel(b, rt.handle()).is_none());
+        assert_eq!(calls.cancel(c, rt.handle()), Some("c"));
+        assert_eq!(calls.pending(), 0);
+    }
+
+    #[test]
+    fn a_panic_ends_the_call_and_a_closed_list_rings_no_bell() {
+        let rt =
+            tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| unreachable!("{e}"));
+        let rings = Arc::new(AtomicUsize::new(0));
+        let mut calls = calls(&rings);
+        let boom = calls.add(Box::pin(async { panic!("a bug") }), "boom");
+        assert!(matches!(calls.poll(boom, rt.handle()), Some(Polled::Panicked("boom"))));
+
+        let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+        let waiting = calls.add(Box::pin(async move { rx.await.unwrap_or(0) }), "w");
+        assert!(matches!(calls.poll(waiting, rt.handle()), Some(Polled::Pending)));
+        calls.closer().close();
+        tx.send(7).unwrap_or_else(|_| unreachable!());
+        assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (0, vec![]));
+    }
+}

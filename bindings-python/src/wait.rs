@@ -2,10 +2,8 @@
 //! are checked every [`SLICE`] so Ctrl-C interrupts a blocked `acquire()` promptly.
 
 use std::future::Future;
-use std::sync::{mpsc, Arc};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
@@ -15,29 +13,12 @@ use crate::runtime::Rt;
 /// How long one wait lasts before signals are checked again (Ctrl-C within about this long).
 const SLICE: Duration = Duration::from_millis(50);
 
-/// Wakes the thread that polls a future in place.
-struct Unpark(Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-thread_local! {
-    /// This thread's waker, made once: a call must not allocate one.
-    static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-}
-
 /// Runs `fut` to its end on the calling thread with the GIL released, and returns its output.
-/// The calling thread polls the future itself (inside `rt`'s context, whose workers run the
-/// connection and the timers) and sleeps between polls: a call costs one wake-up of the caller,
-/// not a task spawned on a worker plus a channel back. When a signal handler raises
-/// (KeyboardInterrupt), the future is dropped (core futures are cancel-safe: an unclaimed hold
-/// is released) and the exception is returned.
+/// The calling thread polls the future itself (tokio's `Handle::block_on`: inside `rt`'s
+/// context, whose worker runs the connection and the timers, parked between polls): a call
+/// costs one wake-up of the caller, not a task spawned on a worker plus a channel back. When a
+/// signal handler raises (KeyboardInterrupt), the future is dropped (core futures are
+/// cancel-safe: an unclaimed hold is released) and the exception is returned.
 ///
 /// From a thread that is already inside a tokio runtime (a Python callback run by a runtime
 /// thread), where polling in place is not allowed, the call runs as a task instead.
@@ -53,24 +34,8 @@ where
     // Boxed so that an interrupt can drop it inside the runtime's context.
     let mut fut = Box::pin(fut);
     loop {
-        let polled = py.detach(|| {
-            let _context = handle.enter();
-            WAKER.with(|waker| {
-                let mut cx = Context::from_waker(waker);
-                let until = Instant::now() + SLICE;
-                loop {
-                    if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-                        return Some(v);
-                    }
-                    let now = Instant::now();
-                    if now >= until {
-                        return None;
-                    }
-                    // Returns on the waker's unpark (or spuriously: polling again is harmless).
-                    std::thread::park_timeout(until - now);
-                }
-            })
-        });
+        let polled =
+            py.detach(|| handle.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await.ok() }));
         if let Some(v) = polled {
             return Ok(v);
         }

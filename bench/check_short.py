@@ -9,7 +9,7 @@ import sys
 
 # Redisson's reentrant lock: every configuration (its defaults, tuned) and API (threads, async)
 # with every owner count, so that one that stops running fails.
-REDISSON_REENTRANT = ["redisson (defaults)", "redisson (async, defaults)", "redisson (tuned)", "redisson (async, tuned)"]
+from results import REDISSON_REENTRANT
 
 # (bench, surface) rows each program prints; a surface of None is a row without one;
 # (bench, surface, owners): a pairs row with that many owners.

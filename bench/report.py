@@ -114,11 +114,9 @@ redisson = first("redisson")
 if redisson:
     p(f"### rlock beside Redisson {redisson['version']} (same server, same run; ratio: Redisson / rlock)")
     p("")
-    pools = ""
-    if "connection_pool_defaults" in redisson:
-        pools = (f"*defaults*: Redisson's configuration unchanged (a connection pool of "
-                 f"{redisson['connection_pool_defaults']}, {redisson['min_idle']} connections kept idle, "
-                 f"{redisson['netty_threads']} Netty threads); ")
+    pools = (f"*defaults*: Redisson's configuration unchanged (a connection pool of "
+             f"{redisson['connection_pool_defaults']}, {redisson['min_idle']} connections kept idle, "
+             f"{redisson['netty_threads']} Netty threads); ")
     p(f"rlock: the Rust core (one multiplexed connection, tasks on one current-thread runtime) and the C "
       f"surface (librlock, one thread per owner; its bench runs 1, 16 and 64 owners). Redisson: Java "
       f"{redisson['java']}; {pools}*tuned*: the connection pool sized for the largest owner count "

@@ -74,20 +74,10 @@ def peer_name(surface):
     return surface[len("peer "):]
 
 
-def _upgrade(row):
-    """A row of a results.jsonl from before Redisson ran with its defaults (one configuration,
-    the pool of 256, threads: the "tuned" one now) in today's names."""
-    if row.get("surface") == "redisson":
-        row["surface"] = "redisson (tuned)"
-    if row.get("bench") == "redisson" and "connection_pool" in row:
-        row.setdefault("connection_pool_tuned", row.pop("connection_pool"))
-    return row
-
-
 class Results:
     def __init__(self, path):
         with open(path) as f:
-            self.rows = [_upgrade(json.loads(line)) for line in f if line.strip().startswith("{")]
+            self.rows = [json.loads(line) for line in f if line.strip().startswith("{")]
         self.pairs = self.by("pairs")
 
     def by(self, bench):

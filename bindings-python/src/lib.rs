@@ -286,7 +286,8 @@ impl PendingAcquire {
 }
 
 /// A core result on its way to asyncio. Errors become exceptions during the conversion, which
-/// the completion thread runs with the GIL held, so tokio workers never wait for the GIL.
+/// runs on the event loop's thread with the GIL held (`aio`), so tokio workers never wait for
+/// the GIL.
 struct Outcome<T>(rlock::Result<T>);
 
 impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for Outcome<T> {

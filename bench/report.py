@@ -50,8 +50,10 @@ for c in sorted(ceiling):
 p("")
 notes = []
 if server:
-    notes.append(f"Redis CPU per rlock pair (INFO commandstats over the Rust pairs runs): {server['usec_per_pair']} us, "
-                 f"so one Redis core serves at most **{fmt(server['ceiling_pairs_per_s'])} pairs/s** (server-CPU ceiling)")
+    notes.append(f"Redis CPU per rlock pair inside its commands (INFO commandstats over the Rust pairs runs): "
+                 f"{server['usec_per_pair']} us, so one Redis core serves at most "
+                 f"**{fmt(server['ceiling_pairs_per_s'])} pairs/s** (server-CPU ceiling; Redis' reading, parsing "
+                 f"and replying come on top, see \"Redis busy\" below the pairs table)")
 ping = first("ping")
 if ping:
     notes.append(f"PING round trip (redis-benchmark, 1 client): p50 {ping['p50_us']:.0f} us, p99 {ping['p99_us']:.0f} us "
@@ -82,6 +84,11 @@ if server:
         cells = [f"{rate(s, o) / server['ceiling_pairs_per_s']:.2f}" if rate(s, o) else "" for o in OWNERS]
         if any(cells):
             p(f"| rlock {s} / server-CPU ceiling | " + " | ".join(cells) + " |")
+for s in ("rust", "rust (2 connections)"):
+    busy = [res.server_busy(s, o) for o in OWNERS]
+    if any(b is not None for b in busy):
+        p(f"| Redis busy during rlock {s} (its CPU / wall, 1.00 = its one core) | "
+          + " | ".join("" if b is None else f"{b:.2f}" for b in busy) + " |")
 p("")
 
 obs = by("observability")

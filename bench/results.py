@@ -93,6 +93,11 @@ class Results:
     def rate(self, surface, owners):
         return next((r["pairs_per_s"] for r in self.pairs if r["surface"] == surface and r["owners"] == owners), None)
 
+    def server_busy(self, surface, owners):
+        """Redis' process CPU over the wall time of that pairs run (1.0 = one core), if measured."""
+        return next((r.get("server_busy") for r in self.pairs if r["surface"] == surface and r["owners"] == owners),
+                    None)
+
     def handoff(self, surface):
         return next((r for r in self.by("handoff") if r["surface"] == surface), None)
 

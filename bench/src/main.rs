@@ -90,6 +90,27 @@ async fn pairs(url: &str, owners: usize, secs: f64, connections: usize) -> Res<f
     pairs_with(url, owners, secs, options).await
 }
 
+/// Redis' own process CPU (user + system, all its threads) in seconds, from `INFO cpu`.
+async fn server_cpu(conn: &mut redis::aio::MultiplexedConnection) -> Res<f64> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await?;
+    let field = |name: &str| -> f64 {
+        info.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0)
+    };
+    Ok(field("used_cpu_user:") + field("used_cpu_sys:"))
+}
+
+/// [`pairs`], and how busy Redis was meanwhile: its process CPU over the run's wall time (1.0 is
+/// one core; Redis runs commands on one thread). The commandstats ceiling counts only the time
+/// inside commands; this also counts Redis' reading, parsing and replying, the rest of what
+/// bounds it.
+async fn pairs_and_server_busy(url: &str, owners: usize, secs: f64, connections: usize) -> Res<(f64, f64)> {
+    let mut conn = redis::Client::open(url)?.get_multiplexed_async_connection().await?;
+    let (cpu0, t0) = (server_cpu(&mut conn).await?, Instant::now());
+    let rate = pairs(url, owners, secs, connections).await?;
+    let busy = (server_cpu(&mut conn).await? - cpu0) / t0.elapsed().as_secs_f64();
+    Ok((rate, busy))
+}
+
 async fn pairs_with(url: &str, owners: usize, secs: f64, options: ClientOptions) -> Res<f64> {
     pairs_on(url, owners, secs, options, |client, i| client.lock(&format!("bench:pairs:{i}"))).await
 }
@@ -476,15 +497,15 @@ fn main() -> Res<()> {
     rt.block_on(async {
         if want("pairs") {
             for owners in [1usize, 16, 64, 256] {
-                let rate = pairs(&url, owners, secs, 1).await?;
-                println!("{{\"bench\":\"pairs\",\"surface\":\"rust\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
+                let (rate, busy) = pairs_and_server_busy(&url, owners, secs, 1).await?;
+                println!("{{\"bench\":\"pairs\",\"surface\":\"rust\",\"owners\":{owners},\"pairs_per_s\":{rate:.0},\"server_busy\":{busy:.3}}}");
             }
         }
         // The same with `command_connections = 2` (core option; Rust surface only).
         if want("pairs2") {
             for owners in [16usize, 64, 256] {
-                let rate = pairs(&url, owners, secs, 2).await?;
-                println!("{{\"bench\":\"pairs\",\"surface\":\"rust (2 connections)\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
+                let (rate, busy) = pairs_and_server_busy(&url, owners, secs, 2).await?;
+                println!("{{\"bench\":\"pairs\",\"surface\":\"rust (2 connections)\",\"owners\":{owners},\"pairs_per_s\":{rate:.0},\"server_busy\":{busy:.3}}}");
             }
         }
         if want("latency") {

@@ -108,7 +108,6 @@ pub struct LocalCalls<O, T> {
     slots: Vec<Option<Slot<O, T>>>,
     free: Vec<usize>,
     generation: u64,
-    pending: usize,
 }
 
 impl<O, T> LocalCalls<O, T> {
@@ -119,10 +118,11 @@ impl<O, T> LocalCalls<O, T> {
             woken: Mutex::new(Woken { keys: Vec::new(), closed: false }),
             bell: Box::new(bell),
         });
-        LocalCalls { ready, slots: Vec::new(), free: Vec::new(), generation: 0, pending: 0 }
+        LocalCalls { ready, slots: Vec::new(), free: Vec::new(), generation: 0 }
     }
 
-    /// Keeps `call` with `data` until it ends or is cancelled; poll it once right away.
+    /// Keeps `call` with `data` until it ends or is cancelled. It is not polled here: the
+    /// surface polls it once right away (so its request goes out in the call), then on wake-ups.
     pub fn add(&mut self, call: LocalCall<O>, data: T) -> CallKey {
         self.generation += 1;
         let slot = self.free.pop().unwrap_or_else(|| {
@@ -132,13 +132,12 @@ impl<O, T> LocalCalls<O, T> {
         let key = CallKey { slot, generation: self.generation };
         let waker = Waker::from(Arc::new(CallWaker { ready: self.ready.clone(), key }));
         self.slots[slot] = Some(Slot { call, waker, data, generation: key.generation });
-        self.pending += 1;
         key
     }
 
     /// How many calls are pending.
     pub fn pending(&self) -> usize {
-        self.pending
+        self.slots.len() - self.free.len()
     }
 
     /// Polls call `key` once inside `runtime`'s context (core futures use its timers, and a
@@ -185,7 +184,6 @@ impl<O, T> LocalCalls<O, T> {
 
     fn remove(&mut self, slot: usize) -> Slot<O, T> {
         self.free.push(slot);
-        self.pending -= 1;
         self.slots[slot].take().unwrap_or_else(|| unreachable!("checked by the caller"))
     }
 }
@@ -197,7 +195,6 @@ impl<O: Send + 'static, T: Send + 'static> LocalCalls<O, T> {
     pub fn drop_pending_on(&mut self, runtime: &Handle) {
         let slots = std::mem::take(&mut self.slots);
         self.free.clear();
-        self.pending = 0;
         if slots.iter().any(Option::is_some) {
             runtime.spawn(async move { drop(slots) });
         }
@@ -209,6 +206,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
     fn calls(rings: &Arc<AtomicUsize>) -> LocalCalls<u32, &'static str> {
         let rings = rings.clone();
         LocalCalls::new(move || {
@@ -218,8 +219,7 @@ mod tests {
 
     #[test]
     fn calls_wake_through_one_bell_and_end_once() {
-        let rt =
-            tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| unreachable!("{e}"));
+        let rt = runtime();
         let rings = Arc::new(AtomicUsize::new(0));
         let mut calls = calls(&rings);
         let (tx_a, rx_a) = tokio::sync::oneshot::channel::<u32>();
@@ -249,8 +249,7 @@ mod tests {
 
     #[test]
     fn a_panic_ends_the_call_and_a_closed_list_rings_no_bell() {
-        let rt =
-            tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| unreachable!("{e}"));
+        let rt = runtime();
         let rings = Arc::new(AtomicUsize::new(0));
         let mut calls = calls(&rings);
         let boom = calls.add(Box::pin(async { panic!("a bug") }), "boom");

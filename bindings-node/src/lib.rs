@@ -780,20 +780,12 @@ impl NativeCountDownLatch {
     }
 }
 
-/// napi's tokio runtime, made here with one worker instead of napi's default of one per core.
-/// The workers only run the connections, timers, watchdog and pub/sub (the calls themselves
-/// are polled on the JS thread, see `local`), and on a machine with few cores a second worker
-/// mostly adds wake-ups between threads: with one, 64 handles did 56-58k pairs/s instead of
-/// 45-47k in A/B runs, and one handle 5.5k instead of 3.8-4.3k. If the runtime cannot be
-/// built here, napi builds its default one.
+/// napi's tokio runtime, made by core with [`rlock::runtime::SURFACE_WORKERS`] instead of
+/// napi's default of one worker per core (the calls themselves are polled on the JS thread, see
+/// `local`). If the runtime cannot be built here, napi builds its default one.
 #[napi_derive::module_init]
 fn init_runtime() {
-    let built = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("rlock")
-        .enable_all()
-        .build();
-    if let Ok(rt) = built {
+    if let Ok(rt) = rlock::runtime::build_runtime(rlock::runtime::SURFACE_WORKERS) {
         napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }
 }

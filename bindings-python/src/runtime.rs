@@ -26,12 +26,12 @@ impl Rt {
     }
 }
 
-/// The runtime of this process (core's per-process runtime, made anew in a forked child). One
-/// worker: it runs the connections, timers, watchdog and pub/sub, never a Python call (sync
-/// calls are polled on the calling thread, asyncio calls on the loop's thread, lost-hold
-/// callbacks on the blocking pool), and a second worker mostly added wake-ups between threads
-/// (asyncio with 256 tasks: 44.6-47.0k pairs/s with one, 36.9-40.9k with two, in A/B runs).
+/// The runtime of this process (core's per-process runtime, made anew in a forked child, with
+/// core's [`rlock::runtime::SURFACE_WORKERS`]). Its worker never runs a Python call: sync calls
+/// are polled on the calling thread, asyncio calls on the loop's thread, lost-hold callbacks on
+/// the blocking pool.
 pub(crate) fn current() -> PyResult<Rt> {
-    let (pid, handle) = rlock::runtime::process_runtime(1).map_err(crate::errors::map_err)?;
+    let (pid, handle) =
+        rlock::runtime::process_runtime(rlock::runtime::SURFACE_WORKERS).map_err(crate::errors::map_err)?;
     Ok(Rt { pid, handle })
 }

@@ -192,10 +192,11 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> rlock_result {
     }
 }
 
-/// The runtime of this process (core's per-process runtime, made anew in a forked child): one
-/// worker thread runs every client's watchdog and pub/sub tasks.
+/// The runtime of this process (core's per-process runtime, made anew in a forked child): its
+/// worker runs every client's connections, watchdog and pub/sub tasks; calls are polled on the
+/// calling threads.
 pub(crate) fn runtime() -> Result<Handle, Failure> {
-    Ok(crate::runtime::process_runtime(1)?.1)
+    Ok(crate::runtime::process_runtime(crate::runtime::SURFACE_WORKERS)?.1)
 }
 
 /// Blocks the calling thread on `fut`, run under the librlock runtime `rt`.

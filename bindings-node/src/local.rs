@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
-use rlock::{CallKey, Closer, LocalCalls, Polled};
+use rlock::{CallKey, Closer, LocalCalls, Polled, PANIC_MESSAGE};
 
 /// Makes a call's JS value on the JS thread.
 type Settle = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
@@ -176,10 +176,7 @@ fn poll(env: sys::napi_env, key: CallKey) {
             Polled::Ready(result, deferred) => (deferred, result),
             Polled::Panicked(deferred) => (
                 deferred,
-                Err(napi::Error::new(
-                    Status::GenericFailure,
-                    "[RLOCK_INTERNAL] internal error in rlock (a bug: please report it)",
-                )),
+                Err(napi::Error::new(Status::GenericFailure, format!("[RLOCK_INTERNAL] {PANIC_MESSAGE}"))),
             ),
         };
         if ex.calls.pending() == 0 {

@@ -140,10 +140,9 @@ fn poll(py: Python<'_>, key: CallKey) {
     let ended = with_executor(|ex| match ex.calls.poll(key, ex.rt.handle())? {
         Polled::Pending => None,
         Polled::Ready(result, future) => Some((future, result)),
-        Polled::Panicked(future) => Some((
-            future,
-            Err(crate::errors::rlock_error("internal error in rlock (a bug: please report it)".to_owned())),
-        )),
+        Polled::Panicked(future) => {
+            Some((future, Err(crate::errors::rlock_error(rlock::PANIC_MESSAGE.to_owned()))))
+        }
     });
     let Some((future, result)) = ended else { return };
     let future = future.bind(py);

@@ -78,7 +78,7 @@ pub use describe::{
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
-pub use local_calls::{CallKey, Closer, LocalCall, LocalCalls, Polled};
+pub use local_calls::{CallKey, Closer, LocalCall, LocalCalls, Polled, PANIC_MESSAGE};
 pub use lock::{Guard, Lock, Released, Ttl};
 pub use metrics::{Stats, Summary};
 pub use multi_lock::{MultiGuard, MultiLock};

@@ -32,6 +32,9 @@ pub struct CallKey {
     generation: u64,
 }
 
+/// The message a surface gives its caller for [`Polled::Panicked`].
+pub const PANIC_MESSAGE: &str = "internal error in rlock (a bug: please report it)";
+
 /// What polling a call gave.
 #[derive(Debug)]
 pub enum Polled<O, T> {
@@ -39,7 +42,8 @@ pub enum Polled<O, T> {
     Pending,
     /// Finished with this output; the call is gone and its data is given back.
     Ready(O, T),
-    /// The call panicked (a bug in core); it is gone and its data is given back.
+    /// The call panicked (a bug in core); it is gone and its data is given back. The surface
+    /// fails the call with [`PANIC_MESSAGE`].
     Panicked(T),
 }
 

@@ -165,7 +165,9 @@ def test_acquire_cancelled_after_it_succeeded_leaves_no_hold(
         wait_until(lambda: not raw.exists(name) and client.tracked_holds() == 0, timeout=5, what="the hold released")
 
 
-def test_event_loops_one_after_another_and_on_several_threads(client: rlock.Client, name: str) -> None:
+def test_event_loops_one_after_another_and_on_several_threads(
+    client: rlock.Client, name: str, raw: redis.Redis
+) -> None:
     """asyncio calls are polled on their loop's thread: a thread's second `asyncio.run` (a new
     loop), and loops on other threads at the same time, each get their results and wake-ups."""
     import threading
@@ -183,7 +185,9 @@ def test_event_loops_one_after_another_and_on_several_threads(client: rlock.Clie
                 return "woken"
 
         waiter = asyncio.create_task(other())
-        await asyncio.sleep(0)  # the waiter starts and waits
+        channel = f"redisson_lock__channel:{{{name}:{tag}}}"
+        while raw.pubsub_numsub(channel)[0][1] == 0:  # no event tells when the waiter has subscribed
+            await asyncio.sleep(0.01)
         assert not waiter.done()
         await lock.release_async()
         return await asyncio.wait_for(waiter, 10)

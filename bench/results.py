@@ -90,13 +90,15 @@ class Results:
         """redis-benchmark's pair ceiling by requests in flight: "pipelined" or "connections"."""
         return {r["clients"]: r for r in self.by("ceiling") if r.get("mode") == mode}
 
+    def pairs_row(self, surface, owners):
+        return next((r for r in self.pairs if r["surface"] == surface and r["owners"] == owners), {})
+
     def rate(self, surface, owners):
-        return next((r["pairs_per_s"] for r in self.pairs if r["surface"] == surface and r["owners"] == owners), None)
+        return self.pairs_row(surface, owners).get("pairs_per_s")
 
     def server_busy(self, surface, owners):
         """Redis' process CPU over the wall time of that pairs run (1.0 = one core), if measured."""
-        return next((r.get("server_busy") for r in self.pairs if r["surface"] == surface and r["owners"] == owners),
-                    None)
+        return self.pairs_row(surface, owners).get("server_busy")
 
     def handoff(self, surface):
         return next((r for r in self.by("handoff") if r["surface"] == surface), None)

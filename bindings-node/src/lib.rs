@@ -108,8 +108,9 @@ impl NativeClient {
     /// A handle on lock `name` of `kind` (`'lock'`, `'fenced'` or `'fair'`; default `'lock'`)
     /// with a fresh owner of its own (Node holds belong to handles).
     #[napi(ts_args_type = "name: string, kind?: 'lock' | 'fenced' | 'fair'")]
-    pub fn lock(&self, name: String, kind: Option<String>) -> napi::Result<NativeLock> {
+    pub fn lock(&self, env: &Env, name: String, kind: Option<String>) -> napi::Result<NativeLock> {
         let c = &self.client;
+        local::link(env, c)?;
         let lock = match kind.as_deref() {
             None | Some("lock") => c.lock(&name),
             Some("fenced") => c.fenced_lock(&name).map(|f| f.lock().clone()),
@@ -128,7 +129,8 @@ impl NativeClient {
     /// The read and write sides of read-write lock `name`, sharing one fresh owner (so the
     /// writer may downgrade to a read hold).
     #[napi]
-    pub fn read_write_lock(&self, name: String) -> napi::Result<Vec<NativeLock>> {
+    pub fn read_write_lock(&self, env: &Env, name: String) -> napi::Result<Vec<NativeLock>> {
+        local::link(env, &self.client)?;
         let rw = self.client.read_write_lock(&name).map_err(js_error)?;
         let owner = self.client.new_owner();
         Ok(vec![
@@ -139,19 +141,22 @@ impl NativeClient {
 
     /// A handle on the permit-expirable semaphore `name`.
     #[napi]
-    pub fn permit_expirable_semaphore(&self, name: String) -> napi::Result<NativePermitSemaphore> {
+    pub fn permit_expirable_semaphore(&self, env: &Env, name: String) -> napi::Result<NativePermitSemaphore> {
+        local::link(env, &self.client)?;
         Ok(NativePermitSemaphore { sem: self.client.permit_expirable_semaphore(&name).map_err(js_error)? })
     }
 
     /// A handle on the semaphore `name`.
     #[napi]
-    pub fn semaphore(&self, name: String) -> napi::Result<NativeSemaphore> {
+    pub fn semaphore(&self, env: &Env, name: String) -> napi::Result<NativeSemaphore> {
+        local::link(env, &self.client)?;
         Ok(NativeSemaphore { sem: self.client.semaphore(&name).map_err(js_error)? })
     }
 
     /// A handle on the count-down latch `name`.
     #[napi]
-    pub fn count_down_latch(&self, name: String) -> napi::Result<NativeCountDownLatch> {
+    pub fn count_down_latch(&self, env: &Env, name: String) -> napi::Result<NativeCountDownLatch> {
+        local::link(env, &self.client)?;
         Ok(NativeCountDownLatch { latch: self.client.count_down_latch(&name).map_err(js_error)? })
     }
 

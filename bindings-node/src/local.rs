@@ -57,7 +57,24 @@ impl Tsfn {
 struct Executor {
     env: sys::napi_env,
     tsfn: sys::napi_threadsafe_function,
+    /// Calls with their promise; a null deferred marks a background call (a local link),
+    /// which keeps no event loop alive and settles nothing.
     calls: LocalCalls<napi::Result<Settle>, sys::napi_deferred>,
+    /// How many of the calls are background calls.
+    background: usize,
+    /// Calls made since the last drain.
+    unflushed: usize,
+    /// The clients whose local link runs on this thread (by client id).
+    linked: Vec<u128>,
+    /// The async context the local links' poll callbacks run JS in (made with the first link).
+    scope: Option<(sys::napi_ref, sys::napi_async_context)>,
+}
+
+impl Executor {
+    /// Whether promise calls are pending (they keep the event loop alive).
+    fn promised(&self) -> usize {
+        self.calls.pending() - self.background
+    }
 }
 
 thread_local! {
@@ -96,23 +113,71 @@ where
         // SAFETY: settles run on the JS thread with its env.
         Ok(Box::new(move |env| unsafe { T::to_napi_value(env, value) }) as Settle)
     });
-    let added = EXECUTOR.with(|cell| -> napi::Result<CallKey> {
-        let mut cell = cell.borrow_mut();
-        if cell.as_ref().is_none_or(|e| e.env != raw) {
-            *cell = Some(Executor::new(raw)?);
+    let added = with_executor(raw, |ex| -> napi::Result<(CallKey, bool)> {
+        ex.unflushed += 1;
+        // Few calls pending: each request goes out at once, so Redis works on it while this
+        // thread makes the next (as ioredis writes each command). Many: every 8th call sends
+        // what is queued, and the bell's drain the rest, so one write carries several.
+        let flush = ex.promised() < FLUSH_ALONE_BELOW || ex.unflushed >= FLUSH_EVERY;
+        if flush {
+            // Wake-ups while this call is made are drained below, without a bell.
+            ex.calls.begin_drain();
         }
-        let Some(ex) = cell.as_mut() else { unreachable!("made above") };
-        if ex.calls.pending() == 0 {
+        if ex.promised() == 0 {
             // SAFETY: on the JS thread; the threadsafe function lives as long as the env.
             unsafe { sys::napi_ref_threadsafe_function(raw, ex.tsfn) };
         }
-        Ok(ex.calls.add(call, deferred))
+        Ok((ex.calls.add(call, deferred), flush))
     });
-    match added {
-        Ok(key) => poll(raw, key),
+    match added.and_then(|a| a) {
+        Ok((key, flush)) => {
+            poll(raw, key);
+            if flush {
+                drain_all(raw);
+            }
+        }
         Err(e) => reject(raw, deferred, e),
     }
     Ok(PromiseRaw::new(raw, promise))
+}
+
+/// Runs `f` on this JS thread's executor for `env`, made first if needed.
+fn with_executor<R>(env: sys::napi_env, f: impl FnOnce(&mut Executor) -> R) -> napi::Result<R> {
+    EXECUTOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|e| e.env != env) {
+            *cell = Some(Executor::new(env)?);
+        }
+        let Some(ex) = cell.as_mut() else { unreachable!("made above") };
+        Ok(f(ex))
+    })
+}
+
+/// Starts `client`'s local link on this JS thread, once per client (see
+/// `rlock::Client::local_link`): its commands then go out and come back on this thread's event
+/// loop. Nothing happens for a client that cannot have one, or off Unix.
+pub(crate) fn link(env: &Env, client: &rlock::Client) -> napi::Result<()> {
+    let raw = env.raw();
+    let id = client.id().as_u128();
+    if with_executor(raw, |ex| ex.linked.contains(&id))? {
+        return Ok(());
+    }
+    let Some(run) = uv::watch(raw).and_then(|watch| client.local_link(watch)) else {
+        return Ok(());
+    };
+    let key = with_executor(raw, |ex| {
+        ex.linked.push(id);
+        ex.background += 1;
+        ex.calls.add(
+            Box::pin(async move {
+                run.await;
+                Ok(Box::new(|_| Ok(ptr::null_mut())) as Settle)
+            }),
+            ptr::null_mut(),
+        )
+    })?;
+    poll(raw, key);
+    Ok(())
 }
 
 impl Executor {
@@ -162,7 +227,7 @@ impl Executor {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(torn_down), env as *mut c_void);
         }
-        Ok(Executor { env, tsfn, calls })
+        Ok(Executor { env, tsfn, calls, background: 0, unflushed: 0, linked: Vec::new(), scope: None })
     }
 }
 
@@ -179,7 +244,12 @@ fn poll(env: sys::napi_env, key: CallKey) {
                 Err(napi::Error::new(Status::GenericFailure, format!("[RLOCK_INTERNAL] {PANIC_MESSAGE}"))),
             ),
         };
-        if ex.calls.pending() == 0 {
+        if ended.0.is_null() {
+            // A local link ended (its client closed): nothing to settle.
+            ex.background -= 1;
+            return None;
+        }
+        if ex.promised() == 0 {
             // SAFETY: as in `spawn`.
             unsafe { sys::napi_unref_threadsafe_function(env, ex.tsfn) };
         }
@@ -221,10 +291,40 @@ unsafe extern "C" fn drain(
     if env.is_null() {
         return; // the environment is being torn down
     }
-    let woken =
-        EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken()));
-    for key in woken.into_iter().flatten() {
-        poll(env, key);
+    drain_all(env);
+}
+
+/// Below this many pending calls, each call's request is written at once (measured best with
+/// 1 and 16 owners); with more, every `FLUSH_EVERY`th (best with 64).
+const FLUSH_ALONE_BELOW: usize = 17;
+/// With `FLUSH_ALONE_BELOW` or more pending, a call sends the queued requests every this many
+/// calls.
+const FLUSH_EVERY: usize = 8;
+
+/// Polls woken calls until none is left: replies a local link reads while this runs wake
+/// their calls into the same drain, with no bell. Polling a woken link driver writes every
+/// request queued so far.
+fn drain_all(env: sys::napi_env) {
+    let started = EXECUTOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let ex = cell.as_mut().filter(|e| e.env == env)?;
+        ex.unflushed = 0;
+        ex.calls.begin_drain();
+        Some(())
+    });
+    if started.is_none() {
+        return;
+    }
+    loop {
+        let woken = EXECUTOR
+            .with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken()))
+            .unwrap_or_default();
+        if woken.is_empty() {
+            break;
+        }
+        for key in woken {
+            poll(env, key);
+        }
     }
 }
 
@@ -254,4 +354,243 @@ unsafe extern "C" fn torn_down(env: *mut c_void) {
             drop(ex);
         }
     });
+}
+
+/// The local links' sockets, watched by libuv poll handles on the JS thread's loop.
+#[cfg(unix)]
+mod uv {
+    use std::alloc::{alloc, dealloc, Layout};
+    use std::cell::Cell;
+    use std::ffi::{c_int, c_void};
+    use std::panic::catch_unwind;
+    use std::ptr;
+    use std::sync::Arc;
+
+    use napi::sys;
+    use rlock::{LocalIo, RawSocket, Watcher};
+
+    use super::{check, drain_all, EXECUTOR};
+
+    // libuv, as the Node binary exports it (uv.h: `uv_handle_type` UV_POLL, `uv_poll_event`).
+    const UV_POLL: c_int = 8;
+    const UV_READABLE: c_int = 1;
+    const UV_WRITABLE: c_int = 2;
+    type PollCb = unsafe extern "C" fn(handle: *mut c_void, status: c_int, events: c_int);
+    type CloseCb = unsafe extern "C" fn(handle: *mut c_void);
+    unsafe extern "C" {
+        fn uv_handle_size(kind: c_int) -> usize;
+        fn uv_poll_init(event_loop: *mut c_void, handle: *mut c_void, fd: c_int) -> c_int;
+        fn uv_poll_start(handle: *mut c_void, events: c_int, cb: PollCb) -> c_int;
+        fn uv_close(handle: *mut c_void, cb: CloseCb);
+        fn uv_unref(handle: *mut c_void);
+    }
+
+    /// One watched socket: the poll handle and who still needs this state. Lives on the JS
+    /// thread; freed by the last of the watcher's drop and the handle's close callback.
+    struct Poll {
+        env: sys::napi_env,
+        handle: *mut c_void,
+        io: Arc<LocalIo>,
+        /// The environment's async clean-up hook, which closes the handle if the environment
+        /// goes first (a worker thread ending); removed once the handle is closed.
+        hook: Cell<sys::napi_async_cleanup_hook_handle>,
+        closing: Cell<bool>,
+        closed: Cell<bool>,
+        watched: Cell<bool>,
+    }
+
+    fn layout() -> Option<Layout> {
+        // SAFETY: a libuv query without side effects.
+        Layout::from_size_align(unsafe { uv_handle_size(UV_POLL) }, 16).ok()
+    }
+
+    /// Begins closing the handle (once); `closed` runs when libuv is done with it.
+    fn close(p: &Poll) {
+        if !p.closing.replace(true) {
+            // SAFETY: an initialized handle of this thread's loop, closed once.
+            unsafe { uv_close(p.handle, closed) };
+        }
+    }
+
+    unsafe extern "C" fn closed(handle: *mut c_void) {
+        // SAFETY: the handle's data is its `Poll` (set in `watch`), alive until freed below.
+        let p = unsafe { *(handle as *mut *mut Poll) };
+        let p_ref = unsafe { &*p };
+        p_ref.closed.set(true);
+        // SAFETY: the hook was registered in `watch` and is removed once.
+        unsafe { sys::napi_remove_async_cleanup_hook(p_ref.hook.replace(ptr::null_mut())) };
+        if let Some(layout) = layout() {
+            // SAFETY: allocated in `watch` with this layout; libuv is done with it.
+            unsafe { dealloc(handle.cast(), layout) };
+        }
+        if !p_ref.watched.get() {
+            // SAFETY: from Box::into_raw in `watch`; nobody else holds it.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+
+    unsafe extern "C" fn hook(_handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
+        // SAFETY: `arg` is the `Poll`, alive until its handle is closed.
+        close(unsafe { &*(arg as *const Poll) });
+    }
+
+    /// Readiness from libuv: wake the link's driver and poll what it wakes, all in one drain,
+    /// inside a callback scope so the promises settled here run their reactions.
+    unsafe extern "C" fn ready(handle: *mut c_void, status: c_int, events: c_int) {
+        let _ = catch_unwind(|| {
+            // SAFETY: the handle's data is its `Poll`; no callback comes after `uv_close`.
+            let p = unsafe { &**(handle as *mut *mut Poll) };
+            let env = p.env;
+            let scope = EXECUTOR.with(|cell| {
+                let cell = cell.borrow();
+                let ex = cell.as_ref().filter(|e| e.env == env)?;
+                ex.calls.begin_drain();
+                ex.scope
+            });
+            // An error (the socket broke) wakes both sides: the driver then sees it.
+            let (readable, writable) = if status < 0 {
+                (true, true)
+            } else {
+                (events & UV_READABLE != 0, events & UV_WRITABLE != 0)
+            };
+            p.io.ready(readable, writable);
+            let Some((resource, context)) = scope else { return };
+            // SAFETY: on the JS thread, from libuv: open a handle scope and a callback scope
+            // (what napi's own callbacks run in), drain, close both.
+            unsafe {
+                let mut handles = ptr::null_mut();
+                if sys::napi_open_handle_scope(env, &mut handles) != sys::Status::napi_ok {
+                    return;
+                }
+                let mut object = ptr::null_mut();
+                let mut callback = ptr::null_mut();
+                if sys::napi_get_reference_value(env, resource, &mut object) == sys::Status::napi_ok
+                    && sys::napi_open_callback_scope(env, object, context, &mut callback)
+                        == sys::Status::napi_ok
+                {
+                    drain_all(env);
+                    sys::napi_close_callback_scope(env, callback);
+                }
+                sys::napi_close_handle_scope(env, handles);
+            }
+        });
+    }
+
+    struct UvWatcher(*mut Poll);
+
+    // SAFETY: made, used and dropped on the JS thread only: the link future that owns it is
+    // polled and dropped by that thread's executor.
+    unsafe impl Send for UvWatcher {}
+
+    impl Watcher for UvWatcher {
+        fn write_interest(&mut self, on: bool) {
+            // SAFETY: the `Poll` lives while its watcher does.
+            let p = unsafe { &*self.0 };
+            if !p.closing.get() {
+                let events = if on { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
+                // SAFETY: an initialized, open handle of this thread's loop.
+                unsafe { uv_poll_start(p.handle, events, ready) };
+            }
+        }
+    }
+
+    impl Drop for UvWatcher {
+        fn drop(&mut self) {
+            // SAFETY: the `Poll` lives while its watcher does.
+            let p = unsafe { &*self.0 };
+            p.watched.set(false);
+            if p.closed.get() {
+                // SAFETY: the handle is closed and the watcher was the last holder.
+                drop(unsafe { Box::from_raw(self.0) });
+            } else {
+                close(p);
+            }
+        }
+    }
+
+    /// The async context the poll callbacks run in, made once per executor.
+    fn scope(env: sys::napi_env) -> napi::Result<()> {
+        let made =
+            EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).and_then(|e| e.scope));
+        if made.is_some() {
+            return Ok(());
+        }
+        let (mut object, mut name, mut reference, mut context) =
+            (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        // SAFETY: on the JS thread with its env; the string is static.
+        unsafe {
+            check(sys::napi_create_object(env, &mut object), "napi_create_object")?;
+            check(
+                sys::napi_create_string_utf8(env, c"rlock".as_ptr(), 5, &mut name),
+                "napi_create_string_utf8",
+            )?;
+            check(sys::napi_create_reference(env, object, 1, &mut reference), "napi_create_reference")?;
+            check(sys::napi_async_init(env, object, name, &mut context), "napi_async_init")?;
+        }
+        EXECUTOR.with(|cell| {
+            if let Some(e) = cell.borrow_mut().as_mut().filter(|e| e.env == env) {
+                e.scope = Some((reference, context));
+            }
+        });
+        Ok(())
+    }
+
+    /// What a local link needs from the surface: for each connection, a poll handle on this
+    /// JS thread's loop watching its socket. `None` when the loop cannot be had.
+    pub(super) fn watch(env: sys::napi_env) -> Option<rlock::Watch> {
+        let mut event_loop = ptr::null_mut();
+        // SAFETY: on the JS thread with its env.
+        if unsafe { sys::napi_get_uv_event_loop(env, &mut event_loop) } != sys::Status::napi_ok {
+            return None;
+        }
+        scope(env).ok()?;
+        // Addresses only: the closure runs on this JS thread (the link is polled here).
+        let (event_loop, env) = (event_loop as usize, env as usize);
+        Some(Box::new(move |socket: RawSocket, io: Arc<LocalIo>| -> rlock::Result<Box<dyn Watcher>> {
+            let refused =
+                |what: &str| rlock::Error::new(rlock::ErrorKind::Connection, format!("libuv refused {what}"));
+            let layout = layout().ok_or_else(|| refused("a poll handle"))?;
+            // SAFETY: a fresh block of libuv's size for a poll handle, initialized below.
+            let handle = unsafe { alloc(layout) }.cast::<c_void>();
+            if handle.is_null() {
+                return Err(refused("a poll handle"));
+            }
+            // SAFETY: this thread's loop and a fresh handle; the socket stays open until the
+            // watcher (which closes the handle first) is dropped.
+            if unsafe { uv_poll_init(event_loop as *mut c_void, handle, socket) } != 0 {
+                // SAFETY: never initialized: libuv holds nothing of it.
+                unsafe { dealloc(handle.cast(), layout) };
+                return Err(refused("to watch the socket"));
+            }
+            let env = env as sys::napi_env;
+            let p = Box::into_raw(Box::new(Poll {
+                env,
+                handle,
+                io,
+                hook: Cell::new(ptr::null_mut()),
+                closing: Cell::new(false),
+                closed: Cell::new(false),
+                watched: Cell::new(true),
+            }));
+            // SAFETY: `data` is a handle's first field (uv.h, UV_HANDLE_FIELDS); `p` outlives the
+            // handle (freed after its close callback); the hook's handle is kept to remove it.
+            unsafe {
+                *(handle as *mut *mut Poll) = p;
+                uv_unref(handle);
+                let mut hook_handle = ptr::null_mut();
+                sys::napi_add_async_cleanup_hook(env, Some(hook), p.cast(), &mut hook_handle);
+                (*p).hook.set(hook_handle);
+                uv_poll_start(handle, UV_READABLE, ready);
+            }
+            Ok(Box::new(UvWatcher(p)))
+        }))
+    }
+}
+
+#[cfg(not(unix))]
+mod uv {
+    /// No local links off Unix: calls use the client's shared connection.
+    pub(super) fn watch(_env: napi::sys::napi_env) -> Option<rlock::Watch> {
+        None
+    }
 }

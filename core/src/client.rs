@@ -74,6 +74,28 @@ impl Client {
         Self::connect(&crate::url::default_url(), options).await
     }
 
+    /// A command connection of this client for the thread that polls the returned future, with
+    /// its socket I/O on that thread: the future connects, serves the commands of calls polled
+    /// on that same thread while it is up, connects again after a loss, and ends when the
+    /// client closes. For a surface whose calls are polled on an event loop ([`LocalCalls`]):
+    /// its requests and replies then skip the hop to and from the tokio worker. `watch` makes,
+    /// for each connection, the [`Watcher`] through which the event loop reports the socket's
+    /// readiness ([`LocalIo::ready`]).
+    ///
+    /// `None` when the client cannot have one: TLS, a cluster, Sentinel, or more than one
+    /// command connection. While the link is down (connecting, lost) calls use the shared
+    /// connection; calls made on other threads and the client's background tasks always do.
+    ///
+    /// [`LocalCalls`]: crate::LocalCalls
+    /// [`Watcher`]: crate::Watcher
+    /// [`LocalIo::ready`]: crate::LocalIo::ready
+    pub fn local_link(
+        &self,
+        watch: crate::Watch,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        self.shared.local_link(watch)
+    }
+
     /// What the URL named: one server, a cluster or a Sentinel-managed master.
     pub fn topology(&self) -> Topology {
         self.shared.topology()

@@ -70,6 +70,7 @@ mod url;
 mod watchdog;
 
 pub use client::Client;
+pub use conn::local::{LocalIo, RawSocket, Watch, Watcher};
 pub use conn::Topology;
 pub use count_down_latch::CountDownLatch;
 pub use describe::{

@@ -56,6 +56,8 @@ struct Ready {
 struct Woken {
     keys: Vec<CallKey>,
     closed: bool,
+    /// The surface's thread is polling woken calls until the list is empty: no bell needed.
+    draining: bool,
 }
 
 impl Ready {
@@ -81,7 +83,7 @@ impl Wake for CallWaker {
             return;
         }
         woken.keys.push(self.key);
-        if woken.keys.len() == 1 {
+        if woken.keys.len() == 1 && !woken.draining {
             (self.ready.bell)();
         }
     }
@@ -119,7 +121,7 @@ impl<O, T> LocalCalls<O, T> {
     /// was empty.
     pub fn new(bell: impl Fn() + Send + Sync + 'static) -> Self {
         let ready = Arc::new(Ready {
-            woken: Mutex::new(Woken { keys: Vec::new(), closed: false }),
+            woken: Mutex::new(Woken { keys: Vec::new(), closed: false, draining: false }),
             bell: Box::new(bell),
         });
         LocalCalls { ready, slots: Vec::new(), free: Vec::new(), generation: 0 }
@@ -176,9 +178,22 @@ impl<O, T> LocalCalls<O, T> {
         Some(data)
     }
 
-    /// Takes the ready list: the calls woken since the last time, to poll.
+    /// Takes the ready list: the calls woken since the last time, to poll. An empty list ends
+    /// a drain ([`Self::begin_drain`]).
     pub fn woken(&self) -> Vec<CallKey> {
-        std::mem::take(&mut self.ready.lock().keys)
+        let mut woken = self.ready.lock();
+        if woken.keys.is_empty() {
+            woken.draining = false;
+        }
+        std::mem::take(&mut woken.keys)
+    }
+
+    /// The surface's thread starts polling woken calls and goes on ([`Self::woken`], then
+    /// polling each) until the list it takes is empty. Until then wakers ring no bell: a
+    /// waker on this thread (a reply read by a local link's driver) or elsewhere only adds
+    /// to the list the drain takes next, which saves the surface a wake-up it does not need.
+    pub fn begin_drain(&self) {
+        self.ready.lock().draining = true;
     }
 
     /// A handle that closes the ready list (see [`Closer::close`]).
@@ -265,5 +280,34 @@ mod tests {
         calls.closer().close();
         tx.send(7).unwrap_or_else(|_| unreachable!());
         assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (0, vec![]));
+    }
+
+    #[test]
+    fn a_drain_rings_no_bell_until_it_ends() {
+        let rt = runtime();
+        let rings = Arc::new(AtomicUsize::new(0));
+        let mut calls = calls(&rings);
+        let (tx_a, rx_a) = tokio::sync::oneshot::channel::<u32>();
+        let (tx_b, rx_b) = tokio::sync::oneshot::channel::<u32>();
+        let a = calls.add(Box::pin(async move { rx_a.await.unwrap_or(0) }), "a");
+        let b = calls.add(Box::pin(async move { rx_b.await.unwrap_or(0) }), "b");
+        assert!(matches!(calls.poll(a, rt.handle()), Some(Polled::Pending)));
+        assert!(matches!(calls.poll(b, rt.handle()), Some(Polled::Pending)));
+
+        calls.begin_drain();
+        tx_a.send(1).unwrap_or_else(|_| unreachable!());
+        assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (0, vec![a]));
+        // Woken while the drain polls what it took: still no bell, the next take has it.
+        tx_b.send(2).unwrap_or_else(|_| unreachable!());
+        assert!(matches!(calls.poll(a, rt.handle()), Some(Polled::Ready(1, "a"))));
+        assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (0, vec![b]));
+        assert!(matches!(calls.poll(b, rt.handle()), Some(Polled::Ready(2, "b"))));
+        // The empty take ends the drain: a later wake-up rings again.
+        assert_eq!(calls.woken(), vec![]);
+        let (tx_c, rx_c) = tokio::sync::oneshot::channel::<u32>();
+        let c = calls.add(Box::pin(async move { rx_c.await.unwrap_or(0) }), "c");
+        assert!(matches!(calls.poll(c, rt.handle()), Some(Polled::Pending)));
+        tx_c.send(3).unwrap_or_else(|_| unreachable!());
+        assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (1, vec![c]));
     }
 }

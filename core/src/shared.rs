@@ -199,6 +199,16 @@ impl Shared {
         self.commands.clone()
     }
 
+    /// The local link of this client for the thread that polls the returned future (see
+    /// `conn::local`); `None` when the client cannot have one.
+    pub(crate) fn local_link(
+        &self,
+        watch: conn::local::Watch,
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
+        let route = self.commands.local_route()?;
+        Some(conn::local::run(route, self.closed.clone(), watch))
+    }
+
     /// The batch group of `key` (its hash slot on a cluster, else 0).
     pub(crate) fn group(&self, key: &str) -> u16 {
         self.commands.batch_group(key)

@@ -16,6 +16,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use redis::{Cmd, FromRedisValue, Pipeline, ProtocolVersion, RedisFuture, RedisResult, Value};
 
 mod cluster;
+pub(crate) mod local;
 mod open;
 mod retry;
 mod sentinel;
@@ -58,8 +59,8 @@ impl Topology {
 /// Where lock commands go. Cloning is cheap (shared multiplexed connections).
 #[derive(Clone)]
 pub(crate) enum Commands {
-    /// One server.
-    Single(ConnectionManager),
+    /// One server, with the route of its local links (see [`local`]) where it has one.
+    Single(ConnectionManager, Option<Arc<local::Route>>),
     /// One server over several connections, used in turn (`command_connections` > 1).
     Pooled(Arc<Pool>),
     /// A Redis Cluster: commands go to the master of their key's slot.
@@ -71,7 +72,7 @@ pub(crate) enum Commands {
 impl ConnectionLike for Commands {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Commands::Single(c) => c.req_packed_command(cmd),
+            Commands::Single(c, _) => c.req_packed_command(cmd),
             Commands::Pooled(p) => {
                 let mut c = p.next();
                 Box::pin(async move { c.req_packed_command(cmd).await })
@@ -94,7 +95,7 @@ impl ConnectionLike for Commands {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Commands::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Commands::Single(c, _) => c.req_packed_commands(pipeline, offset, count),
             Commands::Pooled(p) => {
                 let mut c = p.next();
                 Box::pin(async move { c.req_packed_commands(pipeline, offset, count).await })
@@ -112,7 +113,7 @@ impl ConnectionLike for Commands {
 
     fn get_db(&self) -> i64 {
         match self {
-            Commands::Single(c) => c.get_db(),
+            Commands::Single(c, _) => c.get_db(),
             Commands::Pooled(p) => p.first.get_db(),
             Commands::Cluster(_) => 0,
             Commands::Sentinel(link, _) => link.db(),
@@ -121,13 +122,28 @@ impl ConnectionLike for Commands {
 }
 
 impl Commands {
+    /// The route of this one-server client's local links, if it can have them.
+    pub(crate) fn local_route(&self) -> Option<Arc<local::Route>> {
+        match self {
+            Commands::Single(_, route) => route.clone(),
+            _ => None,
+        }
+    }
+
     /// `cmd.query_async(self)`, without the boxed future that `ConnectionLike` costs on one
     /// server: every acquire and release sends a script, and a boxed call future of over a
     /// kilobyte per command showed in profiles (the allocation and glibc's consolidation it
-    /// sets off). Other topologies go through `ConnectionLike` as before.
+    /// sets off). Other topologies go through `ConnectionLike` as before. On one server a
+    /// call polled on a thread with a local link up (see [`local`]) sends on that link.
     pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> RedisResult<T> {
         let value = match self {
-            Commands::Single(c) => c.send_packed_command(cmd).await?,
+            Commands::Single(c, route) => match route {
+                Some(route) => match local::query(route, cmd).await {
+                    Some(value) => value?,
+                    None => c.send_packed_command(cmd).await?,
+                },
+                None => c.send_packed_command(cmd).await?,
+            },
             _ => self.req_packed_command(cmd).await?,
         };
         Ok(redis::from_redis_value(value.extract_error()?)?)
@@ -150,7 +166,7 @@ impl Commands {
     pub(crate) fn batch_group(&self, key: &str) -> u16 {
         match self {
             Commands::Cluster(_) => keys::slot(key.as_bytes()),
-            Commands::Single(_) | Commands::Pooled(_) | Commands::Sentinel(..) => 0,
+            Commands::Single(..) | Commands::Pooled(_) | Commands::Sentinel(..) => 0,
         }
     }
 }
@@ -311,14 +327,14 @@ pub(crate) async fn connect(
         Target::Single(client) => {
             let o = opener.open(&client).await?;
             let commands = if o.more.is_empty() {
-                Commands::Single(o.commands)
+                Commands::Single(o.commands, local::Route::new(&client, options))
             } else {
                 Commands::Pooled(Arc::new(Pool { first: o.commands, more: o.more, turn: Default::default() }))
             };
             Ok(Connections {
                 topology,
                 commands,
-                sync: o.sync.map(Commands::Single),
+                sync: o.sync.map(|c| Commands::Single(c, None)),
                 subscriber: Subscriber::Single(o.pubsub),
                 sharded: false,
                 monitor: None,

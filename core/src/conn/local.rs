@@ -1,0 +1,342 @@
+//! Command connections whose socket I/O runs on the surface's own thread.
+//!
+//! Node's event loop (and an asyncio loop) polls its calls on its own thread ([`LocalCalls`]).
+//! With only the client's shared connection, each request still crosses to the tokio worker
+//! that owns the socket and each reply crosses back: two thread wake-ups per round trip more
+//! than a client that reads and writes its socket on the event loop (ioredis). A *local link*
+//! is a second command connection to the same server whose driver is polled by the surface
+//! like one of its calls, and whose socket readiness comes from the surface's event loop (a
+//! libuv poll handle). Commands of a call polled on that thread go out on it; everything else
+//! (the watchdog, pub/sub, clean-ups on tokio tasks, other threads) keeps using the shared
+//! connection, so a busy event loop never delays a renewal.
+//!
+//! A link is one server's plain TCP or Unix connection (TLS, Cluster, Sentinel and pooled
+//! clients have none). It is the `redis` crate's multiplexed connection over a non-blocking
+//! socket; its handshake (AUTH, SELECT, client name) is the crate's. While it is down (not yet
+//! connected, lost, reconnecting after `retry_delay`) commands take the shared connection;
+//! commands in flight when it drops fail with a connection error, as on the shared connection.
+//!
+//! [`LocalCalls`]: crate::LocalCalls
+
+use std::cell::RefCell;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+#[cfg(unix)]
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, RedisResult, Value};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::options::ClientOptions;
+
+/// The socket of a local link, as the surface's event loop watches it: a file descriptor on
+/// Unix, a `SOCKET` on Windows.
+#[cfg(unix)]
+pub type RawSocket = std::os::fd::RawFd;
+/// The socket of a local link, as the surface's event loop watches it.
+#[cfg(windows)]
+pub type RawSocket = std::os::windows::io::RawSocket;
+
+/// Told by the link what to watch; reports readiness to [`LocalIo::ready`]. Made by the
+/// surface for each connection of a link and dropped (on the polling thread) when the
+/// connection ends: the surface stops watching then.
+pub trait Watcher: Send + 'static {
+    /// Whether to report writability too (`true`, after a write would have blocked) or only
+    /// readability (reported from the start to the drop).
+    fn write_interest(&mut self, on: bool);
+}
+
+/// Makes the [`Watcher`] of one connection of a link: watch `socket`, report to `io`. An error
+/// (the event loop refused the handle) leaves the link down until its next try.
+pub type Watch = Box<dyn FnMut(RawSocket, Arc<LocalIo>) -> Result<Box<dyn Watcher>> + Send>;
+
+/// Readiness of one link connection, reported by the surface.
+pub struct LocalIo {
+    state: Mutex<IoState>,
+}
+
+#[derive(Default)]
+struct IoState {
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+    watcher: Option<Box<dyn Watcher>>,
+    writing: bool,
+}
+
+impl LocalIo {
+    fn lock(&self) -> MutexGuard<'_, IoState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The socket is readable and/or writable: wakes the link's driver. Called by the
+    /// surface's event loop on the polling thread.
+    pub fn ready(&self, readable: bool, writable: bool) {
+        let (reader, writer) = {
+            let mut s = self.lock();
+            let writer = if writable { s.writer.take() } else { None };
+            if writable && s.writing {
+                s.writing = false;
+                if let Some(w) = s.watcher.as_mut() {
+                    w.write_interest(false);
+                }
+            }
+            (if readable { s.reader.take() } else { None }, writer)
+        };
+        reader.into_iter().chain(writer).for_each(Waker::wake);
+    }
+}
+
+enum Socket {
+    Tcp(TcpStream),
+    #[cfg(unix)]
+    Unix(UnixStream),
+}
+
+impl Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.read(buf),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.write(buf),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn shutdown(&self) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+        }
+    }
+
+    #[cfg(unix)]
+    fn raw(&self) -> RawSocket {
+        use std::os::fd::AsRawFd;
+        match self {
+            Socket::Tcp(s) => s.as_raw_fd(),
+            Socket::Unix(s) => s.as_raw_fd(),
+        }
+    }
+
+    #[cfg(windows)]
+    fn raw(&self) -> RawSocket {
+        use std::os::windows::io::AsRawSocket;
+        match self {
+            Socket::Tcp(s) => s.as_raw_socket(),
+        }
+    }
+}
+
+/// A non-blocking socket whose readiness the surface reports through [`LocalIo`].
+struct LocalStream {
+    socket: Socket,
+    io: Arc<LocalIo>,
+}
+
+impl Drop for LocalStream {
+    fn drop(&mut self) {
+        // The surface stops watching before the socket closes (the watcher goes first).
+        let watcher = self.io.lock().watcher.take();
+        drop(watcher);
+    }
+}
+
+impl AsyncRead for LocalStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            match this.socket.read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // The event loop reports readability while the socket is readable, so a
+                    // reply that came after the read above still wakes this waker.
+                    this.io.lock().reader = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for LocalStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        loop {
+            match this.socket.write(buf) {
+                Ok(n) => return Poll::Ready(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let mut s = this.io.lock();
+                    s.writer = Some(cx.waker().clone());
+                    if !s.writing {
+                        s.writing = true;
+                        if let Some(w) = s.watcher.as_mut() {
+                            w.write_interest(true);
+                        }
+                    }
+                    return Poll::Pending;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.socket.shutdown())
+    }
+}
+
+/// Where a client's local links connect, and the key its links are found by.
+pub(crate) struct Route {
+    key: u64,
+    client: redis::Client,
+    connect_timeout: Duration,
+    response_timeout: Option<Duration>,
+    retry_delay: Duration,
+}
+
+impl Route {
+    /// The route of a one-server client, when a link can reach that server: plain TCP or a
+    /// Unix socket (a TLS connection's encryption would stay on tokio's side anyway).
+    pub(crate) fn new(client: &redis::Client, options: &ClientOptions) -> Option<Arc<Route>> {
+        static KEYS: AtomicU64 = AtomicU64::new(1);
+        match client.get_connection_info().addr() {
+            ConnectionAddr::Tcp(..) => {}
+            #[cfg(unix)]
+            ConnectionAddr::Unix(_) => {}
+            _ => return None,
+        }
+        Some(Arc::new(Route {
+            key: KEYS.fetch_add(1, Ordering::Relaxed),
+            client: client.clone(),
+            connect_timeout: options.connect_timeout,
+            response_timeout: options.command_timeout,
+            retry_delay: options.retry_delay.max(Duration::from_millis(50)),
+        }))
+    }
+
+    /// This thread's link of this route, when it is up.
+    fn link(&self) -> Option<MultiplexedConnection> {
+        LINKS.with(|l| l.borrow().iter().find(|(k, _)| *k == self.key).map(|(_, c)| c.clone()))
+    }
+}
+
+thread_local! {
+    /// The links that are up on this thread, by route key.
+    static LINKS: RefCell<Vec<(u64, MultiplexedConnection)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `cmd` on this thread's link of `route` when it is up; `None` (nothing sent) when it is not.
+pub(crate) async fn query(route: &Route, cmd: &Cmd) -> Option<RedisResult<Value>> {
+    let mut link = route.link()?;
+    Some(link.send_packed_command(cmd).await)
+}
+
+/// Lists a link as up on this thread until dropped.
+struct Up(u64);
+
+impl Up {
+    fn new(key: u64, conn: MultiplexedConnection) -> Up {
+        LINKS.with(|l| l.borrow_mut().push((key, conn)));
+        Up(key)
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        // `try_with`: a thread's locals may already be gone when a link is dropped at its end.
+        let _ = LINKS.try_with(|l| l.borrow_mut().retain(|(k, _)| *k != self.0));
+    }
+}
+
+/// Runs a client's local link on the thread that polls it, until `closed`: connects, serves
+/// that thread's commands while up, connects again `retry_delay` after a loss or a failed try.
+pub(crate) async fn run(route: Arc<Route>, closed: CancellationToken, mut watch: Watch) {
+    loop {
+        let served = async {
+            let (conn, driver) = connect(&route, &mut watch).await?;
+            let _up = Up::new(route.key, conn);
+            driver.await;
+            Ok::<(), Error>(())
+        };
+        let ended = tokio::select! {
+            _ = closed.cancelled() => return,
+            ended = served => ended,
+        };
+        if let Err(e) = ended {
+            log::debug!("rlock: local command connection not up ({e}); commands use the shared one");
+        }
+        tokio::select! {
+            _ = closed.cancelled() => return,
+            _ = tokio::time::sleep(route.retry_delay) => {}
+        }
+    }
+}
+
+/// One connection of a link: the socket, its watcher, the `redis` crate's handshake.
+async fn connect(
+    route: &Route,
+    watch: &mut Watch,
+) -> Result<(MultiplexedConnection, Pin<Box<dyn std::future::Future<Output = ()> + Send>>)> {
+    let info = route.client.get_connection_info();
+    let failed =
+        |e: io::Error| Error::new(crate::ErrorKind::Connection, format!("could not connect to Redis: {e}"));
+    let dial = async {
+        Ok::<Socket, io::Error>(match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let s = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+                s.set_nodelay(true)?;
+                Socket::Tcp(s.into_std()?)
+            }
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => {
+                Socket::Unix(tokio::net::UnixStream::connect(path).await?.into_std()?)
+            }
+            _ => return Err(io::Error::other("no local link for this address")),
+        })
+    };
+    let socket = tokio::time::timeout(route.connect_timeout, dial)
+        .await
+        .map_err(|_| Error::new(crate::ErrorKind::Timeout, "connecting to Redis timed out"))?
+        .map_err(failed)?;
+    let io = Arc::new(LocalIo { state: Mutex::new(IoState::default()) });
+    let watcher = watch(socket.raw(), io.clone())?;
+    io.lock().watcher = Some(watcher);
+    let stream = LocalStream { socket, io };
+    // Room for every request a burst of calls makes before the driver's next poll.
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(route.connect_timeout))
+        .set_response_timeout(route.response_timeout)
+        .set_pipeline_buffer_size(1024);
+    let handshake = MultiplexedConnection::new_with_config(info.redis_settings(), stream, config);
+    let (conn, driver) = tokio::time::timeout(route.connect_timeout, handshake)
+        .await
+        .map_err(|_| Error::new(crate::ErrorKind::Timeout, "the Redis handshake timed out"))?
+        .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
+    Ok((conn, Box::pin(driver)))
+}

@@ -82,6 +82,11 @@ impl Client {
     /// for each connection, the [`Watcher`] through which the event loop reports the socket's
     /// readiness ([`LocalIo::ready`]).
     ///
+    /// Every core call polled on that thread sends on the link while it is up, so that thread
+    /// must never block waiting for a core call: the reply comes through the event loop it
+    /// would be blocking (Node's JS thread only polls; Python's, where a sync call may run on
+    /// the loop's thread, has no link for that reason).
+    ///
     /// `None` when the client cannot have one: TLS, a cluster, Sentinel, or more than one
     /// command connection. While the link is down (connecting, lost) calls use the shared
     /// connection; calls made on other threads and the client's background tasks always do.

@@ -82,10 +82,9 @@ impl Client {
     /// for each connection, the [`Watcher`] through which the event loop reports the socket's
     /// readiness ([`LocalIo::ready`]).
     ///
-    /// Every core call polled on that thread sends on the link while it is up, so that thread
-    /// must never block waiting for a core call: the reply comes through the event loop it
-    /// would be blocking (Node's JS thread only polls; Python's, where a sync call may run on
-    /// the loop's thread, has no link for that reason).
+    /// Only calls polled through that thread's [`LocalCalls`] send on the link: a call the
+    /// thread blocks on (a sync call made on an event loop's thread) keeps the shared
+    /// connection, whose replies do not need the event loop it blocks.
     ///
     /// `None` when the client cannot have one: TLS, a cluster, Sentinel, or more than one
     /// command connection. While the link is down (connecting, lost) calls use the shared

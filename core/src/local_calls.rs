@@ -153,8 +153,9 @@ impl<O, T> LocalCalls<O, T> {
     pub fn poll(&mut self, key: CallKey, runtime: &Handle) -> Option<Polled<O, T>> {
         let _context = runtime.enter();
         let s = self.slots.get_mut(key.slot)?.as_mut().filter(|s| s.generation == key.generation)?;
-        let polled =
-            catch_unwind(AssertUnwindSafe(|| s.call.as_mut().poll(&mut Context::from_waker(&s.waker))));
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            crate::conn::local::polling_call(|| s.call.as_mut().poll(&mut Context::from_waker(&s.waker)))
+        }));
         let output = match polled {
             Ok(Poll::Pending) => return Some(Polled::Pending),
             Ok(Poll::Ready(output)) => Some(output),

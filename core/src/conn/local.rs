@@ -240,8 +240,11 @@ impl Route {
         }))
     }
 
-    /// This thread's link of this route, when it is up.
+    /// This thread's link of this route, when it is up and a surface's call is being polled.
     fn link(&self) -> Option<MultiplexedConnection> {
+        if !POLLING.with(std::cell::Cell::get) {
+            return None;
+        }
         LINKS.with(|l| l.borrow().iter().find(|(k, _)| *k == self.key).map(|(_, c)| c.clone()))
     }
 }
@@ -249,6 +252,22 @@ impl Route {
 thread_local! {
     /// The links that are up on this thread, by route key.
     static LINKS: RefCell<Vec<(u64, MultiplexedConnection)>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread is polling a call of its `LocalCalls`: only those calls use a link.
+    static POLLING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `poll` as the polling of a surface's call (`LocalCalls`): only such a call sends on
+/// its thread's link. Any other wait on that thread (a blocking call made by mistake on an
+/// event loop's thread) keeps the shared connection, whose replies do not need the loop.
+pub(crate) fn polling_call<R>(poll: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            POLLING.with(|p| p.set(self.0));
+        }
+    }
+    let _reset = Reset(POLLING.with(|p| p.replace(true)));
+    poll()
 }
 
 /// `cmd` on this thread's link of `route` when it is up; `None` (nothing sent) when it is not.

@@ -25,44 +25,47 @@ async function clients() {
     .map((line) => Object.fromEntries(line.split(' ').map((kv) => kv.split('=', 2))))
 }
 
-/** The one connection whose last command was a lock script: the event loop's link. */
-async function link() {
-  const scripts = (await clients()).filter((c) => c.cmd === 'evalsha')
-  assert.equal(scripts.length, 1, `one connection ran the scripts: ${JSON.stringify(scripts)}`)
-  return scripts[0].id
+/** The newest connection that is not in `known` (ids), or undefined. */
+async function newest(known) {
+  const fresh = (await clients()).filter((c) => !known.has(c.id))
+  return fresh.sort((a, b) => Number(b.id) - Number(a.id))[0]
+}
+
+/** Runs acquire/release pairs until connection `id` is the one that ran the last script. */
+async function carriesScripts(lock, id, what) {
+  await eventually(
+    async () => {
+      await lock.acquire()
+      assert.equal(await lock.release(), true)
+      return (await clients()).find((c) => c.id === id)?.cmd === 'evalsha'
+    },
+    10_000,
+    what,
+  )
 }
 
 test('calls go over the event loop’s own connection, which comes back after it is killed', async () => {
   const client = new Client(redis.url)
   try {
     await client.ready()
-    const before = (await clients()).length
+    const known = new Set((await clients()).map((c) => c.id))
+    // The first handle starts the link; it connects in the background (until it is up the
+    // calls take the shared connection).
     const lock = client.lock('link:a')
-    // The link connects in the background; until it is up the calls take the shared one.
-    await eventually(async () => (await clients()).length === before + 1, 10_000, 'the link connected')
-    for (let i = 0; i < 5; i++) {
-      await lock.acquire()
-      assert.equal(await lock.release(), true)
-    }
-    const first = await link()
+    await eventually(async () => (await newest(known)) !== undefined, 10_000, 'the link connected')
+    const first = (await newest(known)).id
+    await carriesScripts(lock, first, 'the link to carry the scripts')
 
     await redis.data.sendCommand(['CLIENT', 'KILL', 'ID', first])
+    known.add(first)
     // Calls right after go on (on the shared connection, or retried there).
     for (let i = 0; i < 5; i++) {
       await lock.acquire()
       assert.equal(await lock.release(), true)
     }
     // A new link replaces the killed one and carries the calls again.
-    await eventually(
-      async () => {
-        await lock.acquire()
-        await lock.release()
-        const id = await link().catch(() => null)
-        return id !== null && id !== first
-      },
-      10_000,
-      'a new link',
-    )
+    await eventually(async () => (await newest(known)) !== undefined, 10_000, 'a new link')
+    await carriesScripts(lock, (await newest(known)).id, 'the new link to carry the scripts')
   } finally {
     await client.close()
   }
@@ -72,6 +75,7 @@ test('a counter stays exact while the link is killed under load', async () => {
   const client = new Client(redis.url)
   try {
     await client.ready()
+    const known = new Set((await clients()).map((c) => c.id))
     const counter = 'link:counter'
     await redis.data.set(counter, '0')
     const handles = Array.from({ length: 16 }, () => client.lock('link:b'))
@@ -88,13 +92,45 @@ test('a counter stays exact while the link is killed under load', async () => {
     })
     // Kill the link twice while the owners queue on the lock.
     for (const at of [100, 400]) {
-      await eventually(async () => done >= at, 60_000, `${at} increments`)
-      const id = (await clients()).find((c) => c.cmd === 'evalsha')?.id
-      assert.ok(id, 'a connection runs the scripts')
-      await redis.data.sendCommand(['CLIENT', 'KILL', 'ID', id])
+      await eventually(async () => done >= at && (await newest(known)) !== undefined, 60_000, `${at} increments and a link`)
+      const link = await newest(known)
+      await redis.data.sendCommand(['CLIENT', 'KILL', 'ID', link.id])
+      known.add(link.id)
     }
     await Promise.all(work)
     assert.equal(Number(await redis.data.get(counter)), 16 * 40)
+  } finally {
+    await client.close()
+  }
+})
+
+test('a link that stops answering fails its calls RLOCK_TIMEOUT after the command timeout, then comes back', async () => {
+  const client = new Client(redis.url, { commandTimeoutMs: 300, retryAttempts: 0 })
+  try {
+    await client.ready()
+    const known = new Set((await clients()).map((c) => c.id))
+    const lock = client.lock('link:stall')
+    await eventually(async () => (await newest(known)) !== undefined, 10_000, 'the link connected')
+    const first = (await newest(known)).id
+    await carriesScripts(lock, first, 'the link to carry the scripts')
+
+    // Redis holds every write (the scripts) back: the link gets no answer.
+    await redis.data.sendCommand(['CLIENT', 'PAUSE', '5000', 'WRITE'])
+    try {
+      await assert.rejects(lock.acquire(), (e) => {
+        assert.equal(e.code, 'RLOCK_TIMEOUT', e.message)
+        return true
+      })
+    } finally {
+      await redis.data.sendCommand(['CLIENT', 'UNPAUSE'])
+    }
+    // The stalled link was ended (a timeout on the shared connection leaves it open); a new
+    // one carries the calls.
+    known.add(first)
+    await eventually(async () => !(await clients()).some((c) => c.id === first), 10_000, 'the stalled link closed')
+    await eventually(async () => (await newest(known)) !== undefined, 10_000, 'a new link')
+    await carriesScripts(lock, (await newest(known)).id, 'the new link to carry the scripts')
+    assert.equal(await lock.isLocked(), false)
   } finally {
     await client.close()
   }

@@ -56,8 +56,19 @@ if ((short)); then short_field=',"short":true'; fi
 #    Pairs/s = 1 / (1/acquire + 1/release). Pipelined: best of 3 runs each.
 #    Short mode: a tenth of the requests (a fifteenth pipelined), one run each.
 step "ceiling: redis-benchmark EVALSHA acquire/release with 1, 16, 64, 256 in flight; PING"
-acq=$(cli SCRIPT LOAD "$(cat core/src/lua/acquire.lua)")
-rel=$(cli SCRIPT LOAD "$(cat core/src/lua/release.lua)")
+# A script file that is missing must fail the run: `$(cat missing)` inside the argument would
+# load an empty script, and the ceiling would measure EVALSHA of nothing (it did, 2026-11-23 to
+# 2026-11-26, after the scripts moved to core/src/scripts/lua).
+load_script() {
+  local f=core/src/scripts/lua/$1.lua body sha
+  [ -s "$f" ] || { echo "bench/run.sh: $f is missing or empty" >&2; exit 1; }
+  body=$(cat "$f")
+  sha=$(cli SCRIPT LOAD "$body")
+  [ "$sha" = "$(printf '%s' "$body" | sha1sum | cut -d' ' -f1)" ] || { echo "bench/run.sh: SCRIPT LOAD of $f gave '$sha'" >&2; exit 1; }
+  echo "$sha"
+}
+acq=$(load_script acquire)
+rel=$(load_script release)
 # The best of $reps runs: a ceiling is what the server can do, and a busy machine only lowers it.
 rb() {
   local best=0 v
@@ -142,6 +153,13 @@ if [ -x build/bench/c-bench ]; then
   cli FLUSHALL >/dev/null
 else
   skip "C surface (build/bench/c-bench missing: run make bench)"
+fi
+if [ -x build/bench/c-peer ]; then
+  step "C peers on hiredis: the SET NX lock (pairs, hand-off), rlock's scripts (pairs)"
+  build/bench/c-peer "${BENCH_SECONDS:-3}" | tee -a "$out"
+  cli FLUSHALL >/dev/null
+else
+  skip "C peers (build/bench/c-peer missing: run make bench)"
 fi
 if [ -x .venv/bin/python ] && .venv/bin/python -c 'import rlock, redis, redis_lock' 2>/dev/null; then
   step "Python surface (threads, asyncio) and peers redis-py Lock, python-redis-lock"

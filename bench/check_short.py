@@ -36,6 +36,8 @@ EXPECTED = {
     "peer redis-semaphore Mutex (Node)": [("pairs", "peer redis-semaphore Mutex"),
                                           ("handoff", "peer redis-semaphore Mutex")],
     "peer redlock (Node)": [("pairs", "peer redlock"), ("handoff", "peer redlock")],
+    "peer hiredis SET NX lock (C)": [("pairs", "peer hiredis SET NX lock"), ("handoff", "peer hiredis SET NX lock")],
+    "peer hiredis + rlock's scripts (C)": [("pairs", "peer hiredis + rlock's scripts")],
 }
 
 

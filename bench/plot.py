@@ -22,6 +22,8 @@ COLORS = {
     "peer python-redis-lock": "#e377c2",
     "peer redis-semaphore Mutex": "#bcbd22",
     "peer redlock": "#17becf",
+    "peer hiredis SET NX lock": "#8c564b",
+    "peer hiredis + rlock's scripts": "#7f7f7f",
     "redisson (defaults)": "#2d004b",
     "redisson (async, defaults)": "#f768a1",
     "redisson (tuned)": "#6a3d9a",

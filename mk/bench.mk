@@ -5,6 +5,7 @@
 # when a surface or peer is skipped, fails or leaves no figure. CI runs it.
 .PHONY: bench bench-short bench-prereqs bench-rust bench-deps bench-c
 BENCH_C := build/bench/c-bench
+BENCH_C_PEER := build/bench/c-peer
 
 bench-prereqs: deps bench-rust build-node bench-deps bench-c interop-jar testbed
 
@@ -26,3 +27,4 @@ bench-c: build-c
 	@mkdir -p $(dir $(BENCH_C))
 	gcc -std=c11 -Wall -Wextra -Werror -O2 -Iinclude bench/c/bench.c -o $(BENCH_C) \
 	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread
+	gcc -std=c11 -Wall -Wextra -Werror -O2 bench/c/peer.c -o $(BENCH_C_PEER) -lhiredis -lpthread

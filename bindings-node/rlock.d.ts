@@ -34,6 +34,8 @@ export interface ClientOptions {
   replicaSyncTimeoutMs?: number
   /** Connections for commands to a single server, used in turn (1 to 8). Default 1: one multiplexed connection already pipelines concurrent requests; 2 raises throughput with tens of concurrent owners. Ignored for Cluster and Sentinel URLs. */
   commandConnections?: number
+  /** Connections of their own for the threads that make blocking calls (C, Python's sync API) to a single server over plain TCP or a Unix socket: a thread's commands are then written and their replies read on the thread itself, with no hand-off to the runtime's worker. At most this many threads of a client have one at a time, each from its second blocking call on; other threads, and async calls, use the shared connection. 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS, Cluster and Sentinel. */
+  threadConnections?: number
   /** How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's `fairLockWaitTimeout`); every client sharing fair locks should use the same. */
   fairLockWaitTimeoutMs?: number
   /** Publish a holder record while this client holds anything: a small JSON value under the key `rlock:client:<client uuid>` with the host name, process id, `app_name` and library version (never a URL or password), expiring one watchdog timeout after its last refresh. `rlock status` and `describe` use it to say who holds a lock. Redisson ignores the key. Default on. */

@@ -857,6 +857,19 @@ enum rlock_result rlock_options_set_replica_sync_timeout_ms(struct rlock_options
 enum rlock_result rlock_options_set_command_connections(struct rlock_options *options,
                                                         uint32_t value);
 
+// Connections of their own for the threads that make blocking calls (C, Python's sync
+// API) to a single server over plain TCP or a Unix socket: a thread's commands are then
+// written and their replies read on the thread itself, with no hand-off to the runtime's
+// worker. At most this many threads of a client have one at a time, each from its
+// second blocking call on; other threads, and async calls, use the shared connection.
+// 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS,
+// Cluster and Sentinel.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_thread_connections(struct rlock_options *options,
+                                                       uint32_t value);
+
 // How long a fair-lock waiter may go without re-trying before the other waiters drop it
 // from the queue (so a crashed waiter holds up those behind it at most this long), when
 // its acquire has no wait time of its own. Default 300 s (Redisson's

@@ -16,8 +16,10 @@ const SLICE: Duration = Duration::from_millis(50);
 /// Runs `fut` to its end on the calling thread with the GIL released, and returns its output.
 /// The calling thread polls the future itself (tokio's `Handle::block_on`: inside `rt`'s
 /// context, whose worker runs the connection and the timers, parked between polls): a call
-/// costs one wake-up of the caller, not a task spawned on a worker plus a channel back. When a
-/// signal handler raises (KeyboardInterrupt), the future is dropped (core futures are
+/// costs one wake-up of the caller, not a task spawned on a worker plus a channel back; as a
+/// blocking call (`rlock::blocking`), its commands may even go out and come back on the
+/// thread's own connection (`thread_connections`), with no hop at all. When a signal handler
+/// raises (KeyboardInterrupt), the future is dropped (core futures are
 /// cancel-safe: an unclaimed hold is released) and the exception is returned.
 ///
 /// From a thread that is already inside a tokio runtime (a Python callback run by a runtime
@@ -34,8 +36,11 @@ where
     // Boxed so that an interrupt can drop it inside the runtime's context.
     let mut fut = Box::pin(fut);
     loop {
-        let polled =
-            py.detach(|| handle.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await.ok() }));
+        let polled = py.detach(|| {
+            rlock::blocking(|| {
+                handle.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await.ok() })
+            })
+        });
         if let Some(v) = polled {
             return Ok(v);
         }

@@ -93,6 +93,8 @@ def test_topology_and_options_on_one_server(url: str) -> None:
         ({"command_connections": -1}, rlock.InvalidArgumentError),
         ({"command_connections": 1.5}, rlock.InvalidArgumentError),
         ({"command_connections": True}, TypeError),
+        ({"thread_connections": 1025}, rlock.InvalidArgumentError),
+        ({"thread_connections": -1}, rlock.InvalidArgumentError),
         ({"watchdog_timeout": "30"}, TypeError),
     ],
 )
@@ -137,3 +139,50 @@ def test_two_command_connections(url: str, raw: redis.Redis) -> None:
                 assert lock.hold_count() == 2
                 assert not b.lock("py-two-conns").acquire(blocking=False)
             assert not lock.locked()
+
+
+def thread_links(raw: redis.Redis) -> list[int]:
+    """The server's connections that are threads' own (rlock names them)."""
+    return sorted(int(c["id"]) for c in raw.client_list() if c.get("name") == "rlock-thread")
+
+
+@pytest.mark.parametrize("cap,expected", [(64, 2), (0, 0)])
+def test_threads_making_sync_calls_get_connections_of_their_own(
+    url: str, raw: redis.Redis, cap: int, expected: int
+) -> None:
+    # From a thread's second blocking call on, its commands go out on a connection of its own
+    # (thread_connections: at most that many threads at once; 0: none). asyncio calls never.
+    with rlock.Client(url, thread_connections=cap) as c:
+        before = thread_links(raw)
+        counter = [0]
+        called, counted = threading.Barrier(3), threading.Barrier(3)
+
+        def run() -> None:
+            lock = c.lock("py-thread-links")
+            for _ in range(50):
+                with lock:
+                    seen = counter[0]
+                    time.sleep(0)
+                    counter[0] = seen + 1
+            called.wait()
+            counted.wait()  # alive, with its connection, while counted
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for t in threads:
+            t.start()
+        called.wait()
+        assert len(thread_links(raw)) == len(before) + expected
+        counted.wait()
+        for t in threads:
+            t.join()
+        assert counter[0] == 100, "the lock stays exact"
+
+        async def aio() -> None:
+            lock = c.lock("py-thread-links-aio")
+            for _ in range(3):
+                await lock.acquire_async()
+                await lock.release_async()
+
+        links = thread_links(raw)
+        asyncio.run(aio())
+        assert thread_links(raw) == links

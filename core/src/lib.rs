@@ -71,6 +71,7 @@ mod watchdog;
 
 pub use client::Client;
 pub use conn::local::{LocalIo, RawSocket, Watch, Watcher};
+pub use conn::thread::{blocking, THREAD_LINK_NAME};
 pub use conn::Topology;
 pub use count_down_latch::CountDownLatch;
 pub use describe::{

@@ -374,6 +374,14 @@ options! {
     /// multiplexed connection already pipelines concurrent requests; 2 raises throughput with
     /// tens of concurrent owners. Ignored for Cluster and Sentinel URLs.
     command_connections, with_command_connections: usize = 1;
+    /// Connections of their own for the threads that make blocking calls (C, Python's sync
+    /// API) to a single server over plain TCP or a Unix socket: a thread's commands are then
+    /// written and their replies read on the thread itself, with no hand-off to the runtime's
+    /// worker. At most this many threads of a client have one at a time, each from its
+    /// second blocking call on; other threads, and async calls, use the shared connection.
+    /// 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS,
+    /// Cluster and Sentinel.
+    thread_connections, with_thread_connections: usize = 64;
     /// How long a fair-lock waiter may go without re-trying before the other waiters drop it
     /// from the queue (so a crashed waiter holds up those behind it at most this long), when
     /// its acquire has no wait time of its own. Default 300 s (Redisson's
@@ -423,6 +431,9 @@ impl ClientOptions {
         if !(1..=8).contains(&self.command_connections) {
             return Err(Error::invalid("command_connections must be between 1 and 8"));
         }
+        if self.thread_connections > 1024 {
+            return Err(Error::invalid("thread_connections must be between 0 and 1024"));
+        }
         // WAIT takes whole milliseconds; 0 would mean "wait forever".
         positive_ms("replica_sync_timeout", self.replica_sync_timeout)?;
         positive_ms("fair_lock_wait_timeout", self.fair_lock_wait_timeout)?;
@@ -467,7 +478,7 @@ mod tests {
         assert_eq!(spec("watchdog_timeout").spelling(Surface::Python), "watchdog_timeout");
         assert_eq!(spec("tls_ca_file").spelling(Surface::Node), "tlsCaFile");
         assert_eq!(spec("command_connections").spelling(Surface::C), "command_connections");
-        assert_eq!(OPTIONS.len(), 18);
+        assert_eq!(OPTIONS.len(), 19);
         assert_eq!(spec("app_name").spelling(Surface::Node), "appName");
     }
 

@@ -57,6 +57,9 @@ class ClientOptions(TypedDict, total=False):
     command_connections: int
     """Connections for commands to a single server, used in turn (1 to 8). Default 1: one multiplexed connection already pipelines concurrent requests; 2 raises throughput with tens of concurrent owners. Ignored for Cluster and Sentinel URLs."""
 
+    thread_connections: int
+    """Connections of their own for the threads that make blocking calls (C, Python's sync API) to a single server over plain TCP or a Unix socket: a thread's commands are then written and their replies read on the thread itself, with no hand-off to the runtime's worker. At most this many threads of a client have one at a time, each from its second blocking call on; other threads, and async calls, use the shared connection. 0 turns them off (0 to 1024). Default 64. Ignored with ``command_connections`` > 1, TLS, Cluster and Sentinel."""
+
     fair_lock_wait_timeout: float
     """How long a fair-lock waiter may go without re-trying before the other waiters drop it from the queue (so a crashed waiter holds up those behind it at most this long), when its acquire has no wait time of its own. Default 300 s (Redisson's ``fairLockWaitTimeout``); every client sharing fair locks should use the same."""
 
@@ -86,6 +89,7 @@ OPTION_NAMES: Tuple[str, ...] = (
     "replica_sync",
     "replica_sync_timeout",
     "command_connections",
+    "thread_connections",
     "fair_lock_wait_timeout",
     "holder_record",
     "app_name",

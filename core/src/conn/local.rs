@@ -273,13 +273,18 @@ impl AsyncWrite for LocalStream {
     }
 }
 
-/// Where a client's local links connect, and the key its links are found by.
+/// Where a client's local links and thread links (`conn::thread`) connect, and the key its
+/// links are found by.
 pub(crate) struct Route {
-    key: u64,
-    client: redis::Client,
-    connect_timeout: Duration,
-    response_timeout: Option<Duration>,
-    retry_delay: Duration,
+    pub(super) key: u64,
+    pub(super) client: redis::Client,
+    pub(super) connect_timeout: Duration,
+    pub(super) response_timeout: Option<Duration>,
+    pub(super) retry_delay: Duration,
+    /// How many thread links this client may have at once (`thread_connections`).
+    pub(super) thread_cap: usize,
+    /// How many it has.
+    pub(super) thread_links: AtomicUsize,
 }
 
 impl Route {
@@ -299,6 +304,8 @@ impl Route {
             connect_timeout: options.connect_timeout,
             response_timeout: options.command_timeout,
             retry_delay: options.retry_delay.max(Duration::from_millis(50)),
+            thread_cap: options.thread_connections,
+            thread_links: AtomicUsize::new(0),
         }))
     }
 

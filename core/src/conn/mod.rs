@@ -20,6 +20,7 @@ pub(crate) mod local;
 mod open;
 mod retry;
 mod sentinel;
+pub(crate) mod thread;
 
 pub(crate) use open::PushHandler;
 pub(crate) use retry::{is_transient, retry_transient};
@@ -59,7 +60,8 @@ impl Topology {
 /// Where lock commands go. Cloning is cheap (shared multiplexed connections).
 #[derive(Clone)]
 pub(crate) enum Commands {
-    /// One server, with the route of its local links (see [`local`]) where it has one.
+    /// One server, with the route of its local and thread links (see [`local`], [`thread`])
+    /// where it has one.
     Single(ConnectionManager, Option<Arc<local::Route>>),
     /// One server over several connections, used in turn (`command_connections` > 1).
     Pooled(Arc<Pool>),
@@ -122,7 +124,7 @@ impl ConnectionLike for Commands {
 }
 
 impl Commands {
-    /// The route of this one-server client's local links, if it can have them.
+    /// The route of this one-server client's local and thread links, if it can have them.
     pub(crate) fn local_route(&self) -> Option<Arc<local::Route>> {
         match self {
             Commands::Single(_, route) => route.clone(),
@@ -134,13 +136,17 @@ impl Commands {
     /// server: every acquire and release sends a script, and a boxed call future of over a
     /// kilobyte per command showed in profiles (the allocation and glibc's consolidation it
     /// sets off). Other topologies go through `ConnectionLike` as before. On one server a
-    /// call polled on a thread with a local link up (see [`local`]) sends on that link.
+    /// command of a blocking call goes out on its thread's link (see [`thread`]), and a call
+    /// polled on a thread with a local link up (see [`local`]) sends on that link.
     pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> RedisResult<T> {
         let value = match self {
             Commands::Single(c, route) => match route {
-                Some(route) => match local::query(route, cmd).await {
+                Some(route) => match thread::query(route, cmd) {
                     Some(value) => value?,
-                    None => c.send_packed_command(cmd).await?,
+                    None => match local::query(route, cmd).await {
+                        Some(value) => value?,
+                        None => c.send_packed_command(cmd).await?,
+                    },
                 },
                 None => c.send_packed_command(cmd).await?,
             },

@@ -199,14 +199,15 @@ pub(crate) fn runtime() -> Result<Handle, Failure> {
     Ok(crate::runtime::process_runtime(crate::runtime::SURFACE_WORKERS)?.1)
 }
 
-/// Blocks the calling thread on `fut`, run under the librlock runtime `rt`.
+/// Blocks the calling thread on `fut`, run under the librlock runtime `rt`, as a blocking
+/// call: its commands may go out on the thread's own connection (`thread_connections`).
 pub(crate) fn block_on<F: Future>(rt: &Handle, fut: F) -> Result<F::Output, Failure> {
     if Handle::try_current().is_ok() {
         return Err(Failure::invalid(
             "blocking librlock calls cannot be made from a librlock callback or a tokio runtime thread",
         ));
     }
-    Ok(rt.block_on(fut))
+    Ok(crate::blocking(|| rt.block_on(fut)))
 }
 
 /// Borrows a C string as UTF-8; `what` names the argument in the error.

@@ -161,6 +161,22 @@ pub unsafe extern "C" fn rlock_options_set_command_connections(options: *mut rlo
     unsafe { super::options_object::set_count(options, "command_connections", value) }
 }
 
+/// Connections of their own for the threads that make blocking calls (C, Python's sync
+/// API) to a single server over plain TCP or a Unix socket: a thread's commands are then
+/// written and their replies read on the thread itself, with no hand-off to the runtime's
+/// worker. At most this many threads of a client have one at a time, each from its
+/// second blocking call on; other threads, and async calls, use the shared connection.
+/// 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS,
+/// Cluster and Sentinel.
+///
+/// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+/// (the previous value is kept). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_options_set_thread_connections(options: *mut rlock_options, value: u32) -> rlock_result {
+    // SAFETY: forwarded contract (the header's).
+    unsafe { super::options_object::set_count(options, "thread_connections", value) }
+}
+
 /// How long a fair-lock waiter may go without re-trying before the other waiters drop it
 /// from the queue (so a crashed waiter holds up those behind it at most this long), when
 /// its acquire has no wait time of its own. Default 300 s (Redisson's

@@ -1,0 +1,208 @@
+//! Thread links: the connections of threads that block in calls (`rlock::blocking`, which C and
+//! Python's sync API wrap their waits in), against a private redis-server. The threads here are
+//! plain std threads blocking on a runtime's handle, as librlock's and Python's callers do.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::{wait_for, Inspect, Server};
+use rlock::{Client, ClientOptions, ErrorKind, Released, THREAD_LINK_NAME};
+use tokio::runtime::{Handle, Runtime};
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// One blocking call, as the surfaces make it.
+fn call<F: Future>(rt: &Handle, fut: F) -> F::Output {
+    rlock::blocking(|| rt.block_on(fut))
+}
+
+/// The server's connections named as thread links, by client id.
+fn links(server: &Server) -> Vec<u64> {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut server.conn()).unwrap();
+    let suffix = format!(" name={THREAD_LINK_NAME} ");
+    list.lines()
+        .filter(|l| l.contains(&suffix))
+        .map(|l| l.split_whitespace().next().unwrap().trim_start_matches("id=").parse().unwrap())
+        .collect()
+}
+
+fn connect(rt: &Runtime, server: &Server, options: ClientOptions) -> Client {
+    rt.block_on(Client::connect(&server.url(), options)).unwrap()
+}
+
+#[test]
+fn a_thread_gets_its_own_connection_from_its_second_blocking_call_until_it_ends() {
+    let server = Server::start().unwrap();
+    let rt = runtime();
+    let client = connect(&rt, &server, ClientOptions::default());
+    let (h, lock) = (rt.handle().clone(), client.lock("tl-own").unwrap());
+    let server_ref = &server;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let me = client.new_owner();
+            call(&h, lock.acquire(&me)).unwrap();
+            assert_eq!(links(server_ref).len(), 0, "a thread's first call takes the shared connection");
+            assert!(call(&h, lock.release(&me)).unwrap().is_unlocked());
+            let first = links(server_ref);
+            assert_eq!(first.len(), 1, "from its second call on, the thread has a connection");
+            for _ in 0..20 {
+                call(&h, lock.acquire(&me)).unwrap();
+                assert!(call(&h, lock.release(&me)).unwrap().is_unlocked());
+            }
+            assert_eq!(links(server_ref), first, "the same connection for every later call");
+        });
+    });
+    wait_for(Duration::from_secs(5), "the ended thread's connection to close", || links(&server).is_empty());
+    // Async calls never take one.
+    for _ in 0..3 {
+        let me = client.new_owner();
+        rt.block_on(lock.acquire(&me)).unwrap();
+        rt.block_on(lock.release(&me)).unwrap();
+    }
+    assert!(links(&server).is_empty());
+}
+
+#[test]
+fn thread_links_keep_a_contended_lock_exact() {
+    let server = Server::start().unwrap();
+    let rt = runtime();
+    let client = connect(&rt, &server, ClientOptions::default());
+    let h = rt.handle().clone();
+    // Plain load and store: only mutual exclusion keeps the count.
+    let counter = Arc::new(AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            let (h, lock, me, counter) =
+                (&h, client.lock("tl-exact").unwrap(), client.new_owner(), counter.clone());
+            s.spawn(move || {
+                for _ in 0..50 {
+                    call(h, lock.acquire(&me)).unwrap();
+                    call(h, lock.acquire(&me)).unwrap(); // reentrant
+                    let seen = counter.load(Ordering::SeqCst);
+                    std::thread::yield_now();
+                    counter.store(seen + 1, Ordering::SeqCst);
+                    assert_eq!(call(h, lock.release(&me)).unwrap(), Released::StillHeld);
+                    assert_eq!(call(h, lock.release(&me)).unwrap(), Released::Unlocked);
+                }
+            });
+        }
+    });
+    assert_eq!(counter.load(Ordering::SeqCst), 8 * 50);
+    assert_eq!(client.tracked_holds(), 0);
+    assert!(!rt.block_on(client.lock("tl-exact").unwrap().is_locked()).unwrap());
+}
+
+#[test]
+fn thread_connections_caps_how_many_threads_have_one_and_0_turns_them_off() {
+    let server = Server::start().unwrap();
+    let rt = runtime();
+    let bad =
+        rt.block_on(Client::connect(&server.url(), ClientOptions::default().with_thread_connections(1025)));
+    assert_eq!(bad.err().map(|e| e.kind()), Some(ErrorKind::InvalidArgument));
+    for (cap, expected) in [(2, 2), (0, 0)] {
+        let client = connect(&rt, &server, ClientOptions::default().with_thread_connections(cap));
+        let h = rt.handle().clone();
+        let (all_called, counted) = (Barrier::new(5), Barrier::new(5));
+        std::thread::scope(|s| {
+            for i in 0..4 {
+                let (h, lock, me) = (&h, client.lock(&format!("tl-cap-{i}")).unwrap(), client.new_owner());
+                let (all_called, counted) = (&all_called, &counted);
+                s.spawn(move || {
+                    for _ in 0..3 {
+                        call(h, lock.acquire(&me)).unwrap();
+                        call(h, lock.release(&me)).unwrap();
+                    }
+                    all_called.wait();
+                    counted.wait(); // alive (with its connection, if any) while counted
+                });
+            }
+            all_called.wait();
+            assert_eq!(links(&server).len(), expected, "thread_connections = {cap}");
+            counted.wait();
+        });
+        wait_for(Duration::from_secs(5), "the threads' connections to close", || links(&server).is_empty());
+    }
+}
+
+#[test]
+fn a_thread_link_the_server_closed_is_replaced_before_the_next_command() {
+    let server = Server::start().unwrap();
+    let rt = runtime();
+    // No retries: a command that failed on a dead connection would fail the call.
+    let client = connect(&rt, &server, ClientOptions::default().with_retry_attempts(0));
+    let (h, lock) = (rt.handle().clone(), client.lock("tl-killed").unwrap());
+    let server_ref = &server;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let me = client.new_owner();
+            for _ in 0..2 {
+                call(&h, lock.acquire(&me)).unwrap();
+                call(&h, lock.release(&me)).unwrap();
+            }
+            let killed = links(server_ref);
+            assert_eq!(killed.len(), 1);
+            let n: i64 = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("ID")
+                .arg(killed[0])
+                .query(&mut server_ref.conn())
+                .unwrap();
+            assert_eq!(n, 1);
+            // A link is checked for an end the server sent once it has been idle 5 ms (a link
+            // in steady use skips the check): this one is idle longer than that.
+            std::thread::sleep(Duration::from_millis(20));
+            call(&h, lock.acquire(&me)).unwrap();
+            assert!(call(&h, lock.release(&me)).unwrap().is_unlocked());
+            let now = links(server_ref);
+            assert_eq!(now.len(), 1, "a new connection took the killed one's place");
+            assert_ne!(now, killed);
+        });
+    });
+}
+
+#[test]
+fn a_gone_clients_link_closes_at_its_threads_next_blocking_call() {
+    let server = Server::start().unwrap();
+    let rt = runtime();
+    let first = connect(&rt, &server, ClientOptions::default());
+    let second = connect(&rt, &server, ClientOptions::default());
+    let h = rt.handle().clone();
+    let (made, dropped) = (Barrier::new(2), Barrier::new(2));
+    let closing = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        let (a, b) = (first.lock("tl-gone-a").unwrap(), second.lock("tl-gone-b").unwrap());
+        let (ma, mb) = (first.new_owner(), second.new_owner());
+        let (h, made, dropped, closing, server) = (&h, &made, &dropped, &closing, &server);
+        s.spawn(move || {
+            for _ in 0..2 {
+                call(h, a.acquire(&ma)).unwrap();
+                call(h, a.release(&ma)).unwrap();
+            }
+            drop(a);
+            made.wait();
+            dropped.wait();
+            // Calls on the other client: once the first client is gone, one of them closes
+            // its link, and this thread's link to the second client takes its place.
+            let closing = closing.lock().unwrap().clone();
+            wait_for(Duration::from_secs(10), "the gone client's link to close", || {
+                call(h, b.acquire(&mb)).unwrap();
+                call(h, b.release(&mb)).unwrap();
+                let now = links(server);
+                now.len() == 1 && now != closing
+            });
+        });
+        made.wait();
+        *closing.lock().unwrap() = links(server);
+        assert_eq!(closing.lock().unwrap().len(), 1);
+        first.close();
+        drop(first);
+        dropped.wait();
+    });
+}

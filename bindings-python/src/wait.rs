@@ -35,12 +35,11 @@ where
     let handle = rt.handle();
     // Boxed so that an interrupt can drop it inside the runtime's context.
     let mut fut = Box::pin(fut);
-    loop {
-        let polled = py.detach(|| {
-            rlock::blocking(|| {
-                handle.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await.ok() })
-            })
-        });
+    // One blocking call, however many slices it waits: a thread gets its own connection from
+    // its second call on, not from a first call's second slice.
+    rlock::blocking(|| loop {
+        let polled =
+            py.detach(|| handle.block_on(async { tokio::time::timeout(SLICE, fut.as_mut()).await.ok() }));
         if let Some(v) = polled {
             return Ok(v);
         }
@@ -49,7 +48,7 @@ where
             drop(fut);
             return Err(interrupt);
         }
-    }
+    })
 }
 
 /// [`block_on`] for a thread inside a tokio runtime: `fut` runs as a task on `rt`, and this

@@ -7,6 +7,15 @@
 //! every woken call and completes the finished ones' futures itself. A burst of replies costs one wake-up of the loop, no
 //! thread ever waits for the GIL on the loop's behalf, and no task is spawned per call.
 //!
+//! Each client also gets a *local link* on the loop (core's `conn::local`): a command connection
+//! whose socket the loop itself watches (`add_reader`, `add_writer` while a write would block).
+//! The calls polled here write their requests on it and their replies are read here, so a round
+//! trip wakes the loop once and no other thread at all; without it every request went to the
+//! runtime's worker and every reply came back through the bell. The link is the loop's: when a
+//! thread's calls move to another loop (each `asyncio.run` makes one), the old loop's links are
+//! closed and the clients link again on their next call. Until a link is up, and for clients
+//! that cannot have one (TLS, Cluster, Sentinel, pooled), calls use the shared connection.
+//!
 //! Cancelling the asyncio future drops the core future (core calls are cancel-safe, and every
 //! call was polled once already, so a cancelled release still runs to its end in the
 //! background).
@@ -16,12 +25,14 @@ use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::thread::ThreadId;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::{intern, IntoPyObjectExt};
-use rlock::{CallKey, LocalCalls, Polled};
+use rlock::{CallKey, LocalCalls, LocalIo, Polled, RawSocket, Watcher};
 
 use crate::runtime::Rt;
 
@@ -32,12 +43,21 @@ type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 struct Executor {
     pid: u32,
     rt: Rt,
-    calls: LocalCalls<PyResult<Convert>, Py<PyAny>>,
+    /// Each call with its asyncio future; `None` marks a local link (completes nothing).
+    calls: LocalCalls<PyResult<Convert>, Option<Py<PyAny>>>,
     /// The loop's end of the socket pair (the calls' bell writes to the other end).
     listen: UnixStream,
     /// The loop that watches `listen` (a thread runs one loop at a time; `asyncio.run` makes
     /// a new one each time), weakly: a finished loop is not kept alive.
     watched_by: Option<Py<PyWeakrefReference>>,
+    /// The clients (by id) that have tried to link on the watching loop, with their link's call
+    /// (`None`: the client cannot have one).
+    linked: Vec<(u128, Option<CallKey>)>,
+    /// The watching loop's calls so far (up to [`LINK_FROM_CALL`]): clients link from its
+    /// `LINK_FROM_CALL`th call on, so a short `asyncio.run` opens no connection.
+    loop_calls: usize,
+    /// Calls made since the last drain.
+    unflushed: usize,
 }
 
 thread_local! {
@@ -67,20 +87,32 @@ static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static DRAIN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Runs `fut` on `rt` as an asyncio call of the running event loop (a RuntimeError outside
-/// one) and returns its asyncio future, completed with the future's value or exception.
-pub(crate) fn future_into_py<'py, F, T>(py: Python<'py>, rt: &Rt, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// one) and returns its asyncio future, completed with the future's value or exception. The
+/// call's request goes out before this returns: on `client`'s local link of this loop once it
+/// is up (started here at the loop's [`LINK_FROM_CALL`]th call), else on the shared
+/// connection.
+pub(crate) fn future_into_py<'py, F, T>(
+    py: Python<'py>,
+    rt: &Rt,
+    client: &rlock::Client,
+    fut: F,
+) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
     let future = event_loop.call_method0(intern!(py, "create_future"))?;
-    let call = Box::pin(async move {
-        let value = fut.await?;
-        Ok(Box::new(move |py: Python<'_>| value.into_py_any(py)) as Convert)
+    let call = Box::pin(NotInline {
+        call: Box::pin(async move {
+            let value = fut.await?;
+            Ok(Box::new(move |py: Python<'_>| value.into_py_any(py)) as Convert)
+        }),
+        early: None,
+        polled: false,
     });
-    let key = EXECUTOR.with(|cell| -> PyResult<CallKey> {
-        let mut cell = cell.borrow_mut();
+    let (key, unlinked, flush) = EXECUTOR.with(|cell| -> PyResult<(CallKey, Unlinked, bool)> {
+        let mut cell = cell.try_borrow_mut().map_err(|_| reentered())?;
         let pid = std::process::id();
         if cell.as_ref().is_none_or(|e| e.pid != pid) {
             // A forked child leaks its parent's executor (see its Drop).
@@ -88,12 +120,126 @@ where
             *cell = Some(Executor::new(pid, rt.clone())?);
         }
         let Some(ex) = cell.as_mut() else { unreachable!("made above") };
-        ex.watch(&event_loop)?;
-        Ok(ex.calls.add(call, future.clone().unbind()))
+        let unlinked = ex.watch(&event_loop)?;
+        ex.loop_calls = (ex.loop_calls + 1).min(LINK_FROM_CALL);
+        if ex.loop_calls == LINK_FROM_CALL {
+            ex.link(&event_loop, client);
+        }
+        // Few calls pending: the request goes out at once (the links' drivers are polled below,
+        // without a bell for them). Many: every `FLUSH_EVERY`th call writes what is queued, and
+        // the bell's drain the rest, so one write carries several.
+        ex.unflushed += 1;
+        let links = ex.linked.iter().filter(|(_, k)| k.is_some()).count();
+        let calls = ex.calls.pending().saturating_sub(links);
+        let flush = calls < FLUSH_ALONE_BELOW || ex.unflushed >= FLUSH_EVERY;
+        if flush {
+            ex.begin_drain();
+        }
+        Ok((ex.calls.add(call, Some(future.clone().unbind())), unlinked, flush))
     })?;
-    future.call_method1(intern!(py, "add_done_callback"), (CancelOnDone(key),))?;
-    poll(py, key);
+    // The old loop's links end here, outside the executor.
+    drop(unlinked);
+    let added = future.call_method1(intern!(py, "add_done_callback"), (CancelOnDone(key),));
+    if added.is_ok() {
+        poll(py, key);
+    } else {
+        // Nothing could ever cancel it: dropped before its request goes out.
+        drop(with_executor(|ex| ex.calls.cancel(key, ex.rt.handle())));
+    }
+    if flush {
+        flush_links(py);
+    }
+    added?;
     Ok(future)
+}
+
+/// Polls the links' drivers that were woken (requests queued on them), which writes those
+/// requests, and ends the drain the caller began. Replies and other wake-ups are left to the
+/// bell: with [`NotInline`], a call never completes inside the call that made it, so its task
+/// always awaits it (and can be cancelled there).
+fn flush_links(py: Python<'_>) {
+    let links = with_executor(|ex| {
+        let links: Vec<CallKey> = ex.linked.iter().filter_map(|(_, k)| *k).collect();
+        Some(ex.calls.woken_of(&links))
+    });
+    for key in links.into_iter().flatten() {
+        poll(py, key);
+    }
+    with_executor(|ex| {
+        ex.calls.end_drain();
+        Some(())
+    });
+}
+
+/// The call of a loop from which on its clients link: the calls before use the shared
+/// connection, so a loop that makes only a few (an `asyncio.run` of one `async with lock:`)
+/// opens no connection for them.
+const LINK_FROM_CALL: usize = 8;
+
+/// Below this many pending calls (links' drivers not counted), each call's request is written
+/// at once (as on Node).
+const FLUSH_ALONE_BELOW: usize = 17;
+/// With `FLUSH_ALONE_BELOW` or more pending, a call writes the queued requests every this many
+/// calls, so Redis works on them while the loop makes the next ones (measured best of 16, 32,
+/// 64 and only the bell's drain with 64 and 256 tasks).
+const FLUSH_EVERY: usize = 32;
+
+/// A call that ends no earlier than its second poll: one that finished in its first (its reply
+/// came back while the thread was off the CPU) is woken and ends in the loop's next drain, so
+/// an asyncio call never completes inside the call that made it and its task always awaits it
+/// (where a cancel can reach it).
+struct NotInline {
+    call: rlock::LocalCall<PyResult<Convert>>,
+    early: Option<PyResult<Convert>>,
+    polled: bool,
+}
+
+impl Future for NotInline {
+    type Output = PyResult<Convert>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(output) = this.early.take() {
+            return std::task::Poll::Ready(output);
+        }
+        let first = !std::mem::replace(&mut this.polled, true);
+        match this.call.as_mut().poll(cx) {
+            std::task::Poll::Ready(output) if first => {
+                this.early = Some(output);
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+            polled => polled,
+        }
+    }
+}
+
+/// Links taken out of the executor, dropped (inside the runtime's context) once it is free
+/// again: their watchers call the loop, which might run code that makes asyncio calls.
+struct Unlinked {
+    calls: Vec<rlock::LocalCall<PyResult<Convert>>>,
+    rt: Option<Rt>,
+}
+
+impl Drop for Unlinked {
+    fn drop(&mut self) {
+        if let Some(rt) = &self.rt {
+            let _context = rt.handle().enter();
+            self.calls.clear();
+        }
+    }
+}
+
+/// The error of an asyncio call made while this thread's calls are being polled (from a
+/// finalizer that ran in the middle of it): refused instead of corrupting the executor.
+fn reentered() -> PyErr {
+    crate::errors::rlock_error(
+        "an rlock asyncio call was made while rlock was polling this thread's calls (from a finalizer?)"
+            .to_owned(),
+    )
 }
 
 impl Executor {
@@ -109,27 +255,167 @@ impl Executor {
         let calls = LocalCalls::new(move || {
             let _ = (&bell).write(&[1]);
         });
-        Ok(Executor { pid, rt, calls, listen, watched_by: None })
+        Ok(Executor {
+            pid,
+            rt,
+            calls,
+            listen,
+            watched_by: None,
+            linked: Vec::new(),
+            loop_calls: 0,
+            unflushed: 0,
+        })
     }
 
-    /// Makes `event_loop` watch the socket pair, unless it does already.
-    fn watch(&mut self, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Makes `event_loop` watch the socket pair, unless it does already. When it replaces
+    /// another loop, that loop's links are taken out (given back, to be dropped by the caller).
+    fn watch(&mut self, event_loop: &Bound<'_, PyAny>) -> PyResult<Unlinked> {
         let py = event_loop.py();
+        let mut unlinked = Unlinked { calls: Vec::new(), rt: None };
         if self.watched_by.as_ref().and_then(|w| w.bind(py).upgrade()).is_some_and(|l| l.is(event_loop)) {
-            return Ok(());
+            return Ok(unlinked);
         }
         let drain =
             DRAIN.get_or_try_init(py, || wrap_pyfunction!(drain, py).map(|f| f.into_any().unbind()))?;
         event_loop.call_method1(intern!(py, "add_reader"), (self.listen.as_raw_fd(), drain))?;
         self.watched_by = Some(PyWeakrefReference::new(event_loop)?.unbind());
-        Ok(())
+        self.loop_calls = 0;
+        for (_, key) in std::mem::take(&mut self.linked) {
+            if let Some((call, _)) = key.and_then(|k| self.calls.take(k)) {
+                unlinked.calls.push(call);
+            }
+        }
+        unlinked.rt = Some(self.rt.clone());
+        Ok(unlinked)
+    }
+
+    /// Begins a drain ([`LocalCalls::begin_drain`]); the drain writes every queued request.
+    fn begin_drain(&mut self) {
+        self.unflushed = 0;
+        self.calls.begin_drain();
+    }
+
+    /// Starts `client`'s local link on `event_loop` (the watching loop), once per client: its
+    /// driver is a call of this executor, polled with the others.
+    fn link(&mut self, event_loop: &Bound<'_, PyAny>, client: &rlock::Client) {
+        let id = client.id().as_u128();
+        if self.linked.iter().any(|(c, _)| *c == id) {
+            return;
+        }
+        let key = client.local_link(watch(event_loop.clone().unbind())).map(|run| {
+            let call = Box::pin(async move {
+                run.await;
+                Ok(Box::new(|py: Python<'_>| Ok(py.None())) as Convert)
+            });
+            let key = self.calls.add(call, None);
+            // Woken at once: the drain that follows polls it (and it connects).
+            let _ = self.calls.poll(key, self.rt.handle());
+            key
+        });
+        self.linked.push((id, key));
+    }
+}
+
+/// What a local link needs from the loop: for each connection, its socket watched by
+/// `event_loop` (readable from the start to the watcher's drop, writable while asked).
+fn watch(event_loop: Py<PyAny>) -> rlock::Watch {
+    let thread = std::thread::current().id();
+    Box::new(move |socket: RawSocket, io: Arc<LocalIo>| -> rlock::Result<Box<dyn Watcher>> {
+        let refused = |e: String| {
+            rlock::Error::new(
+                rlock::ErrorKind::Connection,
+                format!("the event loop refused to watch the socket: {e}"),
+            )
+        };
+        let watcher = Python::try_attach(|py| -> PyResult<LoopWatcher> {
+            let reader = Py::new(py, LinkReady { io: io.clone(), writable: false })?;
+            let writer = Py::new(py, LinkReady { io, writable: true })?.into_any();
+            event_loop.bind(py).call_method1(intern!(py, "add_reader"), (socket, reader))?;
+            Ok(LoopWatcher { event_loop: event_loop.clone_ref(py), socket, writer, writing: false, thread })
+        })
+        .ok_or_else(|| refused("Python is finalizing".to_owned()))?
+        .map_err(|e| refused(e.to_string()))?;
+        Ok(Box::new(watcher))
+    })
+}
+
+/// One link connection's socket as its loop watches it.
+struct LoopWatcher {
+    event_loop: Py<PyAny>,
+    socket: RawSocket,
+    /// The callback `add_writer` is given (made once per connection).
+    writer: Py<PyAny>,
+    writing: bool,
+    /// The loop's thread: the only one that may call the loop.
+    thread: ThreadId,
+}
+
+impl Watcher for LoopWatcher {
+    fn write_interest(&mut self, on: bool) {
+        let (lp, socket, writer) = (&self.event_loop, self.socket, &self.writer);
+        let done = Python::try_attach(|py| {
+            let lp = lp.bind(py);
+            let r = if on {
+                lp.call_method1(intern!(py, "add_writer"), (socket, writer)).map(drop)
+            } else {
+                lp.call_method1(intern!(py, "remove_writer"), (socket,)).map(drop)
+            };
+            r.map_err(|e| e.write_unraisable(py, None)).is_ok()
+        });
+        self.writing = on && done == Some(true);
+    }
+}
+
+impl Drop for LoopWatcher {
+    /// Stops watching before the socket closes (a closed loop's remove is a no-op). Dropped on
+    /// another thread (the runtime's, when the loop's thread ended) the loop is not touched.
+    fn drop(&mut self) {
+        if std::thread::current().id() != self.thread {
+            return;
+        }
+        let (lp, socket, writing) = (&self.event_loop, self.socket, self.writing);
+        Python::try_attach(|py| {
+            let lp = lp.bind(py);
+            let mut r = lp.call_method1(intern!(py, "remove_reader"), (socket,)).map(drop);
+            if writing {
+                r = r.and(lp.call_method1(intern!(py, "remove_writer"), (socket,)).map(drop));
+            }
+            if let Err(e) = r {
+                e.write_unraisable(py, None);
+            }
+        });
+    }
+}
+
+/// The loop's callback for a link socket: reports readiness to the link, then polls what it
+/// woke (replies read here complete their futures in the same callback).
+#[pyclass(frozen)]
+struct LinkReady {
+    io: Arc<LocalIo>,
+    writable: bool,
+}
+
+#[pymethods]
+impl LinkReady {
+    fn __call__(&self, py: Python<'_>) {
+        if with_executor(|ex| {
+            ex.begin_drain();
+            Some(())
+        })
+        .is_none()
+        {
+            return;
+        }
+        self.io.ready(!self.writable, self.writable);
+        drain_all(py);
     }
 }
 
 /// This thread's executor, if it has one of this process.
 fn with_executor<R>(f: impl FnOnce(&mut Executor) -> Option<R>) -> Option<R> {
     EXECUTOR.with(|cell| {
-        let mut cell = cell.borrow_mut();
+        // Busy: a finalizer ran in the middle of a poll; its wake-up stays in the list.
+        let mut cell = cell.try_borrow_mut().ok()?;
         cell.as_mut().filter(|e| e.pid == std::process::id()).and_then(f)
     })
 }
@@ -145,6 +431,14 @@ fn poll(py: Python<'_>, key: CallKey) {
         }
     });
     let Some((future, result)) = ended else { return };
+    let Some(future) = future else {
+        // A local link ended (its client closed): its client may link again.
+        with_executor(|ex| {
+            ex.linked.retain(|(_, k)| *k != Some(key));
+            Some(())
+        });
+        return;
+    };
     let future = future.bind(py);
     let outcome = (|| -> PyResult<()> {
         if future.call_method0(intern!(py, "done"))?.is_truthy()? {
@@ -163,13 +457,29 @@ fn poll(py: Python<'_>, key: CallKey) {
 /// Called by the event loop when the socket pair has a byte: polls every woken call.
 #[pyfunction]
 fn drain(py: Python<'_>) {
-    let woken = with_executor(|ex| {
+    let started = with_executor(|ex| {
         let mut sink = [0u8; 64];
         while matches!((&ex.listen).read(&mut sink), Ok(n) if n > 0) {}
-        Some(ex.calls.woken())
+        ex.begin_drain();
+        Some(())
     });
-    for key in woken.into_iter().flatten() {
-        poll(py, key);
+    if started.is_some() {
+        drain_all(py);
+    }
+}
+
+/// Polls woken calls until none is left (the drain begun by the caller): a reply a link's
+/// driver reads while this runs wakes its call into the same drain, with no bell, and polling
+/// a woken driver writes every request queued so far.
+fn drain_all(py: Python<'_>) {
+    loop {
+        let woken = with_executor(|ex| Some(ex.calls.woken())).unwrap_or_default();
+        if woken.is_empty() {
+            break;
+        }
+        for key in woken {
+            poll(py, key);
+        }
     }
 }
 

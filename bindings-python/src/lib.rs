@@ -441,7 +441,7 @@ impl Semaphore {
         let timeout = opt_seconds("timeout", timeout)?;
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, &self.client, async move {
             let got = sem
                 .acquire_guard(n, timeout)
                 .await
@@ -464,7 +464,7 @@ impl Semaphore {
         let n = self::permits(permits)?;
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(n).await)) })
+        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(sem.release(n).await)) })
     }
 
     /// The available permits (0 when the semaphore does not exist).
@@ -546,7 +546,7 @@ impl PermitExpirableSemaphore {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, &self.client, async move {
             let got =
                 permit_future(sem, timeout, lease).await.map(|t| PendingAcquire(std::sync::Mutex::new(t)));
             Ok(Outcome(got))
@@ -564,7 +564,7 @@ impl PermitExpirableSemaphore {
     fn release_async<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
         self.rt.check_pid()?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(sem.release(&id).await)) })
+        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(sem.release(&id).await)) })
     }
 
     /// Sets the lease of permit `id` to `lease` seconds from now (None: the watchdog renews it).
@@ -684,7 +684,7 @@ impl MultiLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        aio::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, &self.client, async move {
             let got = multi
                 .acquire_guard(&owner, timeout, lease)
                 .await
@@ -704,7 +704,12 @@ impl MultiLock {
     /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(multi.release(&owner).await)) })
+        aio::future_into_py(
+            py,
+            &self.rt,
+            &self.client,
+            async move { Ok(Outcome(multi.release(&owner).await)) },
+        )
     }
 
     /// Whether `owner` (None: this thread) holds every member.
@@ -752,7 +757,7 @@ impl CountDownLatch {
     fn count_down_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.rt.check_pid()?;
         let latch = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.count_down().await)) })
+        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(latch.count_down().await)) })
     }
 
     /// The current count (0 when the latch is open).
@@ -776,7 +781,7 @@ impl CountDownLatch {
         let timeout = opt_seconds("timeout", timeout)?;
         self.rt.check_pid()?;
         let latch = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move { Ok(Outcome(latch.wait(timeout).await)) })
+        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(latch.wait(timeout).await)) })
     }
 
     /// Deletes the latch whatever its count; True when it existed. rlock waiters wake and find
@@ -840,7 +845,7 @@ impl Lock {
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(Some(owner))?;
         let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        aio::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, &self.client, async move {
             Ok(Outcome(fut.await.map(|a| PendingAcquire(std::sync::Mutex::new(a.0)))))
         })
     }
@@ -859,7 +864,7 @@ impl Lock {
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let owner = self.owner(Some(owner))?;
         let lock = self.inner.clone();
-        aio::future_into_py(py, &self.rt, async move {
+        aio::future_into_py(py, &self.rt, &self.client, async move {
             Ok(Outcome(lock.release(&owner).await.map(rlock::Released::is_unlocked)))
         })
     }

@@ -172,11 +172,19 @@ impl<O, T> LocalCalls<O, T> {
     /// Drops call `key` unfinished (core calls are cancel-safe) inside `runtime`'s context and
     /// gives back its data; None when it already ended.
     pub fn cancel(&mut self, key: CallKey, runtime: &Handle) -> Option<T> {
-        self.slots.get(key.slot)?.as_ref().filter(|s| s.generation == key.generation)?;
-        let Slot { call, data, .. } = self.remove(key.slot);
+        let (call, data) = self.take(key)?;
         let _context = runtime.enter();
         drop(call);
         Some(data)
+    }
+
+    /// Takes call `key` out unfinished, with its data; None when it already ended. For a
+    /// surface that must drop the call later (inside the runtime's context), when dropping it
+    /// runs the surface's own code (a local link's watcher).
+    pub fn take(&mut self, key: CallKey) -> Option<(LocalCall<O>, T)> {
+        self.slots.get(key.slot)?.as_ref().filter(|s| s.generation == key.generation)?;
+        let Slot { call, data, .. } = self.remove(key.slot);
+        Some((call, data))
     }
 
     /// Takes the ready list: the calls woken since the last time, to poll. An empty list ends
@@ -195,6 +203,35 @@ impl<O, T> LocalCalls<O, T> {
     /// to the list the drain takes next, which saves the surface a wake-up it does not need.
     pub fn begin_drain(&self) {
         self.ready.lock().draining = true;
+    }
+
+    /// Takes from the ready list those of `keys` that are in it, leaving the others: for a
+    /// surface that polls only some calls now (a link's driver, to write a request), then
+    /// [`Self::end_drain`].
+    pub fn woken_of(&self, keys: &[CallKey]) -> Vec<CallKey> {
+        let mut woken = self.ready.lock();
+        let mut taken = Vec::new();
+        woken.keys.retain(|k| {
+            if !keys.contains(k) {
+                return true;
+            }
+            if !taken.contains(k) {
+                taken.push(*k);
+            }
+            false
+        });
+        taken
+    }
+
+    /// Ends a drain ([`Self::begin_drain`]) without taking the ready list: for a surface that
+    /// polled only some calls ([`Self::woken_of`]). Calls woken meanwhile are left to the bell,
+    /// rung now if there are any.
+    pub fn end_drain(&self) {
+        let mut woken = self.ready.lock();
+        woken.draining = false;
+        if !woken.keys.is_empty() && !woken.closed {
+            (self.ready.bell)();
+        }
     }
 
     /// A handle that closes the ready list (see [`Closer::close`]).
@@ -310,5 +347,35 @@ mod tests {
         assert!(matches!(calls.poll(c, rt.handle()), Some(Polled::Pending)));
         tx_c.send(3).unwrap_or_else(|_| unreachable!());
         assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (1, vec![c]));
+    }
+
+    #[test]
+    fn a_drain_ended_untaken_rings_for_the_calls_woken_meanwhile() {
+        let rt = runtime();
+        let rings = Arc::new(AtomicUsize::new(0));
+        let mut calls = calls(&rings);
+        let (tx_a, rx_a) = tokio::sync::oneshot::channel::<u32>();
+        let a = calls.add(Box::pin(async move { rx_a.await.unwrap_or(0) }), "a");
+        assert!(matches!(calls.poll(a, rt.handle()), Some(Polled::Pending)));
+
+        // Nothing woken, or only what the drain took: no bell.
+        calls.begin_drain();
+        calls.end_drain();
+        let (tx_b, rx_b) = tokio::sync::oneshot::channel::<u32>();
+        let b = calls.add(Box::pin(async move { rx_b.await.unwrap_or(0) }), "b");
+        assert!(matches!(calls.poll(b, rt.handle()), Some(Polled::Pending)));
+        calls.begin_drain();
+        tx_b.send(2).unwrap_or_else(|_| unreachable!());
+        assert_eq!(calls.woken_of(&[a, b]), vec![b]);
+        assert!(matches!(calls.poll(b, rt.handle()), Some(Polled::Ready(2, "b"))));
+        calls.end_drain();
+        assert_eq!(rings.load(Ordering::SeqCst), 0);
+        // Woken during the drain: no bell then, one at its end, and the call is still listed.
+        calls.begin_drain();
+        tx_a.send(1).unwrap_or_else(|_| unreachable!());
+        assert_eq!(rings.load(Ordering::SeqCst), 0);
+        calls.end_drain();
+        assert_eq!((rings.load(Ordering::SeqCst), calls.woken()), (1, vec![a]));
+        assert!(matches!(calls.poll(a, rt.handle()), Some(Polled::Ready(1, "a"))));
     }
 }

@@ -125,6 +125,24 @@ impl Socket {
         }
     }
 
+    /// Ends the connection both ways (the server sees it close) while the socket stays open.
+    fn shutdown_both(&self) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        }
+    }
+
+    /// A second handle on the same socket.
+    fn try_clone(&self) -> io::Result<Socket> {
+        Ok(match self {
+            Socket::Tcp(s) => Socket::Tcp(s.try_clone()?),
+            #[cfg(unix)]
+            Socket::Unix(s) => Socket::Unix(s.try_clone()?),
+        })
+    }
+
     #[cfg(unix)]
     fn raw(&self) -> RawSocket {
         use std::os::fd::AsRawFd;
@@ -373,13 +391,40 @@ impl Drop for Up {
     }
 }
 
+/// Ends a link's connection when the link ends, however it ends. A shutdown, not only the
+/// close of the driver's socket: the close watch holds a second handle on it until its task
+/// next runs, and until then closing one handle would leave the server's side open (with a
+/// request that timed out still queued there).
+struct Ending {
+    socket: Arc<Socket>,
+    _watch: tokio_util::sync::DropGuard,
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        let _ = self.socket.shutdown_both();
+    }
+}
+
 /// Runs a client's local link on the thread that polls it, until `closed`: connects, serves
 /// that thread's commands while up, connects again `retry_delay` after a loss or a failed try.
 pub(crate) async fn run(route: Arc<Route>, closed: CancellationToken, mut watch: Watch) {
     loop {
         let served = async {
-            let (conn, driver, io, stall) = connect(&route, &mut watch).await?;
+            let (conn, driver, io, stall, end) = connect(&route, &mut watch).await?;
             let _up = Up::new(route.key, conn, stall.clone());
+            // Ends the server's side when the client closes, also if the surface's loop never
+            // polls this again (a closed asyncio loop): the socket itself closes with the link.
+            let end = Arc::new(end);
+            let ended = CancellationToken::new();
+            let _ending = Ending { socket: end.clone(), _watch: ended.clone().drop_guard() };
+            let closing = closed.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = closing.cancelled() => drop(end.shutdown_both()),
+                    _ = ended.cancelled() => {}
+                }
+            });
             match route.response_timeout {
                 Some(timeout) => {
                     tokio::select! {
@@ -414,6 +459,7 @@ async fn connect(
     Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
     Arc<LocalIo>,
     Arc<Stall>,
+    Socket,
 )> {
     let info = route.client.get_connection_info();
     let failed =
@@ -436,6 +482,7 @@ async fn connect(
         .await
         .map_err(|_| Error::new(crate::ErrorKind::Timeout, "connecting to Redis timed out"))?
         .map_err(failed)?;
+    let end = socket.try_clone().map_err(failed)?;
     let io = Arc::new(LocalIo { state: Mutex::new(IoState::default()) });
     let watcher = watch(socket.raw(), io.clone())?;
     io.lock().watcher = Some(watcher);
@@ -452,5 +499,5 @@ async fn connect(
         .await
         .map_err(|_| Error::new(crate::ErrorKind::Timeout, "the Redis handshake timed out"))?
         .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
-    Ok((conn, Box::pin(driver), io, stall))
+    Ok((conn, Box::pin(driver), io, stall, end))
 }

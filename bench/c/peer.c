@@ -16,32 +16,16 @@
  *   only (no pub/sub waiting, so no hand-off). */
 #define _POSIX_C_SOURCE 200809L
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+
+#include "harness.h"
 
 static char host[256] = "127.0.0.1";
 static int port = 6379;
-static double seconds = 3.0;
 static char acquire_sha[41], release_sha[41], unlock_sha[41];
 
 /* Compare-and-delete: the textbook release (redis.io's "Distributed Locks with Redis"). */
 static const char *UNLOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then "
                             "return redis.call('del', KEYS[1]) else return 0 end";
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_us(long us) {
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-}
 
 static void die(const char *what, redisContext *c, redisReply *r) {
     fprintf(stderr, "peer.c: %s: %s\n", what,
@@ -133,15 +117,13 @@ static void scripts_pair(struct owner *o) {
 
 /* ---- uncontended pairs ---- */
 
-static double stop_at;
-static atomic_long pairs_done;
 static int use_scripts;
 
 static void *pairs_thread(void *arg) {
     struct owner o;
     owner_init(&o, (long)(size_t)arg, use_scripts ? "bench:c:peer:scripts:" : "bench:c:peer:setnx:");
     long n = 0;
-    while (now() < stop_at) {
+    while (pairs_running()) {
         if (use_scripts) {
             scripts_pair(&o);
         } else {
@@ -150,76 +132,32 @@ static void *pairs_thread(void *arg) {
         }
         n++;
     }
-    atomic_fetch_add(&pairs_done, n);
+    pairs_add(n);
     redisFree(o.c);
     return NULL;
 }
 
-static double pairs(int owners) {
-    pthread_t *t = calloc((size_t)owners, sizeof *t);
-    if (!t) exit(1);
-    atomic_store(&pairs_done, 0);
-    double start = now();
-    stop_at = start + seconds;
-    for (int i = 0; i < owners; i++) pthread_create(&t[i], NULL, pairs_thread, (void *)(size_t)i);
-    for (int i = 0; i < owners; i++) pthread_join(t[i], NULL);
-    free(t);
-    return (double)atomic_load(&pairs_done) / (now() - start);
+/* ---- hand-off: the textbook lock, 16 threads on one name ---- */
+
+static void *handoff_open(long id) {
+    struct owner *o = malloc(sizeof *o);
+    if (!o) exit(1);
+    owner_init(o, id, "bench:c:peer:handoff");
+    snprintf(o->name, sizeof o->name, "bench:c:peer:handoff");
+    return o;
 }
 
-/* ---- hand-off: 16 threads on one name (as bench.c's) ---- */
+static void handoff_acquire(void *o) { setnx_acquire(o); }
 
-#define WAITERS 16
-#define ROUNDS 2000
-#define SHORT_ROUNDS 100
-static long rounds = ROUNDS;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static double released_at = -1;
-static long released_by = -1;
-static long taken;
-static int done;
-static double samples[ROUNDS + WAITERS];
-static int nsamples;
+static void handoff_release(void *o) { setnx_release(o); }
 
-static void *handoff_thread(void *arg) {
-    struct owner o;
-    owner_init(&o, (long)(size_t)arg, "bench:c:peer:handoff");
-    snprintf(o.name, sizeof o.name, "bench:c:peer:handoff");
-    for (;;) {
-        setnx_acquire(&o);
-        double t = now();
-        pthread_mutex_lock(&mu);
-        if (released_at >= 0 && released_by != o.id && nsamples < ROUNDS + WAITERS)
-            samples[nsamples++] = (t - released_at) * 1e6;
-        released_at = -1;
-        if (++taken >= rounds) done = 1;
-        int stop = done;
-        pthread_mutex_unlock(&mu);
-        sleep_us(200); /* hold briefly so the others are waiting */
-        pthread_mutex_lock(&mu);
-        released_at = now();
-        released_by = o.id;
-        pthread_mutex_unlock(&mu);
-        setnx_release(&o);
-        if (stop) break;
-        sleep_us(2000); /* work outside the lock */
-    }
-    redisFree(o.c);
-    return NULL;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+static void handoff_close(void *o) {
+    redisFree(((struct owner *)o)->c);
+    free(o);
 }
 
 int main(int argc, char **argv) {
-    const char *short_mode = getenv("BENCH_SHORT");
-    if (short_mode && *short_mode && strcmp(short_mode, "0") != 0) {
-        seconds = 0.5;
-        rounds = SHORT_ROUNDS;
-    }
-    if (argc > 1) seconds = atof(argv[1]);
+    harness_args(argc, argv);
     const char *url = getenv("REDIS_URL");
     if (url && sscanf(url, "redis://%255[^:/]:%d", host, &port) < 1) {
         fprintf(stderr, "peer.c: REDIS_URL '%s' is not redis://HOST:PORT\n", url);
@@ -235,20 +173,18 @@ int main(int argc, char **argv) {
     const char *surfaces[] = {"peer hiredis SET NX lock", "peer hiredis + rlock's scripts"};
     for (use_scripts = 0; use_scripts < 2; use_scripts++) {
         for (size_t k = 0; k < sizeof owners / sizeof owners[0]; k++) {
-            double rate = pairs(owners[k]);
+            double rate = run_pairs(owners[k], pairs_thread);
             printf("{\"bench\":\"pairs\",\"surface\":\"%s\",\"vs\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n",
                    surfaces[use_scripts], owners[k], rate);
             fflush(stdout);
         }
     }
-    pthread_t t[WAITERS];
-    for (long i = 0; i < WAITERS; i++) pthread_create(&t[i], NULL, handoff_thread, (void *)(size_t)i);
-    for (int i = 0; i < WAITERS; i++) pthread_join(t[i], NULL);
-    qsort(samples, (size_t)nsamples, sizeof samples[0], cmp);
-    double p50 = nsamples ? samples[(int)((nsamples - 1) * 0.5 + 0.5)] : 0;
-    double p99 = nsamples ? samples[(int)((nsamples - 1) * 0.99 + 0.5)] : 0;
+    static const struct handoff_ops ops = {handoff_open, handoff_acquire, handoff_release, handoff_close};
+    double p50, p99;
+    int n;
+    run_handoff(&ops, &p50, &p99, &n);
     printf("{\"bench\":\"handoff\",\"surface\":\"%s\",\"vs\":\"c\",\"waiters\":%d,\"p50_us\":%.0f,\"p99_us\":%.0f,"
            "\"samples\":%d}\n",
-           surfaces[0], WAITERS, p50, p99, nsamples);
+           surfaces[0], WAITERS, p50, p99, n);
     return 0;
 }

@@ -85,7 +85,6 @@ pub fn blocking<R>(call: impl FnOnce() -> R) -> R {
 
 /// One client's link on this thread, or why it has none.
 struct Entry {
-    key: u64,
     route: Weak<Route>,
     link: Option<Link>,
     /// After a failure: no new link before then.
@@ -271,15 +270,11 @@ pub(crate) fn query(route: &Arc<Route>, cmd: &Cmd) -> Option<RedisResult<Value>>
         let mut links = links.try_borrow_mut().ok()?;
         // The links of clients that are gone close here.
         links.retain(|e| e.route.strong_count() > 0);
-        let i = match links.iter().position(|e| e.key == route.key) {
+        // Every entry's route is alive now, so its address names it.
+        let i = match links.iter().position(|e| std::ptr::eq(e.route.as_ptr(), Arc::as_ptr(route))) {
             Some(i) => i,
             None => {
-                links.push(Entry {
-                    key: route.key,
-                    route: Arc::downgrade(route),
-                    link: None,
-                    retry_at: None,
-                });
+                links.push(Entry { route: Arc::downgrade(route), link: None, retry_at: None });
                 links.len() - 1
             }
         };

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
-use rlock::{CallKey, Closer, LocalCalls, Polled, PANIC_MESSAGE};
+use rlock::{CallKey, Closer, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE};
 
 /// Makes a call's JS value on the JS thread.
 type Settle = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
@@ -294,16 +294,11 @@ unsafe extern "C" fn drain(
     drain_all(env);
 }
 
-/// Below this many pending calls, each call's request is written at once (measured best with
-/// 1 and 16 owners); with more, every `FLUSH_EVERY`th (best with 64).
-const FLUSH_ALONE_BELOW: usize = 17;
-/// With `FLUSH_ALONE_BELOW` or more pending, a call sends the queued requests every this many
-/// calls.
+/// With [`FLUSH_ALONE_BELOW`] or more pending, a call sends the queued requests every this many
+/// calls (best with 64 owners).
 const FLUSH_EVERY: usize = 8;
 
-/// Polls woken calls until none is left: replies a local link reads while this runs wake
-/// their calls into the same drain, with no bell. Polling a woken link driver writes every
-/// request queued so far.
+/// Polls woken calls until none is left ([`rlock::drain_woken`]).
 fn drain_all(env: sys::napi_env) {
     let started = EXECUTOR.with(|cell| {
         let mut cell = cell.borrow_mut();
@@ -315,17 +310,10 @@ fn drain_all(env: sys::napi_env) {
     if started.is_none() {
         return;
     }
-    loop {
-        let woken = EXECUTOR
-            .with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken()))
-            .unwrap_or_default();
-        if woken.is_empty() {
-            break;
-        }
-        for key in woken {
-            poll(env, key);
-        }
-    }
+    rlock::drain_woken(
+        || EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken())),
+        |key| poll(env, key),
+    );
 }
 
 /// The threadsafe function was freed: its bell must never ring again.

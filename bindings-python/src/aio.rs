@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::{intern, IntoPyObjectExt};
-use rlock::{CallKey, LocalCalls, LocalIo, Polled, RawSocket, Watcher};
+use rlock::{CallKey, LocalCalls, LocalIo, Polled, RawSocket, Watcher, FLUSH_ALONE_BELOW};
 
 use crate::runtime::Rt;
 
@@ -129,8 +129,7 @@ where
         // without a bell for them). Many: every `FLUSH_EVERY`th call writes what is queued, and
         // the bell's drain the rest, so one write carries several.
         ex.unflushed += 1;
-        let links = ex.linked.iter().filter(|(_, k)| k.is_some()).count();
-        let calls = ex.calls.pending().saturating_sub(links);
+        let calls = ex.calls.pending().saturating_sub(ex.link_calls().count());
         let flush = calls < FLUSH_ALONE_BELOW || ex.unflushed >= FLUSH_EVERY;
         if flush {
             ex.begin_drain();
@@ -159,7 +158,7 @@ where
 /// always awaits it (and can be cancelled there).
 fn flush_links(py: Python<'_>) {
     let links = with_executor(|ex| {
-        let links: Vec<CallKey> = ex.linked.iter().filter_map(|(_, k)| *k).collect();
+        let links: Vec<CallKey> = ex.link_calls().collect();
         Some(ex.calls.woken_of(&links))
     });
     for key in links.into_iter().flatten() {
@@ -176,10 +175,7 @@ fn flush_links(py: Python<'_>) {
 /// opens no connection for them.
 const LINK_FROM_CALL: usize = 8;
 
-/// Below this many pending calls (links' drivers not counted), each call's request is written
-/// at once (as on Node).
-const FLUSH_ALONE_BELOW: usize = 17;
-/// With `FLUSH_ALONE_BELOW` or more pending, a call writes the queued requests every this many
+/// With [`FLUSH_ALONE_BELOW`] or more pending, a call writes the queued requests every this many
 /// calls, so Redis works on them while the loop makes the next ones (measured best of 16, 32,
 /// 64 and only the bell's drain with 64 and 256 tasks).
 const FLUSH_EVERY: usize = 32;
@@ -221,13 +217,13 @@ impl Future for NotInline {
 /// again: their watchers call the loop, which might run code that makes asyncio calls.
 struct Unlinked {
     calls: Vec<rlock::LocalCall<PyResult<Convert>>>,
-    rt: Option<Rt>,
+    rt: Rt,
 }
 
 impl Drop for Unlinked {
     fn drop(&mut self) {
-        if let Some(rt) = &self.rt {
-            let _context = rt.handle().enter();
+        if !self.calls.is_empty() {
+            let _context = self.rt.handle().enter();
             self.calls.clear();
         }
     }
@@ -271,7 +267,7 @@ impl Executor {
     /// another loop, that loop's links are taken out (given back, to be dropped by the caller).
     fn watch(&mut self, event_loop: &Bound<'_, PyAny>) -> PyResult<Unlinked> {
         let py = event_loop.py();
-        let mut unlinked = Unlinked { calls: Vec::new(), rt: None };
+        let mut unlinked = Unlinked { calls: Vec::new(), rt: self.rt.clone() };
         if self.watched_by.as_ref().and_then(|w| w.bind(py).upgrade()).is_some_and(|l| l.is(event_loop)) {
             return Ok(unlinked);
         }
@@ -285,8 +281,12 @@ impl Executor {
                 unlinked.calls.push(call);
             }
         }
-        unlinked.rt = Some(self.rt.clone());
         Ok(unlinked)
+    }
+
+    /// The links' drivers among the calls.
+    fn link_calls(&self) -> impl Iterator<Item = CallKey> + '_ {
+        self.linked.iter().filter_map(|(_, key)| *key)
     }
 
     /// Begins a drain ([`LocalCalls::begin_drain`]); the drain writes every queued request.
@@ -468,19 +468,18 @@ fn drain(py: Python<'_>) {
     }
 }
 
-/// Polls woken calls until none is left (the drain begun by the caller): a reply a link's
-/// driver reads while this runs wakes its call into the same drain, with no bell, and polling
-/// a woken driver writes every request queued so far.
+/// Polls woken calls until none is left ([`rlock::drain_woken`]; the drain begun by the
+/// caller). Only called outside any borrow of the executor (loop callbacks), so the take
+/// always finds it and the drain always ends.
 fn drain_all(py: Python<'_>) {
-    loop {
-        let woken = with_executor(|ex| Some(ex.calls.woken())).unwrap_or_default();
-        if woken.is_empty() {
-            break;
-        }
-        for key in woken {
-            poll(py, key);
-        }
-    }
+    rlock::drain_woken(
+        || {
+            let woken = with_executor(|ex| Some(ex.calls.woken()));
+            debug_assert!(woken.is_some(), "a drain must reach the executor to end");
+            woken
+        },
+        |key| poll(py, key),
+    );
 }
 
 /// A done callback: when the asyncio future was cancelled, drops its core call (cancel-safe).

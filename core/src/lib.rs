@@ -80,7 +80,9 @@ pub use describe::{
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
-pub use local_calls::{CallKey, Closer, LocalCall, LocalCalls, Polled, PANIC_MESSAGE};
+pub use local_calls::{
+    drain_woken, CallKey, Closer, LocalCall, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE,
+};
 pub use lock::{Guard, Lock, Released, Ttl};
 pub use metrics::{Stats, Summary};
 pub use multi_lock::{MultiGuard, MultiLock};

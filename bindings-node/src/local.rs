@@ -104,6 +104,8 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = napi::Result<T>> + Send + 'static,
 {
+    // On the heap first: a core call's future is kilobytes, and every move of it is a copy.
+    let fut = Box::pin(fut);
     let raw = env.raw();
     let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
     // SAFETY: called on the JS thread with its env (napi methods run there).

@@ -44,7 +44,7 @@ struct Executor {
     pid: u32,
     rt: Rt,
     /// Each call with its asyncio future; `None` marks a local link (completes nothing).
-    calls: LocalCalls<PyResult<Convert>, Option<Py<PyAny>>>,
+    calls: LocalCalls<PyResult<Convert>, Option<Awaited>>,
     /// The loop's end of the socket pair (the calls' bell writes to the other end).
     listen: UnixStream,
     /// The loop that watches `listen` (a thread runs one loop at a time; `asyncio.run` makes
@@ -80,6 +80,14 @@ impl Drop for Executor {
     }
 }
 
+/// A call's asyncio future and the done callback that cancels the call when the future is
+/// cancelled (taken off before the call completes the future, which saves the loop scheduling
+/// and running it for every call).
+struct Awaited {
+    future: Py<PyAny>,
+    on_done: Py<CancelOnDone>,
+}
+
 /// `asyncio.get_running_loop`, looked up once.
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -101,8 +109,11 @@ where
     F: Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    // On the heap first: a core call's future is kilobytes, and every move of it is a copy.
+    let fut = Box::pin(fut);
     let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
     let future = event_loop.call_method0(intern!(py, "create_future"))?;
+    let on_done = Py::new(py, CancelOnDone(std::sync::OnceLock::new()))?;
     let call = Box::pin(NotInline {
         call: Box::pin(async move {
             let value = fut.await?;
@@ -134,11 +145,13 @@ where
         if flush {
             ex.begin_drain();
         }
-        Ok((ex.calls.add(call, Some(future.clone().unbind())), unlinked, flush))
+        let awaited = Awaited { future: future.clone().unbind(), on_done: on_done.clone_ref(py) };
+        Ok((ex.calls.add(call, Some(awaited)), unlinked, flush))
     })?;
     // The old loop's links end here, outside the executor.
     drop(unlinked);
-    let added = future.call_method1(intern!(py, "add_done_callback"), (CancelOnDone(key),));
+    let _ = on_done.get().0.set(key);
+    let added = future.call_method1(intern!(py, "add_done_callback"), (on_done,));
     if added.is_ok() {
         poll(py, key);
     } else {
@@ -430,8 +443,8 @@ fn poll(py: Python<'_>, key: CallKey) {
             Some((future, Err(crate::errors::rlock_error(rlock::PANIC_MESSAGE.to_owned()))))
         }
     });
-    let Some((future, result)) = ended else { return };
-    let Some(future) = future else {
+    let Some((awaited, result)) = ended else { return };
+    let Some(Awaited { future, on_done }) = awaited else {
         // A local link ended (its client closed): its client may link again.
         with_executor(|ex| {
             ex.linked.retain(|(_, k)| *k != Some(key));
@@ -444,6 +457,8 @@ fn poll(py: Python<'_>, key: CallKey) {
         if future.call_method0(intern!(py, "done"))?.is_truthy()? {
             return Ok(()); // cancelled meanwhile; the value is dropped (an acquire's is released)
         }
+        // Completed here, so it can no longer be cancelled: its cancel callback goes.
+        future.call_method1(intern!(py, "remove_done_callback"), (on_done,))?;
         match result.and_then(|make| make(py)) {
             Ok(v) => future.call_method1(intern!(py, "set_result"), (v,)).map(drop),
             Err(e) => future.call_method1(intern!(py, "set_exception"), (e.into_value(py),)).map(drop),
@@ -483,15 +498,17 @@ fn drain_all(py: Python<'_>) {
 }
 
 /// A done callback: when the asyncio future was cancelled, drops its core call (cancel-safe).
+/// The key is set once, right after the call is added.
 #[pyclass(frozen)]
-struct CancelOnDone(CallKey);
+struct CancelOnDone(std::sync::OnceLock<CallKey>);
 
 #[pymethods]
 impl CancelOnDone {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(&key) = self.0.get() else { return Ok(()) };
         if future.call_method0(intern!(future.py(), "cancelled"))?.is_truthy()? {
             // The asyncio future given back is dropped here, with the GIL.
-            drop(with_executor(|ex| ex.calls.cancel(self.0, ex.rt.handle())));
+            drop(with_executor(|ex| ex.calls.cancel(key, ex.rt.handle())));
         }
         Ok(())
     }

@@ -69,9 +69,9 @@ struct IoState {
     writer: Option<Waker>,
     watcher: Option<Box<dyn Watcher>>,
     writing: bool,
-    /// A read found no bytes, and the loop has not reported the socket readable since: reads
-    /// wait for that report instead of asking the socket again (the loop reports readability
-    /// for as long as bytes are there, so none are missed).
+    /// A read found no bytes (or fewer than it had room for), and the loop has not reported the
+    /// socket readable since: reads wait for that report instead of asking the socket again
+    /// (the loop reports readability for as long as bytes are there, so none are missed).
     drained: bool,
 }
 
@@ -271,9 +271,16 @@ impl AsyncRead for LocalStream {
             }
         }
         loop {
+            let room = buf.remaining();
             match this.socket.read_into(buf) {
-                Ok(_) => {
+                Ok(n) => {
                     this.stall.progress.store(now_ms(), Ordering::Relaxed);
+                    if n > 0 && n < room {
+                        // A short read took all there was: the next read waits for the loop's
+                        // report (as libuv stops reading a stream after a short read) instead
+                        // of a system call that finds the socket empty.
+                        this.io.lock().drained = true;
+                    }
                     return Poll::Ready(Ok(()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -287,11 +287,14 @@ mod tests {
         tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| unreachable!("{e}"))
     }
 
-    fn calls(rings: &Arc<AtomicUsize>) -> LocalCalls<u32, &'static str> {
-        let rings = rings.clone();
-        LocalCalls::new(move || {
-            rings.fetch_add(1, Ordering::SeqCst);
-        })
+    /// A runtime, a bell count, and calls whose bell adds to it.
+    fn setup() -> (tokio::runtime::Runtime, Arc<AtomicUsize>, LocalCalls<u32, &'static str>) {
+        let rings = Arc::new(AtomicUsize::new(0));
+        let bell = rings.clone();
+        let calls = LocalCalls::new(move || {
+            bell.fetch_add(1, Ordering::SeqCst);
+        });
+        (runtime(), rings, calls)
     }
 
     /// A call waiting for a value, polled once (pending), and the sender that wakes it.
@@ -308,9 +311,7 @@ mod tests {
 
     #[test]
     fn calls_wake_through_one_bell_and_end_once() {
-        let rt = runtime();
-        let rings = Arc::new(AtomicUsize::new(0));
-        let mut calls = calls(&rings);
+        let (rt, rings, mut calls) = setup();
         let (tx_a, a) = pending(&mut calls, &rt, "a");
         let (tx_b, b) = pending(&mut calls, &rt, "b");
         assert_eq!((calls.pending(), rings.load(Ordering::SeqCst)), (2, 0));
@@ -334,9 +335,7 @@ mod tests {
 
     #[test]
     fn a_panic_ends_the_call_and_a_closed_list_rings_no_bell() {
-        let rt = runtime();
-        let rings = Arc::new(AtomicUsize::new(0));
-        let mut calls = calls(&rings);
+        let (rt, rings, mut calls) = setup();
         let boom = calls.add(Box::pin(async { panic!("a bug") }), "boom");
         assert!(matches!(calls.poll(boom, rt.handle()), Some(Polled::Panicked("boom"))));
 
@@ -348,9 +347,7 @@ mod tests {
 
     #[test]
     fn a_drain_rings_no_bell_until_it_ends() {
-        let rt = runtime();
-        let rings = Arc::new(AtomicUsize::new(0));
-        let mut calls = calls(&rings);
+        let (rt, rings, mut calls) = setup();
         let (tx_a, a) = pending(&mut calls, &rt, "a");
         let (tx_b, b) = pending(&mut calls, &rt, "b");
 
@@ -371,9 +368,7 @@ mod tests {
 
     #[test]
     fn a_drain_ended_untaken_rings_for_the_calls_woken_meanwhile() {
-        let rt = runtime();
-        let rings = Arc::new(AtomicUsize::new(0));
-        let mut calls = calls(&rings);
+        let (rt, rings, mut calls) = setup();
         let (tx_a, a) = pending(&mut calls, &rt, "a");
 
         // Nothing woken, or only what the drain took: no bell.
@@ -397,9 +392,7 @@ mod tests {
 
     #[test]
     fn drain_woken_polls_calls_woken_while_it_runs_then_ends_the_drain() {
-        let rt = runtime();
-        let rings = Arc::new(AtomicUsize::new(0));
-        let mut calls = calls(&rings);
+        let (rt, rings, mut calls) = setup();
         let (tx_a, a) = pending(&mut calls, &rt, "a");
         let (tx_b, b) = pending(&mut calls, &rt, "b");
         let calls = std::cell::RefCell::new(calls);

@@ -263,14 +263,16 @@ impl AsyncRead for LocalStream {
         if this.stall.stalled.load(Ordering::Relaxed) {
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "Redis did not answer in time")));
         }
-        {
-            let mut s = this.io.lock();
-            if s.drained {
-                s.reader = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-        }
         loop {
+            {
+                // The event loop reports readability while the socket is readable, so a reply
+                // that comes after the socket was found drained still wakes this waker.
+                let mut s = this.io.lock();
+                if s.drained {
+                    s.reader = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+            }
             let room = buf.remaining();
             match this.socket.read_into(buf) {
                 Ok(n) => {
@@ -284,14 +286,7 @@ impl AsyncRead for LocalStream {
                     return Poll::Ready(Ok(()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // The event loop reports readability while the socket is readable, so a
-                    // reply that came after the read above still wakes this waker.
-                    let mut s = this.io.lock();
-                    s.drained = true;
-                    s.reader = Some(cx.waker().clone());
-                    return Poll::Pending;
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => this.io.lock().drained = true,
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }

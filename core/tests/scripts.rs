@@ -76,3 +76,36 @@ fn renew_reports_each_hold_and_survives_a_wrong_type_key() {
     assert!(c.pttl::<_, i64>("B").unwrap() <= 1000);
     assert_eq!(c.ttl::<_, i64>("S").unwrap(), -1);
 }
+
+#[test]
+fn release_of_an_odd_count_does_what_redissons_hincrby_does() {
+    let server = common::Server::start().unwrap();
+    let mut c = server.conn();
+    let release = Script::new(RELEASE);
+    let owner = "11111111-1111-4111-8111-111111111111:1";
+    let run = |c: &mut redis::Connection, latch: &str| -> redis::RedisResult<Option<i64>> {
+        release
+            .key("L")
+            .key("redisson_lock__channel:{L}")
+            .key(latch)
+            .arg("0")
+            .arg(30_000)
+            .arg(owner)
+            .arg("PUBLISH")
+            .arg(10_000)
+            .invoke(c)
+    };
+    // Not an integer: HINCRBY's error, and nothing written.
+    let _: () = c.hset("L", owner, "x").unwrap();
+    assert!(run(&mut c, "redisson_unlock_latch:{L}:01").is_err());
+    assert_eq!(c.hget::<_, _, String>("L", owner).unwrap(), "x");
+    assert!(!c.exists::<_, bool>("redisson_unlock_latch:{L}:01").unwrap());
+    // Three holds: one level released, still held.
+    let _: () = c.hset("L", owner, 3).unwrap();
+    assert_eq!(run(&mut c, "redisson_unlock_latch:{L}:02").unwrap(), Some(0));
+    assert_eq!(c.hget::<_, _, i64>("L", owner).unwrap(), 2);
+    // A count of 0 (no client writes one): released, as HINCRBY to -1 would.
+    let _: () = c.hset("L", owner, 0).unwrap();
+    assert_eq!(run(&mut c, "redisson_unlock_latch:{L}:03").unwrap(), Some(1));
+    assert!(!c.exists::<_, bool>("L").unwrap());
+}

@@ -10,30 +10,31 @@ const ACQUIRE: &str = include_str!("../src/scripts/lua/acquire.lua");
 const RELEASE: &str = include_str!("../src/scripts/lua/release.lua");
 const RENEW: &str = include_str!("../src/scripts/lua/renew.lua");
 
+/// Runs the release script on lock `L` for `owner` with latch `latch`.
+fn release(c: &mut redis::Connection, owner: &str, latch: &str) -> redis::RedisResult<Option<i64>> {
+    Script::new(RELEASE)
+        .key("L")
+        .key("redisson_lock__channel:{L}")
+        .key(latch)
+        .arg("0")
+        .arg(30_000)
+        .arg(owner)
+        .arg("PUBLISH")
+        .arg(10_000)
+        .invoke(c)
+}
+
 #[test]
 fn a_retried_release_reads_back_the_first_outcome() {
     let server = common::Server::start().unwrap();
     let mut c = server.conn();
     let acquire = Script::new(ACQUIRE);
-    let release = Script::new(RELEASE);
     let owner = "11111111-1111-4111-8111-111111111111:1";
     let r: Option<i64> = acquire.key("L").arg(30_000).arg(owner).invoke(&mut c).unwrap();
     assert_eq!(r, None);
     let r: Option<i64> = acquire.key("L").arg(30_000).arg(owner).invoke(&mut c).unwrap();
     assert_eq!(r, None);
-    let run = |c: &mut redis::Connection, latch: &str| -> Option<i64> {
-        release
-            .key("L")
-            .key("redisson_lock__channel:{L}")
-            .key(latch)
-            .arg("0")
-            .arg(30_000)
-            .arg(owner)
-            .arg("PUBLISH")
-            .arg(10_000)
-            .invoke(c)
-            .unwrap()
-    };
+    let run = |c: &mut redis::Connection, latch: &str| release(c, owner, latch).unwrap();
     let latch1 = "redisson_unlock_latch:{L}:aaaa";
     assert_eq!(run(&mut c, latch1), Some(0));
     // The retry of the same call (same latch) does not release a second level.
@@ -81,20 +82,8 @@ fn renew_reports_each_hold_and_survives_a_wrong_type_key() {
 fn release_of_an_odd_count_does_what_redissons_hincrby_does() {
     let server = common::Server::start().unwrap();
     let mut c = server.conn();
-    let release = Script::new(RELEASE);
     let owner = "11111111-1111-4111-8111-111111111111:1";
-    let run = |c: &mut redis::Connection, latch: &str| -> redis::RedisResult<Option<i64>> {
-        release
-            .key("L")
-            .key("redisson_lock__channel:{L}")
-            .key(latch)
-            .arg("0")
-            .arg(30_000)
-            .arg(owner)
-            .arg("PUBLISH")
-            .arg(10_000)
-            .invoke(c)
-    };
+    let run = |c: &mut redis::Connection, latch: &str| release(c, owner, latch);
     // Not an integer: HINCRBY's error, and nothing written.
     let _: () = c.hset("L", owner, "x").unwrap();
     assert!(run(&mut c, "redisson_unlock_latch:{L}:01").is_err());

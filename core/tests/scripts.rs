@@ -84,11 +84,13 @@ fn release_of_an_odd_count_does_what_redissons_hincrby_does() {
     let mut c = server.conn();
     let owner = "11111111-1111-4111-8111-111111111111:1";
     let run = |c: &mut redis::Connection, latch: &str| release(c, owner, latch);
-    // Not an integer: HINCRBY's error, and nothing written.
-    let _: () = c.hset("L", owner, "x").unwrap();
-    assert!(run(&mut c, "redisson_unlock_latch:{L}:01").is_err());
-    assert_eq!(c.hget::<_, _, String>("L", owner).unwrap(), "x");
-    assert!(!c.exists::<_, bool>("redisson_unlock_latch:{L}:01").unwrap());
+    // Not an integer, even one Lua reads as 1: HINCRBY's error, and nothing written.
+    for odd in ["x", "1.0", " 1", "0x1"] {
+        let _: () = c.hset("L", owner, odd).unwrap();
+        assert!(run(&mut c, "redisson_unlock_latch:{L}:01").is_err(), "{odd:?}");
+        assert_eq!(c.hget::<_, _, String>("L", owner).unwrap(), odd);
+        assert!(!c.exists::<_, bool>("redisson_unlock_latch:{L}:01").unwrap());
+    }
     // Three holds: one level released, still held.
     let _: () = c.hset("L", owner, 3).unwrap();
     assert_eq!(run(&mut c, "redisson_unlock_latch:{L}:02").unwrap(), Some(0));

@@ -11,10 +11,11 @@ local held = redis.call('hget', KEYS[1], ARGV[3])
 if held == false then
     return nil
 end
--- The last hold (the usual case) deletes the lock without Redisson's HINCRBY to 0 first: the
--- same outcome for one command less. Any other value goes through HINCRBY as in Redisson, so a
--- count that is not an integer fails the same way.
-if tonumber(held) ~= 1 then
+-- The last hold (the usual case: HINCRBY wrote exactly '1') deletes the lock without
+-- Redisson's HINCRBY to 0 first: the same outcome for one command less. Any other value, '1.0'
+-- or ' 1' included, goes through HINCRBY as in Redisson, so what is not an integer fails the
+-- same way.
+if held ~= '1' then
     local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
     if count > 0 then
         redis.call('pexpire', KEYS[1], ARGV[2])

@@ -24,6 +24,8 @@ export interface ClientOptions {
   pollIntervalMs?: number
   /** When set, the watchdog stops renewing a hold this long after it was acquired, so the lease runs out at most one watchdog timeout later. None (the default) renews until release. */
   maxHoldMs?: number | null
+  /** Lease doubt: a hold whose lease is not proven to run longer than this (at most a quarter of its lease) is lost at once, with reason `lease_doubt` when renewals could not be confirmed in time (Redis unreachable or slow) and `lease_ending` for a lease nobody renews. A lease counts from the send of the command that set it, so the holder hears this before the lease can end on the server and another owner take the lock; the margin is the time it has to stop. Default 1 s. */
+  leaseDoubtMarginMs?: number
   /** PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots. */
   tlsCaFile?: string | null
   /** Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off. Every client sharing locks must make the same choice. Ignored off a cluster. */
@@ -198,7 +200,7 @@ export interface PermitLostEvent {
   name: string
   /** The permit id (32 hex characters). */
   permitId: string
-  /** `"gone"` (expired, released elsewhere, deleted) or `"renewal_failed"` (Redis unreachable for longer than the lease). */
+  /** `"gone"` (confirmed: expired, released elsewhere, deleted) or `"lease_doubt"` (no renewal confirmed in time: the lease may end within `leaseDoubtMarginMs`). */
   reason: string
 }
 

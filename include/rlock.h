@@ -123,6 +123,9 @@ typedef enum rlock_lock_kind {
 // ...).
 typedef struct Kind Kind;
 
+// Why a hold was lost.
+typedef struct LostReason LostReason;
+
 // An opaque client: connections to Redis and a watchdog that renews its holds. Create with
 // `rlock_client_new`, free with `rlock_client_free`. Thread-safe: one client may be used by
 // any number of threads at once. Usable only in the process that created it: after `fork()`
@@ -154,9 +157,11 @@ typedef struct rlock_client_info {
 
 // Called when the watchdog loses a hold of the client: `name` is the lock (or semaphore) name,
 // `owner` the owner as stored in Redis (`"<client uuid>:<id>"`) or, for a permit of a
-// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (a renewal found the
-// lock no longer held by the owner: expired, force-unlocked or deleted) or `"renewal_failed"`
-// (renewals failed for longer than the lease). The strings are valid only during the call.
+// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (confirmed: a renewal
+// found the lock no longer held by the owner: expired, force-unlocked or deleted),
+// `"lease_doubt"` (no renewal was confirmed in time, so the lease may end within the
+// `lease_doubt_margin_ms` option: told before another owner can acquire) or `"lease_ending"` (a
+// lease nobody renews ends within that margin). The strings are valid only during the call.
 typedef void (*rlock_lost_callback)(void *userdata,
                                     const char *name,
                                     const char *owner,
@@ -214,6 +219,8 @@ typedef struct rlock_stats {
   // the number of timeouts.
   uint64_t errors[RLOCK_STATS_ERROR_SLOTS];
 } rlock_stats;
+
+
 
 
 
@@ -814,6 +821,18 @@ enum rlock_result rlock_options_set_poll_interval_ms(struct rlock_options *optio
 // (the previous value is kept). Thread-safe.
 enum rlock_result rlock_options_set_max_hold_ms(struct rlock_options *options,
                                                 int64_t value);
+
+// Lease doubt: a hold whose lease is not proven to run longer than this (at most a
+// quarter of its lease) is lost at once, with reason `lease_doubt` when renewals could not
+// be confirmed in time (Redis unreachable or slow) and `lease_ending` for a lease nobody
+// renews. A lease counts from the send of the command that set it, so the holder hears
+// this before the lease can end on the server and another owner take the lock; the margin
+// is the time it has to stop. Default 1 s.
+//
+// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_lease_doubt_margin_ms(struct rlock_options *options,
+                                                          int64_t value);
 
 // PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the
 // `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots.

@@ -87,7 +87,7 @@ def test_failing_callback_does_not_stop_others(fast: rlock.Client, client: rlock
         lock.release()
 
 
-def test_unreachable_redis_loses_hold_with_renewal_failed(name: str) -> None:
+def test_unreachable_redis_puts_the_lease_in_doubt(name: str) -> None:
     from conftest import Testbed
 
     with Testbed("single") as server:
@@ -101,7 +101,7 @@ def test_unreachable_redis_loses_hold_with_renewal_failed(name: str) -> None:
                 event = events.get(timeout=30)
             finally:
                 server.cont()
-            assert (event.name, event.reason) == (name, "renewal_failed")
+            assert (event.name, event.reason) == (name, "lease_doubt")
             assert lock.lost
             with pytest.raises(rlock.LockLostError):
                 lock.release()

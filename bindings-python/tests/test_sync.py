@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 
@@ -104,15 +105,20 @@ def test_threading_argument_rules(client: rlock.Client, name: str, raw: redis.Re
     assert raw.exists(name) == 0
 
 
-def test_fixed_lease_expires_then_release_is_not_held(client: rlock.Client, name: str) -> None:
+def test_fixed_lease_ends_after_the_holder_was_told(client: rlock.Client, name: str) -> None:
     lock = client.lock(name)
+    events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+    lock.on_lost(events.put)
     assert lock.acquire(lease=0.5)
     ttl = lock.remaining_ttl()
     assert ttl is not None and 0 < ttl <= 0.5
+    # Told before the lease ends (within lease_doubt_margin, here a quarter of 0.5 s).
+    event = events.get(timeout=5)
+    assert (event.name, event.reason) == (name, "lease_ending")
+    assert lock.lost
     wait_until(lambda: not lock.locked(), what="the lease to expire")
-    with pytest.raises(rlock.NotHeldError) as info:
+    with pytest.raises(rlock.LockLostError) as info:
         lock.release()
-    assert not isinstance(info.value, rlock.LockLostError)
     assert isinstance(info.value, RuntimeError)
 
 

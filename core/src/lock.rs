@@ -443,6 +443,9 @@ impl Lock {
         let answer = shared
             .step(async move {
                 let inner = &lock.inner;
+                // No later than the acquire's send: the lease it sets runs from then at the
+                // earliest.
+                let sent = Instant::now();
                 match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await? {
                     Ok(token) => {
                         let key = lock.key(&owner);
@@ -453,6 +456,7 @@ impl Lock {
                             lease,
                             renew,
                             inner.group,
+                            sent,
                         );
                         if matches!(inner.flavor, Flavor::Fenced { .. }) {
                             inner.shared.watchdog().set_token(&key, token);
@@ -649,6 +653,7 @@ impl Lock {
             kind,
         };
         shared.watchdog().release_started(&key);
+        let sent = Instant::now();
         let result = shared
             .retrying(|mut conn| {
                 let call = &call;
@@ -669,11 +674,15 @@ impl Lock {
                 Released::StillLocked
             }
             Ok(Some(_)) => {
+                // A reentrant release set the lease again, from its arrival.
+                shared.watchdog().lease_reset(&key, sent);
                 shared.watchdog().release_ended(&key);
                 Released::StillHeld
             }
             Ok(None) => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
             Err(e) => {
+                // It may have run and set the lease again.
+                shared.watchdog().lease_reset(&key, sent);
                 shared.watchdog().release_ended(&key);
                 return Err(e);
             }

@@ -355,6 +355,13 @@ options! {
     /// lease runs out at most one watchdog timeout later. None (the default) renews until
     /// release.
     max_hold, with_max_hold: Option<Duration> = None;
+    /// Lease doubt: a hold whose lease is not proven to run longer than this (at most a
+    /// quarter of its lease) is lost at once, with reason `lease_doubt` when renewals could not
+    /// be confirmed in time (Redis unreachable or slow) and `lease_ending` for a lease nobody
+    /// renews. A lease counts from the send of the command that set it, so the holder hears
+    /// this before the lease can end on the server and another owner take the lock; the margin
+    /// is the time it has to stop. Default 1 s.
+    lease_doubt_margin, with_lease_doubt_margin: Duration = Duration::from_secs(1);
     /// PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the
     /// `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots.
     tls_ca_file, with_tls_ca_file: Option<PathBuf> = None;
@@ -428,6 +435,7 @@ impl ClientOptions {
         if let Some(m) = self.max_hold {
             positive_ms("max_hold", m)?;
         }
+        check_duration("lease_doubt_margin", self.lease_doubt_margin)?;
         if !(1..=8).contains(&self.command_connections) {
             return Err(Error::invalid("command_connections must be between 1 and 8"));
         }
@@ -478,7 +486,8 @@ mod tests {
         assert_eq!(spec("watchdog_timeout").spelling(Surface::Python), "watchdog_timeout");
         assert_eq!(spec("tls_ca_file").spelling(Surface::Node), "tlsCaFile");
         assert_eq!(spec("command_connections").spelling(Surface::C), "command_connections");
-        assert_eq!(OPTIONS.len(), 19);
+        assert_eq!(spec("lease_doubt_margin").spelling(Surface::Node), "leaseDoubtMarginMs");
+        assert_eq!(OPTIONS.len(), 20);
         assert_eq!(spec("app_name").spelling(Surface::Node), "appName");
     }
 

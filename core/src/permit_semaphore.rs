@@ -230,6 +230,7 @@ impl PermitExpirableSemaphore {
             .step(async move {
                 let i = &sem.inner;
                 let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
+                let sent = Instant::now();
                 let taken = scripts::pes_acquire(
                     &mut i.shared.conn(),
                     keys,
@@ -249,6 +250,7 @@ impl PermitExpirableSemaphore {
                                 &i.owner,
                                 hex.clone(),
                                 i.group,
+                                sent,
                             );
                         }
                         Ok((hex, sem.give_back(id)))
@@ -350,6 +352,7 @@ impl PermitExpirableSemaphore {
         };
         i.shared.check_open()?;
         let timeouts = i.timeouts.as_str();
+        let sent = Instant::now();
         let flags = i
             .shared
             .retrying(|mut c| async move {
@@ -365,7 +368,7 @@ impl PermitExpirableSemaphore {
             return Err(not_held(forgotten, &i.name, &hex));
         }
         match lease {
-            None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, i.group),
+            None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, i.group, sent),
             Some(_) => wd.untrack(&key),
         }
         Ok(())

@@ -84,7 +84,12 @@ impl Shared {
         });
         let conns = conn::connect(target, &options, on_push).await?;
         let commands = conns.commands;
-        let wd = Watchdog::new(options.watchdog_timeout, options.max_hold, metrics.clone());
+        let wd = Watchdog::new(
+            options.watchdog_timeout,
+            options.max_hold,
+            options.lease_doubt_margin,
+            metrics.clone(),
+        );
         let closed = CancellationToken::new();
         let id = Uuid::new_v4();
         if options.holder_record {
@@ -110,7 +115,7 @@ impl Shared {
         if let Some(monitor) = conns.monitor {
             handle.spawn(monitor.run(closed.clone()));
         }
-        handle.spawn(watchdog::run(
+        handle.spawn(watchdog::renew::run(
             wd.clone(),
             commands.clone(),
             options.renewal_batch_size,

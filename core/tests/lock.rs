@@ -108,7 +108,7 @@ async fn try_acquire_honours_the_wait_bound() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_lease_lets_another_owner_in_and_late_release_is_not_held() {
+async fn expired_lease_lets_another_owner_in_and_late_release_is_lost() {
     let server = Server::start().unwrap();
     let c = client(&server).await;
     let (a, b) = (c.new_owner(), c.new_owner());
@@ -120,8 +120,10 @@ async fn expired_lease_lets_another_owner_in_and_late_release_is_not_held() {
     let start = Instant::now();
     assert!(lock.try_acquire(&b, Duration::from_secs(5), None).await.unwrap());
     assert!(start.elapsed() < Duration::from_secs(2));
+    // The holder was told its lease was ending (lease_ending): the late release is `Lost`.
+    assert!(lock.is_lost(&a));
     let err = lock.release(&a).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert_eq!(err.kind(), ErrorKind::Lost);
     assert!(lock.is_held(&b).await.unwrap());
     lock.release(&b).await.unwrap();
 }
@@ -152,7 +154,7 @@ async fn explicit_lease_is_not_renewed() {
     let start = Instant::now();
     assert!(eventually(Duration::from_secs(5), || !server.conn().exists::<_, bool>("fixed").unwrap()).await);
     assert!(start.elapsed() < Duration::from_secs(2));
-    assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::NotHeld);
+    assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::Lost);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,6 +174,9 @@ async fn max_hold_stops_renewal() {
     let held = start.elapsed();
     assert!(held >= Duration::from_millis(600), "expired too early: {held:?}");
     assert!(held < Duration::from_millis(2000), "renewed too long: {held:?}");
+    // The holder was told before the last lease ended, as for any lease nobody renews.
+    assert!(lock.is_lost(&owner));
+    assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::Lost);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -404,14 +409,14 @@ async fn force_unlock_wakes_waiter_and_holder_learns_it_lost_the_lock() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn renewal_failure_longer_than_the_lease_marks_the_hold_lost() {
+async fn a_killed_server_puts_the_lease_in_doubt_and_the_hold_lost() {
     let mut server = Server::start().unwrap();
     let opts = short_watchdog().with_retry_attempts(0).with_command_timeout(Some(Duration::from_millis(200)));
     let c = client_with(&server, opts).await;
     let lost = Arc::new(AtomicUsize::new(0));
     let l2 = lost.clone();
     c.on_lost(rlock::LostFilter::all(), move |e| {
-        assert_eq!(e.reason, LostReason::RenewalFailed);
+        assert_eq!(e.reason, LostReason::LeaseDoubt);
         l2.fetch_add(1, Ordering::SeqCst);
     });
     let owner = c.new_owner();

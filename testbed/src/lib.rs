@@ -19,12 +19,14 @@ use std::fmt;
 pub mod cluster;
 pub mod describe;
 pub mod ports;
+pub mod proxy;
 pub mod resp;
 pub mod sentinel;
 pub mod server;
 pub mod tls;
 
 pub use cluster::{Cluster, ClusterBuilder, Shard};
+pub use proxy::Proxy;
 pub use sentinel::{SentinelBuilder, SentinelSet};
 pub use server::{Server, ServerBuilder};
 pub use tls::{Certs, TlsFiles};

@@ -112,8 +112,10 @@ class LostEvent:
     name: str
     #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``).
     owner: str
-    #: ``"gone"`` (the lock was no longer held by the owner: expired, force-unlocked, deleted)
-    #: or ``"renewal_failed"`` (Redis could not be reached for longer than the lease).
+    #: ``"gone"`` (confirmed: the lock was no longer held by the owner: expired,
+    #: force-unlocked, deleted), ``"lease_doubt"`` (no renewal was confirmed in time, so the
+    #: lease may end within ``lease_doubt_margin``: told before another owner can acquire) or
+    #: ``"lease_ending"`` (a lease nobody renews ends within that margin).
     reason: str
 
 
@@ -129,8 +131,9 @@ class PermitLostEvent:
     name: str
     #: The permit id (32 hex characters).
     permit_id: str
-    #: ``"gone"`` (the permit was no longer held: expired, released elsewhere, deleted) or
-    #: ``"renewal_failed"`` (Redis could not be reached for longer than the lease).
+    #: ``"gone"`` (confirmed: the permit was no longer held: expired, released elsewhere,
+    #: deleted) or ``"lease_doubt"`` (no renewal was confirmed in time, so the lease may end
+    #: within ``lease_doubt_margin``: told before anyone else can take the permit).
     reason: str
 
 

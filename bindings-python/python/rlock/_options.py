@@ -42,6 +42,9 @@ class ClientOptions(TypedDict, total=False):
     max_hold: Optional[float]
     """When set, the watchdog stops renewing a hold this long after it was acquired, so the lease runs out at most one watchdog timeout later. None (the default) renews until release."""
 
+    lease_doubt_margin: float
+    """Lease doubt: a hold whose lease is not proven to run longer than this (at most a quarter of its lease) is lost at once, with reason ``lease_doubt`` when renewals could not be confirmed in time (Redis unreachable or slow) and ``lease_ending`` for a lease nobody renews. A lease counts from the send of the command that set it, so the holder hears this before the lease can end on the server and another owner take the lock; the margin is the time it has to stop. Default 1 s."""
+
     tls_ca_file: Optional[str]
     """PEM file of the CA that signed the servers' certificates, for ``rediss://`` URLs (and the ``rediss+cluster://`` / ``rediss+sentinel://`` variants). None trusts the system's roots."""
 
@@ -84,6 +87,7 @@ OPTION_NAMES: Tuple[str, ...] = (
     "subscription_timeout",
     "poll_interval",
     "max_hold",
+    "lease_doubt_margin",
     "tls_ca_file",
     "sharded_pubsub",
     "replica_sync",

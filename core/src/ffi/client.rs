@@ -208,9 +208,11 @@ pub unsafe extern "C" fn rlock_client_free(client: *mut rlock_client) {
 
 /// Called when the watchdog loses a hold of the client: `name` is the lock (or semaphore) name,
 /// `owner` the owner as stored in Redis (`"<client uuid>:<id>"`) or, for a permit of a
-/// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (a renewal found the
-/// lock no longer held by the owner: expired, force-unlocked or deleted) or `"renewal_failed"`
-/// (renewals failed for longer than the lease). The strings are valid only during the call.
+/// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (confirmed: a renewal
+/// found the lock no longer held by the owner: expired, force-unlocked or deleted),
+/// `"lease_doubt"` (no renewal was confirmed in time, so the lease may end within the
+/// `lease_doubt_margin_ms` option: told before another owner can acquire) or `"lease_ending"` (a
+/// lease nobody renews ends within that margin). The strings are valid only during the call.
 pub type rlock_lost_callback = Option<
     unsafe extern "C" fn(
         userdata: *mut c_void,

@@ -102,6 +102,21 @@ pub unsafe extern "C" fn rlock_options_set_max_hold_ms(options: *mut rlock_optio
     unsafe { super::options_object::set_optional_duration(options, "max_hold_ms", value) }
 }
 
+/// Lease doubt: a hold whose lease is not proven to run longer than this (at most a
+/// quarter of its lease) is lost at once, with reason `lease_doubt` when renewals could not
+/// be confirmed in time (Redis unreachable or slow) and `lease_ending` for a lease nobody
+/// renews. A lease counts from the send of the command that set it, so the holder hears
+/// this before the lease can end on the server and another owner take the lock; the margin
+/// is the time it has to stop. Default 1 s.
+///
+/// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+/// (the previous value is kept). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_options_set_lease_doubt_margin_ms(options: *mut rlock_options, value: i64) -> rlock_result {
+    // SAFETY: forwarded contract (the header's).
+    unsafe { super::options_object::set_duration(options, "lease_doubt_margin_ms", value) }
+}
+
 /// PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the
 /// `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots.
 ///

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use rlock_testbed::{Certs, Cluster, SentinelSet, Server};
+pub use rlock_testbed::{Certs, Cluster, Proxy, SentinelSet, Server};
 
 /// A plain synchronous connection to 127.0.0.1:`port` (for a cluster replica: in READONLY mode).
 pub fn conn_to(port: u16) -> redis::Connection {

@@ -19,43 +19,64 @@
 //! A hold is put in the map before its acquire returns, and the queue only ever looks holds up
 //! in the map, so a release (which removes the hold) can never be overtaken by a renewal
 //! registration: the race of Redisson's issue 7272 cannot happen.
+//!
+//! Lease doubt: each hold knows the latest moment its lease is proven to run until,
+//! `lease_until`: the send time of the command that last set the lease (the acquire, or the
+//! latest renewal Redis confirmed) plus that lease. Redis started the lease no earlier than the
+//! send, so it cannot end before then. When that moment, less the margin
+//! ([`Watchdog::margin`]), comes with no newer renewal confirmed, the hold is lost with
+//! [`LostReason::LeaseDoubt`] (or [`LostReason::LeaseEnding`] for a lease nobody renews):
+//! before another owner can take the lock, not after a renewal finally fails.
 
 use std::collections::HashMap;
-use std::future::poll_fn;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::future::{join_all, BoxFuture};
+use futures_util::future::BoxFuture;
 use redis::RedisResult;
-use tokio::time::{Instant, MissedTickBehavior};
-use tokio_util::sync::CancellationToken;
-use tokio_util::time::DelayQueue;
+use tokio::time::Instant;
 
 use crate::conn::Commands;
 use crate::metrics::Metrics;
 use crate::owner::Owner;
 
+pub(crate) mod renew;
+
 /// Why a hold was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LostReason {
-    /// A renewal found the lock no longer held by this owner (expired, force-unlocked, deleted).
+    /// Confirmed: a renewal found the lock no longer held by this owner (expired,
+    /// force-unlocked, deleted).
     Gone,
-    /// Renewals failed (Redis unreachable or erroring) for longer than the lease, so the lease
-    /// may have run out.
-    RenewalFailed,
+    /// Not confirmed: no renewal was confirmed in time (Redis unreachable, slow or erroring), so
+    /// the lease may end on the server within the lease-doubt margin. Told before another owner
+    /// can take the lock; the watchdog stops renewing the hold.
+    LeaseDoubt,
+    /// A lease nobody renews (an explicit lease, or one past `max_hold`) ends within the
+    /// lease-doubt margin.
+    LeaseEnding,
 }
 
 impl LostReason {
-    /// A short stable name: `"gone"` or `"renewal_failed"`.
+    /// Every reason, in declaration order.
+    pub const ALL: [LostReason; 3] = [LostReason::Gone, LostReason::LeaseDoubt, LostReason::LeaseEnding];
+
+    /// A short stable name: `"gone"`, `"lease_doubt"` or `"lease_ending"`.
     pub fn as_str(self) -> &'static str {
         match self {
             LostReason::Gone => "gone",
-            LostReason::RenewalFailed => "renewal_failed",
+            LostReason::LeaseDoubt => "lease_doubt",
+            LostReason::LeaseEnding => "lease_ending",
         }
+    }
+
+    /// Whether Redis confirmed the loss (`Gone`), as opposed to a lease that may have ended or
+    /// is about to.
+    pub fn is_confirmed(self) -> bool {
+        self == LostReason::Gone
     }
 }
 
@@ -178,7 +199,16 @@ struct Hold {
     /// Whether the watchdog renews this hold.
     renew: bool,
     acquired: Instant,
-    last_renewed: Instant,
+    /// The latest moment the lease is proven to run until: the send time of the command that
+    /// last set it, plus that lease (see the module's doc).
+    lease_until: Instant,
+    /// A renewal of this hold is under way (its reply not yet in).
+    inflight: bool,
+    /// Another command set the lease while a renewal was under way: Redis may have run the
+    /// two in either order, so that renewal's reply proves only the earlier end.
+    overlapped: bool,
+    /// Tells the hold's live queue entry from stale ones (bumped whenever one is queued).
+    seq: u64,
     /// Tells queue entries of an earlier hold of the same key apart from this one.
     generation: u64,
     lost: Option<LostReason>,
@@ -208,6 +238,9 @@ pub(crate) struct Watchdog {
     next_id: AtomicU64,
     lease: Duration,
     max_hold: Option<Duration>,
+    margin: Duration,
+    /// Woken when an acquire took a lease too short to wait for the next sweep.
+    sweep_now: tokio::sync::Notify,
     /// Woken when the client goes from holding nothing to holding something (the holder
     /// record's writer sleeps on it while nothing is held).
     first_hold: tokio::sync::Notify,
@@ -238,8 +271,14 @@ pub(crate) enum Forgotten {
 }
 
 impl Watchdog {
-    /// Creates the shared state (for [`run`] and the locks).
-    pub(crate) fn new(lease: Duration, max_hold: Option<Duration>, metrics: Arc<Metrics>) -> Arc<Self> {
+    /// Creates the shared state (for [`renew::run`] and the locks). `margin` is the
+    /// `lease_doubt_margin` option.
+    pub(crate) fn new(
+        lease: Duration,
+        max_hold: Option<Duration>,
+        margin: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
         let wd = Watchdog {
             holds: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
@@ -247,6 +286,8 @@ impl Watchdog {
             next_id: AtomicU64::new(1),
             lease,
             max_hold,
+            margin,
+            sweep_now: tokio::sync::Notify::new(),
             first_hold: tokio::sync::Notify::new(),
             metrics,
         };
@@ -258,7 +299,16 @@ impl Watchdog {
         self.lease
     }
 
-    /// Records a successful acquire (first or reentrant). Called before the acquire returns.
+    /// The lease-doubt margin for a lease: the `lease_doubt_margin` option, at most a quarter
+    /// of the lease (so a healthy watchdog hold, renewed every third of its lease, always has
+    /// two renewals' time before its doubt moment).
+    pub(crate) fn margin(&self, lease: Duration) -> Duration {
+        self.margin.min(lease / 4)
+    }
+
+    /// Records a successful acquire (first or reentrant), whose command was sent at `sent` (or
+    /// earlier). Called before the acquire returns.
+    #[allow(clippy::too_many_arguments)] // one call site per primitive; a struct adds nothing
     pub(crate) fn acquired(
         &self,
         kind: &'static HoldKind,
@@ -267,8 +317,15 @@ impl Watchdog {
         lease: Duration,
         renew: bool,
         group: u16,
+        sent: Instant,
     ) {
         let now = Instant::now();
+        let until = sent + lease;
+        // A lease nobody renews that ends before the next sweep: sweep now, so its signal is
+        // not late.
+        if !renew && until.saturating_duration_since(now) < SWEEP + self.margin(lease) {
+            self.sweep_now.notify_one();
+        }
         let mut holds = lock(&self.holds);
         if holds.is_empty() {
             self.first_hold.notify_one();
@@ -276,12 +333,15 @@ impl Watchdog {
         let generation = self.next_id.fetch_add(1, Ordering::Relaxed);
         let schedule = match holds.get_mut(&key) {
             Some(h) if h.lost.is_none() => {
+                // The acquire set the lease on the server: it runs from this send.
                 h.lease = lease;
+                h.lease_until = if h.inflight { h.lease_until.min(until) } else { until };
+                h.overlapped |= h.inflight;
                 let start = renew && !h.renew;
                 h.renew |= renew;
                 if start {
                     h.generation = generation;
-                    h.last_renewed = now;
+                    h.inflight = false;
                 }
                 start
             }
@@ -292,7 +352,10 @@ impl Watchdog {
                     lease,
                     renew,
                     acquired: now,
-                    last_renewed: now,
+                    lease_until: until,
+                    inflight: false,
+                    overlapped: false,
+                    seq: 0,
                     generation,
                     lost: None,
                     group,
@@ -302,7 +365,9 @@ impl Watchdog {
                     permit: None,
                 };
                 holds.insert(key.clone(), hold);
-                renew
+                // Every fresh hold is queued: a renewed one for its renewals, one that is not
+                // for the signal before its lease ends.
+                true
             }
         };
         if schedule {
@@ -310,8 +375,8 @@ impl Watchdog {
         }
     }
 
-    /// Records a permit `id` taken with a watchdog lease (renewed until released). Called before
-    /// the acquire returns.
+    /// Records a permit `id` taken with a watchdog lease (renewed until released) by a command
+    /// sent at `sent`. Called before the acquire returns.
     pub(crate) fn acquired_permit(
         &self,
         kind: &'static HoldKind,
@@ -319,8 +384,9 @@ impl Watchdog {
         owner: &Owner,
         id: Arc<str>,
         group: u16,
+        sent: Instant,
     ) {
-        self.acquired(kind, key.clone(), owner, self.lease, true, group);
+        self.acquired(kind, key.clone(), owner, self.lease, true, group, sent);
         if let Some(h) = lock(&self.holds).get_mut(&key) {
             h.permit = Some(id);
         }
@@ -346,6 +412,16 @@ impl Watchdog {
     /// The lease to send with a release of `key` (the last acquire's, else the watchdog's).
     pub(crate) fn release_lease(&self, key: &HoldKey) -> Duration {
         lock(&self.holds).get(key).map_or(self.lease, |h| h.lease)
+    }
+
+    /// A release sent at `sent` left the hold held (re-entered) or failed: on the server it may
+    /// have set the lease to the one it sent, from its arrival, so the lease is proven only to
+    /// the earlier of that and what was proven before.
+    pub(crate) fn lease_reset(&self, key: &HoldKey, sent: Instant) {
+        if let Some(h) = lock(&self.holds).get_mut(key) {
+            h.lease_until = h.lease_until.min(sent + h.lease);
+            h.overlapped |= h.inflight;
+        }
     }
 
     /// Forgets a hold after its final release (counted in the metrics, with how long it was
@@ -531,208 +607,9 @@ impl Watchdog {
     }
 }
 
-/// One hold due for renewal.
-struct Due {
-    kind: &'static HoldKind,
-    key: HoldKey,
-    generation: u64,
-    owner: Owner,
-    permit: Option<Arc<str>>,
-    last_renewed: Instant,
-}
-
-/// The renewal period of a lease (a third of it, at least 10 ms) and its tick (an eighth of
-/// the period, at least 1 ms), to which due times are rounded.
-fn renewal_period(lease: Duration) -> (Duration, Duration) {
-    let period = (lease / 3).max(Duration::from_millis(10));
-    (period, (period / 8).max(Duration::from_millis(1)))
-}
-
-/// Rounds `at` up to the next tick boundary after `epoch`, so nearby due times coincide.
-fn quantize(epoch: Instant, tick: Duration, at: Instant) -> Instant {
-    let since = at.saturating_duration_since(epoch).as_nanos();
-    let t = tick.as_nanos().max(1);
-    let ticks = since.div_ceil(t);
-    epoch + Duration::from_nanos(u64::try_from(ticks * t).unwrap_or(u64::MAX))
-}
-
-/// Runs the watchdog until `stop` is cancelled.
-pub(crate) async fn run(
-    wd: Arc<Watchdog>,
-    commands: Commands,
-    batch_size: usize,
-    retry_delay: Duration,
-    stop: CancellationToken,
-) {
-    let (period, tick) = renewal_period(wd.lease);
-    let epoch = Instant::now();
-    let quantize = |at: Instant| quantize(epoch, tick, at);
-    let mut queue: DelayQueue<(HoldKey, u64)> = DelayQueue::new();
-    let mut sweep = tokio::time::interval(tick.min(SWEEP));
-    sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    loop {
-        let expired = tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = sweep.tick() => {
-                let fresh = std::mem::take(&mut *lock(&wd.fresh));
-                if !fresh.is_empty() {
-                    let holds = lock(&wd.holds);
-                    for (key, generation) in fresh {
-                        // Released (or lost, or re-acquired) since: nothing to renew.
-                        let Some(h) = holds.get(&key) else { continue };
-                        if h.generation == generation && h.renew && h.lost.is_none() {
-                            let due = quantize(h.last_renewed + period);
-                            queue.insert_at((key, generation), due);
-                        }
-                    }
-                }
-                continue;
-            }
-            // Unconstrained: tokio's cooperative budget would otherwise end the drain after
-            // about 128 entries and split one due group into many small script calls.
-            batch = tokio::task::unconstrained(poll_fn(|cx| {
-                let mut out = Vec::new();
-                while let Poll::Ready(Some(e)) = queue.poll_expired(cx) {
-                    out.push(e.into_inner());
-                }
-                if out.is_empty() { Poll::Pending } else { Poll::Ready(out) }
-            })) => batch,
-        };
-
-        // Pick the holds still due, grouped by batch group.
-        let now = Instant::now();
-        // Batched by (slot group, kind): one renewal step call takes holds of one kind.
-        let mut groups: HashMap<(u16, u8), Vec<Due>> = HashMap::new();
-        {
-            let mut holds = lock(&wd.holds);
-            for (key, generation) in expired {
-                let Some(h) = holds.get_mut(&key) else { continue };
-                if h.generation != generation || !h.renew || h.lost.is_some() {
-                    continue;
-                }
-                if wd.max_hold.is_some_and(|m| now.saturating_duration_since(h.acquired) >= m) {
-                    h.renew = false;
-                    continue;
-                }
-                let due = Due {
-                    kind: h.kind,
-                    key,
-                    generation,
-                    owner: h.owner.clone(),
-                    permit: h.permit.clone(),
-                    last_renewed: h.last_renewed,
-                };
-                groups.entry((h.group, h.kind.id)).or_default().push(due);
-            }
-        }
-        let lease_ms = u64::try_from(wd.lease.as_millis()).unwrap_or(u64::MAX);
-        let calls = groups.into_values().flat_map(|group| {
-            let mut chunks = Vec::new();
-            let mut group = group.into_iter().peekable();
-            while group.peek().is_some() {
-                chunks.push(group.by_ref().take(batch_size).collect::<Vec<_>>());
-            }
-            chunks
-        });
-        let results = join_all(calls.map(|chunk| {
-            let conn = commands.clone();
-            async move {
-                let Some(kind) = chunk.first().map(|d| d.kind) else { return (chunk, Ok(Vec::new())) };
-                let holds = chunk
-                    .iter()
-                    .map(|d| Renewing {
-                        name: d.key.name.clone(),
-                        owner: d.owner.clone(),
-                        permit: d.permit.clone(),
-                    })
-                    .collect();
-                let result = (kind.renew)(conn, lease_ms, holds).await;
-                (chunk, result)
-            }
-        }))
-        .await;
-
-        let now = Instant::now();
-        for (chunk, result) in results {
-            let kind = chunk.first().map_or("", |d| d.kind.name);
-            match &result {
-                Ok(flags) => {
-                    let renewed = flags.iter().filter(|f| **f).count();
-                    wd.metrics.renewed(renewed as u64, 0);
-                    tracing::debug!(kind, holds = chunk.len(), renewed, "rlock: renewal batch");
-                }
-                Err(e) => {
-                    wd.metrics.renewed(0, chunk.len() as u64);
-                    tracing::debug!(kind, holds = chunk.len(), error = %e, "rlock: renewal batch failed");
-                }
-            }
-            match result {
-                Ok(flags) => {
-                    for (i, d) in chunk.into_iter().enumerate() {
-                        if flags.get(i) == Some(&true) {
-                            let mut holds = lock(&wd.holds);
-                            if let Some(h) = holds.get_mut(&d.key) {
-                                if h.generation == d.generation {
-                                    h.last_renewed = now;
-                                    queue.insert_at((d.key, d.generation), quantize(now + period));
-                                }
-                            }
-                        } else {
-                            wd.mark_lost(&d.key, d.generation, LostReason::Gone);
-                        }
-                    }
-                }
-                Err(e) => {
-                    log::warn!("rlock: lease renewal of {} locks failed: {e}", chunk.len());
-                    for d in chunk {
-                        if now.saturating_duration_since(d.last_renewed) >= wd.lease {
-                            wd.mark_lost(&d.key, d.generation, LostReason::RenewalFailed);
-                        } else {
-                            // Try again soon, while the lease may still be alive.
-                            let retry = retry_delay.min(period).max(tick);
-                            queue.insert_at((d.key, d.generation), quantize(now + retry));
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn period_and_tick() {
-        assert_eq!(
-            renewal_period(Duration::from_secs(30)),
-            (Duration::from_secs(10), Duration::from_millis(1250))
-        );
-        // Tiny leases keep a floor, so the watchdog never spins.
-        assert_eq!(
-            renewal_period(Duration::from_millis(3)),
-            (Duration::from_millis(10), Duration::from_micros(1250))
-        );
-        assert_eq!(renewal_period(Duration::from_millis(60)).1, Duration::from_micros(2500));
-    }
-
-    #[test]
-    fn due_times_round_up_to_shared_ticks() {
-        let epoch = Instant::now();
-        let tick = Duration::from_millis(100);
-        let at = |ms| epoch + Duration::from_millis(ms);
-        assert_eq!(quantize(epoch, tick, at(0)), at(0));
-        assert_eq!(quantize(epoch, tick, at(1)), at(100));
-        assert_eq!(quantize(epoch, tick, at(99)), at(100));
-        assert_eq!(quantize(epoch, tick, at(100)), at(100));
-        assert_eq!(quantize(epoch, tick, at(101)), at(200));
-        // Never earlier than asked, never more than a tick later.
-        for ms in [3u64, 250, 999, 12_345] {
-            let q = quantize(epoch, tick, at(ms));
-            assert!(q >= at(ms) && q < at(ms) + tick);
-        }
-    }
 
     fn kind(id: u8) -> &'static HoldKind {
         static A: HoldKind =
@@ -748,7 +625,12 @@ mod tests {
 
     #[test]
     fn lost_events_reach_the_listeners_whose_filter_matches() {
-        let wd = Watchdog::new(Duration::from_secs(30), None, Arc::new(Metrics::new(true)));
+        let wd = Watchdog::new(
+            Duration::from_secs(30),
+            None,
+            Duration::from_secs(1),
+            Arc::new(Metrics::new(true)),
+        );
         let client = uuid::Uuid::new_v4();
         let (o1, o2) = (Owner::new(client, 1), Owner::new(client, 2));
         let heard = Arc::new(Mutex::new(Vec::new()));
@@ -766,7 +648,15 @@ mod tests {
         let only_o2 = listen(LostFilter::hold("x", &o2), "x/2");
         let key = |name: &str, owner: u64, k: u8| HoldKey { kind: k, name: name.into(), owner };
         for (name, owner, k) in [("x", &o1, 1), ("x", &o2, 2), ("y", &o1, 1)] {
-            wd.acquired(kind(k), key(name, owner.id(), k), owner, Duration::from_secs(30), true, 0);
+            wd.acquired(
+                kind(k),
+                key(name, owner.id(), k),
+                owner,
+                Duration::from_secs(30),
+                true,
+                0,
+                Instant::now(),
+            );
         }
         let generation = |k: &HoldKey| lock(&wd.holds).get(k).map(|h| h.generation).unwrap_or_default();
         for (name, owner, k) in [("x", 1, 1), ("x", 2, 2), ("y", 1, 1)] {
@@ -796,7 +686,12 @@ mod tests {
 
     #[test]
     fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_the_hold() {
-        let wd = Watchdog::new(Duration::from_secs(30), None, Arc::new(Metrics::new(true)));
+        let wd = Watchdog::new(
+            Duration::from_secs(30),
+            None,
+            Duration::from_secs(1),
+            Arc::new(Metrics::new(true)),
+        );
         let owner = Owner::new(uuid::Uuid::new_v4(), 7);
         let heard = Arc::new(Mutex::new(0));
         let h = heard.clone();
@@ -805,23 +700,23 @@ mod tests {
         let generation = |wd: &Watchdog| lock(&wd.holds).get(&key).map(|h| h.generation).unwrap_or_default();
 
         // The release freed the lock; the renewal that ran after it saw it gone: no loss.
-        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0);
+        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0, Instant::now());
         wd.release_started(&key);
         wd.mark_lost(&key, generation(&wd), LostReason::Gone);
         wd.released(&key);
         assert_eq!(*lock(&heard), 0);
 
         // The release found it not held: it was lost, and the listeners hear of it.
-        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0);
+        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0, Instant::now());
         wd.release_started(&key);
         wd.mark_lost(&key, generation(&wd), LostReason::Gone);
         assert!(matches!(wd.forget(&key), Forgotten::Lost));
         assert_eq!(*lock(&heard), 1);
 
         // The release failed (or was a re-entered level): the loss is reported when it ends.
-        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0);
+        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0, Instant::now());
         wd.release_started(&key);
-        wd.mark_lost(&key, generation(&wd), LostReason::RenewalFailed);
+        wd.mark_lost(&key, generation(&wd), LostReason::LeaseDoubt);
         assert_eq!(*lock(&heard), 1);
         wd.release_ended(&key);
         assert_eq!(*lock(&heard), 2);

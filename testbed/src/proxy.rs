@@ -1,0 +1,120 @@
+//! A TCP proxy on 127.0.0.1 that can cut the network without closing anything: while cut, no
+//! byte gets through either way and the sockets stay open (no FIN, no RST); when healed, what
+//! was sent meanwhile arrives, late, as TCP's retransmissions deliver it after a partition
+//! shorter than their timeout. For tests that need one client cut off from a server that other
+//! clients still reach; `make netfaults` uses toxiproxy for the richer faults.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use crate::ports::{self, Reserved};
+use crate::{Error, Result, HOST};
+
+#[derive(Default)]
+struct State {
+    /// Whether the network is cut; `healed` is notified when it changes.
+    cut: Mutex<bool>,
+    healed: Condvar,
+    stop: AtomicBool,
+    /// Every socket of every proxied connection, shut down when the proxy drops.
+    sockets: Mutex<Vec<TcpStream>>,
+}
+
+/// A running proxy to `127.0.0.1:<upstream>`; stops (all its connections closed) when dropped.
+pub struct Proxy {
+    port: Reserved,
+    state: Arc<State>,
+}
+
+impl Proxy {
+    /// Starts a proxy on a free port outside the ephemeral range, forwarding to
+    /// `127.0.0.1:upstream` (one upstream connection per accepted one).
+    pub fn start(upstream: u16) -> Result<Proxy> {
+        let port = ports::reserve(1)?;
+        let listen = *port.ports().first().ok_or_else(|| Error::new("no port reserved"))?;
+        let listener = TcpListener::bind((HOST, listen))?;
+        let state = Arc::new(State::default());
+        let st = state.clone();
+        thread::Builder::new().name("testbed-proxy".into()).spawn(move || {
+            for conn in listener.incoming() {
+                if st.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(client) = conn else { continue };
+                let Ok(server) = TcpStream::connect((HOST, upstream)) else { continue };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                if let Err(e) = pipe(&st, client, server) {
+                    eprintln!("testbed proxy: {e}");
+                }
+            }
+        })?;
+        Ok(Proxy { port, state })
+    }
+
+    /// The port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.port.ports().first().copied().unwrap_or_default()
+    }
+
+    /// A `redis://` URL through the proxy.
+    pub fn url(&self) -> String {
+        format!("redis://{HOST}:{}/", self.port())
+    }
+
+    /// Cuts the network (`true`): nothing gets through either way, connections stay open.
+    /// Heals it (`false`): what was held back is delivered, in order.
+    pub fn cut(&self, on: bool) {
+        *self.state.cut.lock().unwrap_or_else(|p| p.into_inner()) = on;
+        self.state.healed.notify_all();
+    }
+}
+
+/// Forwards both directions of one connection, each on a thread of its own.
+fn pipe(st: &Arc<State>, client: TcpStream, server: TcpStream) -> std::io::Result<()> {
+    {
+        let mut sockets = st.sockets.lock().unwrap_or_else(|p| p.into_inner());
+        sockets.push(client.try_clone()?);
+        sockets.push(server.try_clone()?);
+    }
+    for (from, to) in [(client.try_clone()?, server.try_clone()?), (server, client)] {
+        let st = st.clone();
+        thread::Builder::new().name("testbed-proxy-pipe".into()).spawn(move || copy(&st, from, to))?;
+    }
+    Ok(())
+}
+
+fn copy(st: &State, mut from: TcpStream, mut to: TcpStream) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        // Held back while cut (in this buffer, and in the socket's behind it).
+        let mut cut = st.cut.lock().unwrap_or_else(|p| p.into_inner());
+        while *cut && !st.stop.load(Ordering::SeqCst) {
+            cut = st.healed.wait(cut).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(cut);
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::SeqCst);
+        self.cut(false);
+        // Wakes the accept loop, which then sees the stop flag.
+        let _ = TcpStream::connect((HOST, self.port()));
+        for s in self.state.sockets.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}

@@ -99,10 +99,14 @@ export declare class NativeLock {
   /**
    * Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED`), `leaseMs`
    * fixes the lease (else the watchdog renews). Cancelling `cancel` drops the core future.
+   * Resolves a fenced lock's new token (from the acquire's own reply), else null.
    */
-  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<void>
-  /** Tries for at most `waitMs` (default 0: try once); resolves whether it is held. */
-  tryAcquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<boolean>
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number | null>
+  /**
+   * Tries for at most `waitMs` (default 0: try once); resolves null when not held, else the
+   * fenced lock's new token (from the acquire's own reply), 0 for a lock that is not fenced.
+   */
+  tryAcquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number | null>
   /**
    * Releases one hold level; resolves true when the lock is now free, false when this handle
    * still holds it (it had re-entered).

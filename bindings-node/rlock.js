@@ -166,7 +166,7 @@ class Lock {
     const n = await this.#native
     const r = await cancellable(signal, (token) => n[method](wait, lease, token))
     // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
-    if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
+    if ((method === 'acquire' || r !== null) && this.#lost?.signal.aborted) this.#lost = new AbortController()
     return r
   }
 
@@ -176,8 +176,9 @@ class Lock {
    * watchdog renews until release), `signal` (reject with its AbortError when it aborts).
    */
   async acquire(options) {
-    await this.#acquireWith('acquire', options)
-    if (this.fenced) return (await this.#native).token()
+    // A fenced lock's token comes in the acquire's own reply (never a second read).
+    const token = await this.#acquireWith('acquire', options)
+    if (this.fenced) return token
   }
 
   /**
@@ -185,8 +186,9 @@ class Lock {
    * when held (a fenced lock: the new fencing token).
    */
   async tryAcquire(options) {
-    const got = await this.#acquireWith('tryAcquire', options)
-    return got && this.fenced ? (await this.#native).token() : got
+    const token = await this.#acquireWith('tryAcquire', options)
+    if (token === null) return false
+    return this.fenced ? token : true
   }
 
   /** A fenced lock's latest token while this handle holds it; null otherwise. */

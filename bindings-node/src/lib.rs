@@ -267,6 +267,14 @@ pub struct NativeLock {
     owner: rlock::Owner,
 }
 
+/// Keeps the hold an acquire took; its fencing token (from the acquire's own reply) as a JS
+/// number, for a fenced lock (tokens stay below 2^53: one INCR per acquire).
+fn kept_token(held: rlock::Guard) -> Option<f64> {
+    let token = held.token().map(|t| t as f64);
+    held.keep();
+    token
+}
+
 /// Runs a core call until `token` is cancelled: then the core future is dropped (core calls are
 /// cancel-safe) and the call rejects `[RLOCK_ABORTED]`, which the wrapper turns into the
 /// signal's `AbortError`.
@@ -302,52 +310,48 @@ impl NativeLock {
 
     /// Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED`), `leaseMs`
     /// fixes the lease (else the watchdog renews). Cancelling `cancel` drops the core future.
-    #[napi(ts_return_type = "Promise<void>")]
+    /// Resolves a fenced lock's new token (from the acquire's own reply), else null.
+    #[napi(ts_return_type = "Promise<number | null>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
         cancel: &CancelToken,
-    ) -> napi::Result<PromiseRaw<'env, ()>> {
+    ) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let (lock, owner, token) = (self.lock.clone(), self.owner.clone(), cancel.token.clone());
         local::spawn(env, async move {
             let (wait, lease) = parsed?;
             let work = async {
                 match lock.acquire_guard(&owner, wait, lease).await? {
-                    Some(held) => {
-                        held.keep();
-                        Ok(())
-                    }
-                    None => Err(rlock::Error::new(
-                        ErrorKind::NotAcquired,
-                        format!(
-                            "lock '{}' was not acquired within {} ms",
-                            lock.name(),
-                            wait.map_or(0, |w| w.as_millis())
-                        ),
-                    )),
+                    Some(held) => Ok(kept_token(held)),
+                    None => Err(rlock::Error::not_acquired(format!("lock '{}'", lock.name()), wait)),
                 }
             };
             cancellable(&token, work).await
         })
     }
 
-    /// Tries for at most `waitMs` (default 0: try once); resolves whether it is held.
-    #[napi(ts_return_type = "Promise<boolean>")]
+    /// Tries for at most `waitMs` (default 0: try once); resolves null when not held, else the
+    /// fenced lock's new token (from the acquire's own reply), 0 for a lock that is not fenced.
+    #[napi(ts_return_type = "Promise<number | null>")]
     pub fn try_acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
         cancel: &CancelToken,
-    ) -> napi::Result<PromiseRaw<'env, bool>> {
+    ) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let (lock, owner, token) = (self.lock.clone(), self.owner.clone(), cancel.token.clone());
         local::spawn(env, async move {
             let (wait, lease) = parsed?;
-            cancellable(&token, lock.try_acquire(&owner, wait.unwrap_or(Duration::ZERO), lease)).await
+            let work = async {
+                let got = lock.acquire_guard(&owner, Some(wait.unwrap_or(Duration::ZERO)), lease).await?;
+                Ok(got.map(|held| kept_token(held).unwrap_or(0.0)))
+            };
+            cancellable(&token, work).await
         })
     }
 
@@ -509,13 +513,9 @@ impl NativeSemaphore {
                         Ok(true)
                     }
                     None if or_false => Ok(false),
-                    None => Err(rlock::Error::new(
-                        ErrorKind::NotAcquired,
-                        format!(
-                            "{n} permit(s) of semaphore '{}' were not available within {} ms",
-                            sem.name(),
-                            wait.map_or(0, |w| w.as_millis())
-                        ),
+                    None => Err(rlock::Error::not_acquired(
+                        format!("{n} permit(s) of semaphore '{}'", sem.name()),
+                        wait,
                     )),
                 }
             };
@@ -607,13 +607,9 @@ impl NativePermitSemaphore {
                 match got {
                     Some(p) => Ok(Some(p.keep())),
                     None if or_null => Ok(None),
-                    None => Err(rlock::Error::new(
-                        ErrorKind::NotAcquired,
-                        format!(
-                            "no permit of semaphore '{}' came free within {} ms",
-                            sem.name(),
-                            wait.map_or(0, |w| w.as_millis())
-                        ),
+                    None => Err(rlock::Error::not_acquired(
+                        format!("a permit of semaphore '{}'", sem.name()),
+                        wait,
                     )),
                 }
             };

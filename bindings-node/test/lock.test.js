@@ -374,6 +374,18 @@ test('a fenced lock resolves strictly larger tokens, re-entries included', async
   await plain.acquire()
   assert.equal(await a.tryAcquire(), false)
   assert.equal(await plain.release(), true)
+  // The token comes with the acquire: a hold force-unlocked by this client right after still
+  // resolved the token it took, though none is left to read back.
+  const t4 = await a.acquire()
+  assert.equal(await client.lock(n).forceUnlock(), true)
+  assert.equal(await a.token(), null)
+  assert.equal(Number(await redis.data.get(`redisson_lock_token:{${n}}`)), t4)
+  assert.ok(t4 > t3)
+  // A plain lock's acquire resolves nothing, its tryAcquire true.
+  assert.equal(await plain.acquire(), undefined)
+  assert.equal(await plain.release(), true)
+  assert.equal(await plain.tryAcquire(), true)
+  assert.equal(await plain.release(), true)
 })
 
 test('stats() and prometheusText() count what happened', async () => {

@@ -249,6 +249,19 @@ impl Acquired {
         self.claim_id().is_some()
     }
 
+    /// Takes a lock's hold: `Some` with its fencing token (from the acquire's own reply; 0 for
+    /// a lock that is not fenced) when it was acquired.
+    fn claim_token(self) -> Option<u64> {
+        match self.0 {
+            Some(Taken::Hold(g)) => {
+                let token = g.token().unwrap_or(0);
+                g.keep();
+                Some(token)
+            }
+            other => Acquired(other).claim().then_some(0),
+        }
+    }
+
     /// Takes what was acquired; `Some` (with the permit id, for a permit) when something was.
     fn claim_id(self) -> Option<String> {
         match self.0 {
@@ -276,6 +289,12 @@ impl PendingAcquire {
     /// the wait ran out, or when it was claimed already).
     fn claim(&self) -> bool {
         Acquired(self.0.lock().unwrap_or_else(|p| p.into_inner()).take()).claim()
+    }
+
+    /// Takes the lock's hold for the awaiting task: its fencing token (0 for a lock that is not
+    /// fenced), or None when the wait ran out (or it was claimed already).
+    fn claim_token(&self) -> Option<u64> {
+        Acquired(self.0.lock().unwrap_or_else(|p| p.into_inner()).take()).claim_token()
     }
 
     /// Takes the permit for the awaiting task: its id, or None when the wait ran out (or it
@@ -815,7 +834,8 @@ impl Lock {
     }
 
     /// Blocks until `owner` holds the lock or `timeout` seconds passed (None: no limit, 0: try
-    /// once). `lease` None uses the watchdog. Returns whether the lock was acquired.
+    /// once). `lease` None uses the watchdog. Returns None when the wait ran out, else the
+    /// fencing token the acquire's own reply carried (0 for a lock that is not fenced).
     #[pyo3(signature = (owner = None, timeout = None, lease = None))]
     fn acquire(
         &self,
@@ -823,12 +843,12 @@ impl Lock {
         owner: Option<u64>,
         timeout: Option<f64>,
         lease: Option<f64>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Option<u64>> {
         let timeout = opt_seconds("timeout", timeout)?;
         let lease = opt_seconds("lease", lease)?;
         let owner = self.owner(owner)?;
         let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        Ok(self.run(py, fut)?.claim())
+        Ok(self.run(py, fut)?.claim_token())
     }
 
     /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim()` takes the hold.

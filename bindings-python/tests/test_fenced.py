@@ -21,10 +21,32 @@ def test_tokens_rise_with_every_acquire(client: rlock.Client, name: str, raw: re
     assert lock.token is None, "no token once released"
     assert int(raw.get("redisson_lock_token:{" + name + "}") or 0) == t2
     assert raw.pttl("redisson_lock_token:{" + name + "}") == -1, "the counter never expires"
-    assert lock.acquire(timeout=1)
-    t3 = lock.token
-    assert t3 is not None and t3 > t2
+    t3 = lock.acquire(timeout=1)  # the acquire returns its token
+    assert t3 is not None and t3 > t2 and lock.token == t3
     assert lock.release() is True
+
+
+def test_the_token_comes_with_the_acquire_even_when_the_hold_is_gone_at_once(
+    client: rlock.Client, name: str, raw: redis.Redis
+) -> None:
+    lock = client.fenced_lock(name)
+    # A hold this client force-unlocks right after taking it: there is no token to read back,
+    # and the acquire still returned the one it took.
+    token = lock.acquire()
+    client.lock(name).force_unlock()
+    assert lock.token is None
+    assert token is not None and token == int(raw.get("redisson_lock_token:{" + name + "}") or 0)
+
+    async def main() -> None:
+        t = await lock.acquire_async(timeout=1)
+        assert t is not None and t > token
+        await lock.release_async()
+        holder = client.fenced_lock(name)
+        assert holder.acquire(blocking=False)
+        assert await lock.acquire_async(timeout=0) is None, "held elsewhere: no token"
+        holder.release()
+
+    asyncio.run(main())
 
 
 def test_threads_and_tasks_get_distinct_increasing_tokens(client: rlock.Client, name: str) -> None:

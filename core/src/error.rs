@@ -111,6 +111,18 @@ impl Error {
         Error { kind, message: message.into(), source: None }
     }
 
+    /// The one "not acquired in time" error (`NotAcquired`), for every primitive and surface:
+    /// `what` names what was waited for ("lock 'orders'", "2 permit(s) of semaphore 'jobs'"),
+    /// `wait` is the wait that ran out (`None`: a wait without a bound, which ends this way only
+    /// when it is interrupted).
+    pub fn not_acquired(what: impl std::fmt::Display, wait: Option<std::time::Duration>) -> Self {
+        let message = match wait {
+            Some(w) => format!("{what} was not acquired within {} ms", w.as_millis()),
+            None => format!("{what} was not acquired"),
+        };
+        Self::new(ErrorKind::NotAcquired, message)
+    }
+
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }

@@ -295,8 +295,8 @@ impl Lock {
     /// Like [`Lock::acquire`], returning a guard that releases on drop (on the client's
     /// runtime, in the background). Prefer [`Guard::release`], which reports the outcome.
     pub async fn lock(&self, owner: &Owner) -> Result<Guard> {
-        self.acquire(owner).await?;
-        Ok(self.guard(owner))
+        let token = self.acquire_inner(owner, None, None).await?;
+        Ok(self.guard(owner, token.unwrap_or_default()))
     }
 
     /// Acquires like [`Lock::acquire`] (`wait` `None`), [`Lock::acquire_with_lease`] or
@@ -311,7 +311,7 @@ impl Lock {
         lease: Option<Duration>,
     ) -> Result<Option<Guard>> {
         let got = self.acquire_inner(owner, wait, lease).await?;
-        Ok(got.is_some().then(|| self.guard(owner)))
+        Ok(got.map(|token| self.guard(owner, token)))
     }
 
     /// The owner with id `id` on this lock's client.
@@ -319,8 +319,10 @@ impl Lock {
         Owner::new(self.inner.shared.id(), id)
     }
 
-    fn guard(&self, owner: &Owner) -> Guard {
-        Guard { lock: Some(self.clone()), owner: owner.clone() }
+    /// A guard of `owner`'s hold, with the token its acquire's reply carried (0: not fenced).
+    fn guard(&self, owner: &Owner, token: u64) -> Guard {
+        let token = matches!(self.inner.flavor, Flavor::Fenced { .. }).then_some(token);
+        Guard { lock: Some(self.clone()), owner: owner.clone(), token }
     }
 
     /// For a fenced lock: the latest fencing token of `owner` while it holds the lock through
@@ -665,13 +667,17 @@ impl Lock {
             })
             .await;
         let outcome = match result {
-            Ok(Some(scripts::RELEASE_FREE)) => {
-                shared.watchdog().released(&key);
-                Released::Unlocked
-            }
-            Ok(Some(scripts::RELEASE_LEFT)) => {
-                shared.watchdog().released(&key);
-                Released::StillLocked
+            Ok(Some(free @ (scripts::RELEASE_FREE | scripts::RELEASE_LEFT))) => {
+                let lost = shared.watchdog().released(&key);
+                if let Forgotten::Lost = lost {
+                    shared.latches().delete(inner.group, latch);
+                    return Err(not_held(lost, &inner.name, owner));
+                }
+                if free == scripts::RELEASE_FREE {
+                    Released::Unlocked
+                } else {
+                    Released::StillLocked
+                }
             }
             Ok(Some(_)) => {
                 // A reentrant release set the lease again, from its arrival.
@@ -863,8 +869,8 @@ fn not_held(forgotten: Forgotten, name: &str, owner: &Owner) -> Error {
         Forgotten::Lost => Error::new(
             ErrorKind::Lost,
             format!(
-                "lock '{name}' was lost before this release: the watchdog could not renew it \
-                 (it expired, was force-unlocked, or Redis was unreachable)"
+                "lock '{name}' was lost before this release: it expired, was force-unlocked, or its \
+                 lease was in doubt or ending (the lost-hold listeners were told why)"
             ),
         ),
         Forgotten::NotHeld => Error::new(
@@ -880,9 +886,17 @@ fn not_held(forgotten: Forgotten, name: &str, owner: &Owner) -> Error {
 pub struct Guard {
     lock: Option<Lock>,
     owner: Owner,
+    token: Option<u64>,
 }
 
 impl Guard {
+    /// The fencing token this hold's acquire took (fenced locks; `None` for other locks), from
+    /// the acquire's own reply: never a second read, so it is there even when the hold was
+    /// lost right after the acquire.
+    pub fn token(&self) -> Option<u64> {
+        self.token
+    }
+
     /// The lock held.
     pub fn lock(&self) -> Option<&Lock> {
         self.lock.as_ref()

@@ -151,7 +151,7 @@ impl PermitExpirableSemaphore {
     /// ```
     pub async fn acquire(&self, lease: Option<Duration>) -> Result<Permit> {
         let got = self.acquire_inner(None, lease).await?;
-        got.ok_or_else(|| Error::new(ErrorKind::NotAcquired, "the wait for a permit ended"))
+        got.ok_or_else(|| Error::not_acquired(format!("a permit of semaphore '{}'", self.inner.name), None))
     }
 
     /// Like [`PermitExpirableSemaphore::acquire`], waiting at most `wait` (zero: one try);
@@ -317,13 +317,17 @@ impl PermitExpirableSemaphore {
         let wd = i.shared.watchdog();
         match released {
             Ok(true) => {
-                if ours {
-                    wd.released(&key);
+                let lost = if ours {
+                    wd.released(&key)
                 } else {
                     i.shared.metrics().released(None);
-                }
+                    Forgotten::NotHeld
+                };
                 i.shared.latches().delete(i.group, latch);
-                Ok(())
+                match lost {
+                    Forgotten::Lost => Err(not_held(lost, &i.name, &format_id(&id))),
+                    Forgotten::NotHeld => Ok(()),
+                }
             }
             Ok(false) => {
                 let forgotten = if ours { wd.forget(&key) } else { Forgotten::NotHeld };
@@ -424,7 +428,7 @@ fn not_held(forgotten: Forgotten, name: &str, id: &str) -> Error {
     match forgotten {
         Forgotten::Lost => Error::new(
             ErrorKind::Lost,
-            format!("permit {id} of semaphore '{name}' was lost: the watchdog could not renew it"),
+            format!("permit {id} of semaphore '{name}' was lost: it expired, or its lease was in doubt"),
         ),
         Forgotten::NotHeld => Error::new(
             ErrorKind::NotHeld,

@@ -120,3 +120,27 @@ async fn bad_input_changes_nothing() {
     assert!(!conn.exists::<_, bool>("fenced:bad").unwrap());
     assert!(!conn.exists::<_, bool>("redisson_lock_token:{fenced:bad}").unwrap(), "no token taken");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_carries_the_token_of_its_own_acquire_even_after_the_hold_is_gone() {
+    let server = Server::start().unwrap();
+    let c = client(&server).await;
+    let name = "fenced:guard";
+    let (fenced, owner) = (c.fenced_lock(name).unwrap(), c.new_owner());
+    let held = fenced.lock().acquire_guard(&owner, None, None).await.unwrap().expect("acquired");
+    let token = held.token().expect("a fenced lock's guard has a token");
+    let counter: u64 = server.conn().get("redisson_lock_token:{fenced:guard}").unwrap();
+    assert_eq!(token, counter);
+    // The hold vanishes right after the acquire (force-unlocked by this very client, which
+    // forgets its local record of the hold): a second read finds nothing, the guard's token
+    // is still the acquire's.
+    assert!(c.lock(name).unwrap().force_unlock().await.unwrap());
+    assert_eq!(fenced.token_of(&owner), None);
+    assert_eq!(held.token(), Some(token));
+    held.keep();
+    // A lock that is not fenced has no token.
+    let plain =
+        c.lock("fenced:plain").unwrap().acquire_guard(&owner, None, None).await.unwrap().expect("acquired");
+    assert_eq!(plain.token(), None);
+    plain.release().await.unwrap();
+}

@@ -134,3 +134,28 @@ async fn a_short_explicit_lease_is_signalled_before_it_ends() {
     assert!(told < acquired);
     assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::Lost);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releasing_a_hold_in_doubt_frees_what_is_left_of_it_and_reports_lost() {
+    let server = Server::start().unwrap();
+    let proxy = Proxy::start(server.port()).unwrap();
+    let holder = Client::connect(&proxy.url(), holder_options()).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    holder.on_lost(rlock::LostFilter::all(), move |e: &LostEvent| {
+        let _ = tx.send(e.reason);
+    });
+    let owner = holder.new_owner();
+    let lock = holder.lock("doubt-release").unwrap();
+    lock.acquire(&owner).await.unwrap();
+    proxy.cut(true);
+    let reason = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap();
+    assert_eq!(reason, LostReason::LeaseDoubt);
+    // Healed before the lease ran out on the server: the hold is still there, and the watchdog
+    // no longer renews it. The release frees it at once (nobody waits for the lease), and says
+    // the hold had been lost.
+    proxy.cut(false);
+    assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::Lost);
+    let direct = Client::connect(&server.url(), ClientOptions::default()).await.unwrap();
+    assert!(!direct.lock("doubt-release").unwrap().is_locked().await.unwrap());
+    assert!(!lock.is_lost(&owner));
+}

@@ -593,6 +593,8 @@ static int child_main(const char *path) {
 }
 
 /* Fenced lock: every acquire takes a strictly larger token; NULL out_token changes nothing. */
+static long redis_int(const char *args);
+
 static void test_fenced(void) {
     const char *name = "c:fenced";
     uint64_t t1 = 0, t2 = 0, t3 = 0, untouched = 77;
@@ -621,6 +623,15 @@ static void test_fenced(void) {
     CHECK_RC(rlock_fenced_try_acquire(client, name, 1000, 5000, &t3), RLOCK_OK);
     CHECK(t3 > t2);
     CHECK_RC(rlock_release(client, name, NULL), RLOCK_OK);
+    /* The token comes in the acquire's own reply: a hold force-unlocked by this very client
+     * right after (so nothing is left to read back) still gave the token it took. */
+    uint64_t t4 = 0;
+    bool released = false;
+    CHECK_RC(rlock_fenced_acquire(client, name, 0, &t4), RLOCK_OK);
+    CHECK_RC(rlock_force_unlock(client, name, &released), RLOCK_OK);
+    CHECK(released && t4 > t3);
+    CHECK(redis_int("GET 'redisson_lock_token:{c:fenced}'") == (long)t4);
+    CHECK_RC(rlock_release(client, name, NULL), RLOCK_NOT_HELD);
 }
 
 /* The integer reply of `redis-cli <args>` on the test server (redis-tools comes with

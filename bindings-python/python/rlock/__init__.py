@@ -355,7 +355,7 @@ class Lock:
         ``timeout`` seconds (-1: forever; ``blocking=False``: try once) and returns whether the
         lock was acquired. ``lease`` None keeps the hold alive with the watchdog; a number is a
         fixed lease in seconds after which the hold ends by itself."""
-        return self._native.acquire(None, _wait_arg(blocking, timeout), lease)
+        return self._native.acquire(None, _wait_arg(blocking, timeout), lease) is not None
 
     def release(self) -> bool:
         """Releases one hold level of the calling thread; returns True when the lock became
@@ -453,7 +453,9 @@ class FencedLock(Lock):
     the counter ``redisson_lock_token:{name}``, which never expires. Pass the token to the
     storage you write to; it refuses tokens older than the newest it has seen.
 
-    ``with lock as token:`` and ``async with lock as token:`` give the token.
+    :meth:`acquire` and :meth:`acquire_async` return the token (None when the wait ran out);
+    ``with lock as token:`` and ``async with lock as token:`` give it too. It comes in the
+    acquire's own reply, never from a second read.
     """
 
     __slots__ = ()
@@ -467,17 +469,31 @@ class FencedLock(Lock):
         calling thread); None when it does not hold the lock."""
         return self._native.token(self._client._current_owner())
 
+    def acquire(  # type: ignore[override]
+        self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None
+    ) -> Optional[int]:
+        """Acquires as :meth:`Lock.acquire` and returns the new token (always true: tokens
+        start at 1), or None when the wait ran out. The token comes in the acquire's own reply,
+        so it is there even when the hold is lost right after."""
+        return self._native.acquire(None, _wait_arg(blocking, timeout), lease)
+
+    async def acquire_async(  # type: ignore[override]
+        self, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> Optional[int]:
+        """Acquires as :meth:`Lock.acquire_async` and returns the new token, or None when the
+        wait ran out."""
+        pending = await self._native.acquire_async(self._client._task_owner(), timeout, lease)
+        return pending.claim_token()
+
     def __enter__(self) -> int:  # type: ignore[override]
-        self.acquire()
-        return self._held_token(self._native.token(None))
+        return self._token_of(self.acquire())
 
     async def __aenter__(self) -> int:  # type: ignore[override]
-        await self.acquire_async()
-        return self._held_token(self._native.token(self._client._task_owner()))
+        return self._token_of(await self.acquire_async())
 
-    def _held_token(self, token: Optional[int]) -> int:
-        if token is None:  # the hold was lost between the acquire and this line
-            raise LockLostError(f"the hold of fenced lock {self.name!r} was lost right after its acquire")
+    def _token_of(self, token: Optional[int]) -> int:
+        if token is None:  # a wait without a bound ends only with a token
+            raise NotAcquiredError(f"fenced lock {self.name!r} was not acquired")
         return token
 
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use super::client::{named, rlock_client};
 use super::{check_out, guard, lease, rlock_result, wait_arg, write_out, Failure};
-use crate::lock::Lock;
+use crate::error::Error;
+use crate::lock::{Guard, Lock};
 use crate::owner::{thread_owner_id, Owner};
 
 /// Which owner a call acts for.
@@ -101,12 +102,14 @@ pub(crate) unsafe fn target_of(
     }
 }
 
-/// Where a fenced acquire writes its token (`None`: a plain lock's acquire).
-fn token_out(lock: &Lock, owner: &Owner, out_token: Option<*mut u64>) {
-    if let Some(out) = out_token {
-        // Held now: the watchdog has the token the acquire just took.
-        write_out(out, lock.token_of(owner).unwrap_or(0));
+/// Keeps the hold an acquire took and writes its token where a fenced acquire asked for it
+/// (`out_token` `None`: a plain lock's acquire). The token is the acquire's own reply, never a
+/// second read that a hold lost meanwhile could leave empty.
+fn keep_hold(held: Guard, out_token: Option<*mut u64>) {
+    if let (Some(out), Some(token)) = (out_token, held.token()) {
+        write_out(out, token);
     }
+    held.keep();
 }
 
 fn check_token_out(out_token: Option<*mut u64>) -> Result<(), Failure> {
@@ -125,11 +128,10 @@ unsafe fn acquire_impl(
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let owner = owner(&c, who);
-        match lease(lease_ms) {
-            Some(l) => c.block_on(lock.acquire_with_lease(&owner, l))??,
-            None => c.block_on(lock.acquire(&owner))??,
-        }
-        token_out(&lock, &owner, out_token);
+        let held = c.block_on(lock.acquire_guard(&owner, None, lease(lease_ms)))??;
+        // Without a wait the acquire waits until it holds the lock.
+        let held = held.ok_or_else(|| Error::not_acquired(format!("lock '{}'", lock.name()), None))?;
+        keep_hold(held, out_token);
         Ok(())
     })
 }
@@ -147,14 +149,12 @@ unsafe fn try_acquire_impl(
         // SAFETY: forwarded contract.
         let (c, lock) = unsafe { target_of(client, name, kind) }?;
         let owner = owner(&c, who);
-        if c.block_on(lock.try_acquire(&owner, wait, lease(lease_ms)))?? {
-            token_out(&lock, &owner, out_token);
-            Ok(())
-        } else {
-            Err(Failure::new(
-                rlock_result::RLOCK_NOT_ACQUIRED,
-                format!("lock '{}' is held by another owner (waited {wait_ms} ms)", lock.name()),
-            ))
+        match c.block_on(lock.acquire_guard(&owner, Some(wait), lease(lease_ms)))?? {
+            Some(held) => {
+                keep_hold(held, out_token);
+                Ok(())
+            }
+            None => Err(Error::not_acquired(format!("lock '{}'", lock.name()), Some(wait)).into()),
         }
     })
 }

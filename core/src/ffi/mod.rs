@@ -111,9 +111,6 @@ impl Failure {
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Failure(rlock_result::RLOCK_INVALID_ARGUMENT, message.into())
     }
-    pub(crate) fn new(code: rlock_result, message: impl Into<String>) -> Self {
-        Failure(code, message.into())
-    }
 }
 
 impl From<Error> for Failure {

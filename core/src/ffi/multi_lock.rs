@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::client::rlock_client;
 use super::lock::{kind_arg, owner, target_of, who};
 use super::{guard, lease, rlock_result, wait_arg, Failure};
+use crate::error::Error;
 use crate::multi_lock::MultiLock;
 use crate::owner::Owner;
 
@@ -92,10 +93,7 @@ pub unsafe extern "C" fn rlock_multi_try_acquire(
         if clients[0].block_on(m.try_acquire(&o, wait, lease(lease_ms)))?? {
             Ok(())
         } else {
-            Err(Failure::new(
-                rlock_result::RLOCK_NOT_ACQUIRED,
-                format!("the multi-lock of {count} members was not acquired within {wait_ms} ms"),
-            ))
+            Err(Error::not_acquired(format!("the multi-lock of {count} members"), Some(wait)).into())
         }
     })
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::client::{named, rlock_client};
 use super::{check_out, guard, lease, rlock_result, str_arg, wait_arg, write_out, Failure};
+use crate::error::Error;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
 
@@ -55,14 +56,7 @@ unsafe fn take_permit(
         Some(w) => c.block_on(sem.try_acquire(w, lease))??,
     };
     let Some(permit) = permit else {
-        return Err(Failure::new(
-            rlock_result::RLOCK_NOT_ACQUIRED,
-            format!(
-                "no permit of semaphore '{}' came free within {} ms",
-                sem.name(),
-                wait.unwrap_or_default().as_millis()
-            ),
-        ));
+        return Err(Error::not_acquired(format!("a permit of semaphore '{}'", sem.name()), wait).into());
     };
     let id = permit.keep();
     let mut bytes = [0u8; RLOCK_PERMIT_ID_SIZE];

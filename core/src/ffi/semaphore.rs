@@ -4,7 +4,8 @@
 use std::ffi::c_char;
 
 use super::client::{named, rlock_client};
-use super::{check_out, guard, lease, rlock_result, wait_arg, write_out, Failure};
+use super::{check_out, guard, lease, rlock_result, wait_arg, write_out};
+use crate::error::Error;
 use crate::semaphore::count_arg;
 
 /// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
@@ -70,10 +71,8 @@ pub unsafe extern "C" fn rlock_semaphore_try_acquire(
         if c.block_on(sem.try_acquire(n, wait))?? {
             Ok(())
         } else {
-            Err(Failure::new(
-                rlock_result::RLOCK_NOT_ACQUIRED,
-                format!("{n} permit(s) of semaphore '{}' were not available within {wait_ms} ms", sem.name()),
-            ))
+            Err(Error::not_acquired(format!("{n} permit(s) of semaphore '{}'", sem.name()), Some(wait))
+                .into())
         }
     })
 }

@@ -425,9 +425,14 @@ impl Watchdog {
     }
 
     /// Forgets a hold after its final release (counted in the metrics, with how long it was
-    /// held).
-    pub(crate) fn released(&self, key: &HoldKey) {
-        let Some(h) = lock(&self.holds).remove(key) else { return self.metrics.released(None) };
+    /// held); `Lost` when the holder had been told it was lost (its lease in doubt or ending):
+    /// the release freed what was left of it, and still fails, as every release of a lost hold
+    /// does.
+    pub(crate) fn released(&self, key: &HoldKey) -> Forgotten {
+        let Some(h) = lock(&self.holds).remove(key) else {
+            self.metrics.released(None);
+            return Forgotten::NotHeld;
+        };
         let held = h.acquired.elapsed();
         self.metrics.released(Some(held));
         tracing::debug!(
@@ -437,6 +442,11 @@ impl Watchdog {
             held_us = held.as_micros() as u64,
             "rlock: released"
         );
+        if h.lost.is_some() {
+            Forgotten::Lost
+        } else {
+            Forgotten::NotHeld
+        }
     }
 
     /// Stops tracking a hold that was not released (a permit whose lease was set by hand).

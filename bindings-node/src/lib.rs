@@ -33,7 +33,7 @@ fn invalid(message: &str) -> napi::Error {
 
 /// Milliseconds given by JS as a `Duration`, checked by core (every surface agrees).
 fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
-    rlock::duration_arg(rlock::Surface::Node, what, ms).map_err(js_error)
+    rlock::surface::duration_arg(rlock::surface::Surface::Node, what, ms).map_err(js_error)
 }
 
 fn opt_millis(what: &str, ms: Option<f64>) -> napi::Result<Option<Duration>> {
@@ -49,16 +49,16 @@ fn client_options(
     let mut o = rlock::ClientOptions::default();
     for (key, value) in options.into_iter().flatten() {
         let value = match &value {
-            Value::Null => rlock::OptionValue::Unset,
-            Value::Bool(b) => rlock::OptionValue::Bool(*b),
+            Value::Null => rlock::surface::OptionValue::Unset,
+            Value::Bool(b) => rlock::surface::OptionValue::Bool(*b),
             Value::Number(n) => match n.as_i64() {
-                Some(i) => rlock::OptionValue::Int(i),
-                None => rlock::OptionValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+                Some(i) => rlock::surface::OptionValue::Int(i),
+                None => rlock::surface::OptionValue::Float(n.as_f64().unwrap_or(f64::NAN)),
             },
-            Value::String(s) => rlock::OptionValue::Str(s),
+            Value::String(s) => rlock::surface::OptionValue::Str(s),
             _ => return Err(invalid(&format!("option {key} must be a number, boolean, string or null"))),
         };
-        o.set(rlock::Surface::Node, &key, value).map_err(js_error)?;
+        o.set(rlock::surface::Surface::Node, &key, value).map_err(js_error)?;
     }
     Ok(o)
 }
@@ -94,7 +94,7 @@ pub fn error_codes() -> Vec<String> {
 /// The option names core knows, in Node spelling (checked against the `.d.ts` by the tests).
 #[napi]
 pub fn option_names() -> Vec<String> {
-    rlock::OPTIONS.iter().map(|o| o.spelling(rlock::Surface::Node)).collect()
+    rlock::surface::OPTIONS.iter().map(|o| o.spelling(rlock::surface::Surface::Node)).collect()
 }
 
 /// A connected core client.
@@ -164,7 +164,7 @@ impl NativeClient {
     /// parses it).
     #[napi]
     pub async fn describe(&self, name: String) -> napi::Result<String> {
-        self.client.describe(&name).await.map(|d| rlock::to_json(&d)).map_err(js_error)
+        self.client.describe(&name).await.map(|d| rlock::surface::to_json(&d)).map_err(js_error)
     }
 
     /// Names of primitives matching `pattern` (core `Client::list`; at most `limit`, a whole
@@ -178,7 +178,11 @@ impl NativeClient {
             Some(n) => Some(n as usize),
             None => None,
         };
-        self.client.list(pattern.as_deref(), limit).await.map(|l| rlock::to_json(&l)).map_err(js_error)
+        self.client
+            .list(pattern.as_deref(), limit)
+            .await
+            .map(|l| rlock::surface::to_json(&l))
+            .map_err(js_error)
     }
 
     /// Closes the client: stops renewals and pub/sub and fails pending and later calls with
@@ -456,7 +460,7 @@ fn whole(what: &str, n: f64) -> napi::Result<i64> {
 
 /// A count of permits given by JS, at least `min` (core checks the range).
 fn permits_arg(what: &str, n: f64, min: u64) -> napi::Result<u64> {
-    rlock::count_arg(what, whole(what, n)?, min).map_err(js_error)
+    rlock::surface::count_arg(what, whole(what, n)?, min).map_err(js_error)
 }
 
 /// A semaphore (core `rlock::Semaphore`): permits are not owned.

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
-use rlock::{CallKey, Closer, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE};
+use rlock::surface::{CallKey, Closer, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE};
 
 /// Makes a call's JS value on the JS thread.
 type Settle = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
@@ -300,7 +300,7 @@ unsafe extern "C" fn drain(
 /// calls (best with 64 owners).
 const FLUSH_EVERY: usize = 8;
 
-/// Polls woken calls until none is left ([`rlock::drain_woken`]).
+/// Polls woken calls until none is left ([`rlock::surface::drain_woken`]).
 fn drain_all(env: sys::napi_env) {
     let started = EXECUTOR.with(|cell| {
         let mut cell = cell.borrow_mut();
@@ -312,7 +312,7 @@ fn drain_all(env: sys::napi_env) {
     if started.is_none() {
         return;
     }
-    rlock::drain_woken(
+    rlock::surface::drain_woken(
         || EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken())),
         |key| poll(env, key),
     );
@@ -357,7 +357,7 @@ mod uv {
     use std::sync::Arc;
 
     use napi::sys;
-    use rlock::{LocalIo, RawSocket, Watcher};
+    use rlock::surface::{LocalIo, RawSocket, Watcher};
 
     use super::{check, drain_all, EXECUTOR};
 
@@ -527,7 +527,7 @@ mod uv {
 
     /// What a local link needs from the surface: for each connection, a poll handle on this
     /// JS thread's loop watching its socket. `None` when the loop cannot be had.
-    pub(super) fn watch(env: sys::napi_env) -> Option<rlock::Watch> {
+    pub(super) fn watch(env: sys::napi_env) -> Option<rlock::surface::Watch> {
         let mut event_loop = ptr::null_mut();
         // SAFETY: on the JS thread with its env.
         if unsafe { sys::napi_get_uv_event_loop(env, &mut event_loop) } != sys::Status::napi_ok {
@@ -580,7 +580,7 @@ mod uv {
 #[cfg(not(unix))]
 mod uv {
     /// No local links off Unix: calls use the client's shared connection.
-    pub(super) fn watch(_env: napi::sys::napi_env) -> Option<rlock::Watch> {
+    pub(super) fn watch(_env: napi::sys::napi_env) -> Option<rlock::surface::Watch> {
         None
     }
 }

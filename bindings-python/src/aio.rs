@@ -1,7 +1,7 @@
 //! asyncio calls: core futures polled on the event loop's own thread.
 //!
 //! Each call makes an asyncio future and polls the core future right away (the request goes
-//! out in the call). The calls of a thread are kept in core's [`rlock::LocalCalls`], whose
+//! out in the call). The calls of a thread are kept in core's [`rlock::surface::LocalCalls`], whose
 //! wakers (on any thread, without the GIL) ring a bell when a call is woken: one byte written to
 //! a socket pair whose other end the event loop watches (`loop.add_reader`); the loop then polls
 //! every woken call and completes the finished ones' futures itself. A burst of replies costs one wake-up of the loop, no
@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::{intern, IntoPyObjectExt};
-use rlock::{CallKey, LocalCalls, LocalIo, Polled, RawSocket, Watcher, FLUSH_ALONE_BELOW};
+use rlock::surface::{CallKey, LocalCalls, LocalIo, Polled, RawSocket, Watcher, FLUSH_ALONE_BELOW};
 
 use crate::runtime::Rt;
 
@@ -198,7 +198,7 @@ const FLUSH_EVERY: usize = 32;
 /// an asyncio call never completes inside the call that made it and its task always awaits it
 /// (where a cancel can reach it).
 struct NotInline {
-    call: rlock::LocalCall<PyResult<Convert>>,
+    call: rlock::surface::LocalCall<PyResult<Convert>>,
     early: Option<PyResult<Convert>>,
     polled: bool,
 }
@@ -229,7 +229,7 @@ impl Future for NotInline {
 /// Links taken out of the executor, dropped (inside the runtime's context) once it is free
 /// again: their watchers call the loop, which might run code that makes asyncio calls.
 struct Unlinked {
-    calls: Vec<rlock::LocalCall<PyResult<Convert>>>,
+    calls: Vec<rlock::surface::LocalCall<PyResult<Convert>>>,
     rt: Rt,
 }
 
@@ -331,7 +331,7 @@ impl Executor {
 
 /// What a local link needs from the loop: for each connection, its socket watched by
 /// `event_loop` (readable from the start to the watcher's drop, writable while asked).
-fn watch(event_loop: Py<PyAny>) -> rlock::Watch {
+fn watch(event_loop: Py<PyAny>) -> rlock::surface::Watch {
     let thread = std::thread::current().id();
     Box::new(move |socket: RawSocket, io: Arc<LocalIo>| -> rlock::Result<Box<dyn Watcher>> {
         let refused = |e: String| {
@@ -440,7 +440,7 @@ fn poll(py: Python<'_>, key: CallKey) {
         Polled::Pending => None,
         Polled::Ready(result, future) => Some((future, result)),
         Polled::Panicked(future) => {
-            Some((future, Err(crate::errors::rlock_error(rlock::PANIC_MESSAGE.to_owned()))))
+            Some((future, Err(crate::errors::rlock_error(rlock::surface::PANIC_MESSAGE.to_owned()))))
         }
     });
     let Some((awaited, result)) = ended else { return };
@@ -483,11 +483,11 @@ fn drain(py: Python<'_>) {
     }
 }
 
-/// Polls woken calls until none is left ([`rlock::drain_woken`]; the drain begun by the
+/// Polls woken calls until none is left ([`rlock::surface::drain_woken`]; the drain begun by the
 /// caller). Only called outside any borrow of the executor (loop callbacks), so the take
 /// always finds it and the drain always ends.
 fn drain_all(py: Python<'_>) {
-    rlock::drain_woken(
+    rlock::surface::drain_woken(
         || {
             let woken = with_executor(|ex| Some(ex.calls.woken()));
             debug_assert!(woken.is_some(), "a drain must reach the executor to end");

@@ -22,7 +22,7 @@ use runtime::Rt;
 
 /// Seconds given by Python as a `Duration`, checked by core (every surface agrees).
 fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    rlock::duration_arg(rlock::Surface::Python, what, s).map_err(map_err)
+    rlock::surface::duration_arg(rlock::surface::Surface::Python, what, s).map_err(map_err)
 }
 
 /// [`seconds`] for optional arguments, where None keeps its own meaning (no limit, watchdog).
@@ -34,11 +34,13 @@ fn opt_seconds(what: &str, s: Option<f64>) -> PyResult<Option<Duration>> {
 /// option, its type and its range). As for any Python call, an unknown keyword or a value of
 /// the wrong type is a `TypeError`; core's range checks raise `InvalidArgumentError`.
 fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::ClientOptions> {
-    use rlock::{OptionKind as K, OptionValue as V};
+    use rlock::surface::{OptionKind as K, OptionValue as V};
     let mut o = rlock::ClientOptions::default();
     for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
         let key: String = key.extract()?;
-        let Some(spec) = rlock::OPTIONS.iter().find(|s| s.spelling(rlock::Surface::Python) == key) else {
+        let Some(spec) =
+            rlock::surface::OPTIONS.iter().find(|s| s.spelling(rlock::surface::Surface::Python) == key)
+        else {
             return Err(PyTypeError::new_err(format!("Client() got an unexpected keyword argument '{key}'")));
         };
         let number = !value.is_instance_of::<PyBool>()
@@ -61,7 +63,7 @@ fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::Client
             }
             _ => return Err(PyTypeError::new_err(format!("{key} cannot be {}", value.get_type().name()?))),
         };
-        o.set(rlock::Surface::Python, &key, v).map_err(map_err)?;
+        o.set(rlock::surface::Surface::Python, &key, v).map_err(map_err)?;
     }
     Ok(o)
 }
@@ -146,22 +148,19 @@ impl Client {
     /// What lives under `name` (core `Client::describe`), as core's JSON text.
     fn describe(&self, py: Python<'_>, name: String) -> PyResult<String> {
         let c = self.check()?.clone();
-        run_blocking(
-            py,
-            &self.rt,
-            &self.inner,
-            async move { c.describe(&name).await.map(|d| rlock::to_json(&d)) },
-        )
+        run_blocking(py, &self.rt, &self.inner, async move {
+            c.describe(&name).await.map(|d| rlock::surface::to_json(&d))
+        })
     }
 
     /// Names of primitives matching `pattern` (core `Client::list`), as core's JSON text.
     #[pyo3(signature = (pattern = None, limit = None))]
     fn list(&self, py: Python<'_>, pattern: Option<String>, limit: Option<i64>) -> PyResult<String> {
-        let limit = limit.map(|n| rlock::count_arg("limit", n, 1)).transpose().map_err(map_err)?;
+        let limit = limit.map(|n| rlock::surface::count_arg("limit", n, 1)).transpose().map_err(map_err)?;
         let limit = limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let c = self.check()?.clone();
         run_blocking(py, &self.rt, &self.inner, async move {
-            c.list(pattern.as_deref(), limit).await.map(|l| rlock::to_json(&l))
+            c.list(pattern.as_deref(), limit).await.map(|l| rlock::surface::to_json(&l))
         })
     }
 
@@ -228,7 +227,7 @@ impl Client {
 
 /// The owner for `id`, or the calling OS thread's owner.
 fn owner_of(client: &rlock::Client, id: Option<u64>) -> rlock::Owner {
-    client.owner(id.unwrap_or_else(rlock::thread_owner_id))
+    client.owner(id.unwrap_or_else(rlock::surface::thread_owner_id))
 }
 
 /// What an acquire took, on its way to Python: a lock hold or semaphore permits. The core guard
@@ -539,7 +538,7 @@ impl PermitExpirableSemaphore {
     #[pyo3(signature = (permits, ttl = None))]
     fn try_set_permits(&self, py: Python<'_>, permits: i64, ttl: Option<f64>) -> PyResult<bool> {
         let ttl = opt_seconds("ttl", ttl)?;
-        let n = rlock::count_arg("permits", permits, 0).map_err(map_err)?;
+        let n = rlock::surface::count_arg("permits", permits, 0).map_err(map_err)?;
         let sem = self.inner.clone();
         self.run(py, async move { sem.try_set_permits(n, ttl).await })
     }
@@ -760,7 +759,7 @@ impl CountDownLatch {
     /// Sets the count (0 or more) when the latch does not exist (is open); True when set,
     /// False when it existed (nothing changed).
     fn try_set_count(&self, py: Python<'_>, count: i64) -> PyResult<bool> {
-        let n = rlock::count_arg("count", count, 0).map_err(map_err)?;
+        let n = rlock::surface::count_arg("count", count, 0).map_err(map_err)?;
         let latch = self.inner.clone();
         self.run(py, async move { latch.try_set_count(n).await })
     }
@@ -960,7 +959,7 @@ impl Lock {
 /// The owner id of the calling OS thread (unique in the process, never reused).
 #[pyfunction]
 fn thread_owner_id() -> u64 {
-    rlock::thread_owner_id()
+    rlock::surface::thread_owner_id()
 }
 
 /// Every core error kind (`"not_held"`, ...) with the name of its exception class in
@@ -973,7 +972,7 @@ fn error_classes() -> Vec<(&'static str, &'static str)> {
 /// The option names core knows, in Python spelling (checked against `rlock.ClientOptions`).
 #[pyfunction]
 fn option_names() -> Vec<String> {
-    rlock::OPTIONS.iter().map(|o| o.spelling(rlock::Surface::Python)).collect()
+    rlock::surface::OPTIONS.iter().map(|o| o.spelling(rlock::surface::Surface::Python)).collect()
 }
 
 /// The native module; the `rlock` package wraps it.

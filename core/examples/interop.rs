@@ -362,7 +362,7 @@ async fn mutex(ctx: &Ctx) -> R<()> {
     check(handoffs.unwrap_or(0) > 0, "the lock never passed between Redisson and rlock")?;
     // rlock's holder record lived beside Redisson the whole time (written at the first acquire,
     // expiring a watchdog timeout after the last release); Redisson ignored it.
-    let record = rlock::record_key(&ctx.client.id().hyphenated().to_string());
+    let record = rlock::surface::record_key(&ctx.client.id().hyphenated().to_string());
     let json: Option<String> = data.get(&record).await?;
     let parsed: Option<rlock::HolderRecord> = json.as_deref().and_then(|j| serde_json::from_str(j).ok());
     check(

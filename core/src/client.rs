@@ -90,12 +90,12 @@ impl Client {
     /// command connection. While the link is down (connecting, lost) calls use the shared
     /// connection; calls made on other threads and the client's background tasks always do.
     ///
-    /// [`LocalCalls`]: crate::LocalCalls
-    /// [`Watcher`]: crate::Watcher
-    /// [`LocalIo::ready`]: crate::LocalIo::ready
+    /// [`LocalCalls`]: crate::local_calls::LocalCalls
+    /// [`Watcher`]: crate::conn::local::Watcher
+    /// [`LocalIo::ready`]: crate::conn::local::LocalIo::ready
     pub fn local_link(
         &self,
-        watch: crate::Watch,
+        watch: crate::conn::local::Watch,
     ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
         self.shared.local_link(watch)
     }
@@ -127,7 +127,7 @@ impl Client {
     }
 
     /// The owner with integer part `id`. The caller keeps ids of distinct live owners distinct;
-    /// ids from 2^61 up are reserved ([`thread_owner_id`](crate::thread_owner_id) hands out
+    /// ids from 2^61 up are reserved ([`thread_owner_id`](crate::owner::thread_owner_id) hands out
     /// 2^61.., [`Client::new_owner`] 2^62..).
     pub fn owner(&self, id: u64) -> Owner {
         Owner::new(self.shared.id(), id)

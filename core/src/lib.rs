@@ -70,32 +70,45 @@ mod url;
 mod watchdog;
 
 pub use client::Client;
-pub use conn::local::{LocalIo, RawSocket, Watch, Watcher};
-pub use conn::thread::{blocking, THREAD_LINK_NAME};
+pub use conn::thread::blocking;
 pub use conn::Topology;
 pub use count_down_latch::CountDownLatch;
-pub use describe::{
-    to_json, Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter,
-};
+pub use describe::{Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter};
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;
 pub use keys::MAX_NAME_LEN;
-pub use local_calls::{
-    drain_woken, CallKey, Closer, LocalCall, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE,
-};
 pub use lock::{Guard, Lock, Released, Ttl};
 pub use metrics::{Stats, Summary};
 pub use multi_lock::{MultiGuard, MultiLock};
-pub use options::{
-    duration_arg, ClientOptions, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
-};
-pub use owner::{thread_owner_id, Owner, THREAD_OWNER_BASE};
+pub use options::ClientOptions;
+pub use owner::Owner;
 pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write_lock::ReadWriteLock;
-pub use records::{record_key, HolderRecord, RecordedHold, RECORD_PREFIX};
-pub use semaphore::{count_arg, Permits, Semaphore};
+pub use records::{HolderRecord, RecordedHold};
+pub use semaphore::{Permits, Semaphore};
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
+
+/// What the surfaces are built from beside the user API above: the event-loop links and their
+/// executors (Node, Python asyncio), option and argument parsing in each surface's units, the
+/// thread owners of blocking surfaces, and the names the suites inspect. For the bindings in
+/// this repository, the CLI and the tools; not part of the Rust user API, and not covered by
+/// semver.
+#[doc(hidden)]
+pub mod surface {
+    pub use crate::conn::local::{LocalIo, RawSocket, Watch, Watcher};
+    pub use crate::conn::thread::THREAD_LINK_NAME;
+    pub use crate::describe::to_json;
+    pub use crate::local_calls::{
+        drain_woken, CallKey, Closer, LocalCall, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE,
+    };
+    pub use crate::options::{
+        duration_arg, OptionKind, OptionSpec, OptionValue, OwnedValue, Surface, OPTIONS,
+    };
+    pub use crate::owner::{thread_owner_id, THREAD_OWNER_BASE};
+    pub use crate::records::{record_key, RECORD_PREFIX};
+    pub use crate::semaphore::count_arg;
+}
 
 #[cfg(feature = "capi")]
 pub mod ffi;

@@ -53,7 +53,7 @@ pub const THREAD_OWNER_BASE: u64 = 1 << 61;
 
 /// A number for the calling OS thread, unique in this process and never reused (threads that
 /// exit do not give theirs back). Surfaces whose holds belong to threads (C, Python sync) use it
-/// as the owner id: `client.owner(rlock::thread_owner_id())`.
+/// as the owner id: `client.owner(rlock::surface::thread_owner_id())`.
 pub fn thread_owner_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     // A range of its own, so thread owners never collide with small explicit ids.

@@ -303,7 +303,7 @@ async fn list_finds_each_primitive_once_under_its_name() {
     let _: () = conn.rpush("l-list", "x").unwrap();
     let _: () = conn.set("l-text", "hello").unwrap();
     // Wait for the holder record: it must not be listed.
-    let record = rlock::record_key(&c.id().hyphenated().to_string());
+    let record = rlock::surface::record_key(&c.id().hyphenated().to_string());
     assert!(common::eventually(Duration::from_secs(5), || conn.exists::<_, bool>(&record).unwrap()).await);
 
     let all = listed(&c.list(None, None).await.unwrap());

@@ -33,7 +33,7 @@ async fn no_latches_left(server: &Server) {
 /// Every key but the holder records (which outlive holds by design).
 fn lock_keys(conn: &mut redis::Connection) -> Vec<String> {
     let mut keys: Vec<String> = conn.keys::<_, Vec<String>>("*").unwrap();
-    keys.retain(|k| !k.starts_with(rlock::RECORD_PREFIX));
+    keys.retain(|k| !k.starts_with(rlock::surface::RECORD_PREFIX));
     keys.sort();
     keys
 }

@@ -11,7 +11,7 @@ use common::{Inspect as _, Server};
 use rlock::{Client, ClientOptions, HolderRecord};
 
 fn record(server: &Server, client: &Client) -> Option<HolderRecord> {
-    let key = rlock::record_key(&client.id().hyphenated().to_string());
+    let key = rlock::surface::record_key(&client.id().hyphenated().to_string());
     let json: Option<String> = redis::cmd("GET").arg(&key).query(&mut server.conn()).unwrap();
     json.map(|j| serde_json::from_str(&j).unwrap())
 }
@@ -45,9 +45,11 @@ async fn a_record_names_the_holder_and_its_holds_then_expires() {
         (std::process::id(), Some("billing"), env!("CARGO_PKG_VERSION"))
     );
     assert!(!r.host.is_empty());
-    let json: String = redis::cmd("GET").arg(rlock::record_key(&r.client)).query(&mut server.conn()).unwrap();
+    let json: String =
+        redis::cmd("GET").arg(rlock::surface::record_key(&r.client)).query(&mut server.conn()).unwrap();
     assert!(!json.contains(&server.url()) && !json.contains("redis://"), "no URL in {json}");
-    let ttl: i64 = redis::cmd("PTTL").arg(rlock::record_key(&r.client)).query(&mut server.conn()).unwrap();
+    let ttl: i64 =
+        redis::cmd("PTTL").arg(rlock::surface::record_key(&r.client)).query(&mut server.conn()).unwrap();
     assert!(ttl > 0 && ttl <= 600, "PTTL {ttl}");
     // Held across several leases: the record is refreshed, with the holds' start times kept.
     let since = r.holds.iter().find(|h| h.name == "orders").unwrap().since_ms;
@@ -74,5 +76,5 @@ async fn no_record_when_switched_off() {
     assert!(common::eventually(Duration::from_secs(2), || record(&server, &on).is_some()).await);
     assert!(record(&server, &off).is_none());
     let keys: Vec<String> = redis::cmd("KEYS").arg("rlock:client:*").query(&mut server.conn()).unwrap();
-    assert_eq!(keys, [rlock::record_key(&on.id().hyphenated().to_string())]);
+    assert_eq!(keys, [rlock::surface::record_key(&on.id().hyphenated().to_string())]);
 }

@@ -41,7 +41,7 @@ fn main() {
     let held_by =
         line.trim().strip_prefix("held ").unwrap_or_else(|| panic!("child said {line:?}")).to_owned();
     let client_id = held_by.rsplit_once(':').unwrap().0.to_owned();
-    let record_key = rlock::record_key(&client_id);
+    let record_key = rlock::surface::record_key(&client_id);
     let mut conn = server.conn();
     let mut record = || -> Option<rlock::HolderRecord> {
         let json: Option<String> = redis::cmd("GET").arg(&record_key).query(&mut conn).unwrap();

@@ -11,7 +11,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use common::{wait_for, Inspect, Server};
-use rlock::{Client, ClientOptions, ErrorKind, Released, THREAD_LINK_NAME};
+use rlock::surface::THREAD_LINK_NAME;
+use rlock::{Client, ClientOptions, ErrorKind, Released};
 use tokio::runtime::{Handle, Runtime};
 
 fn runtime() -> Runtime {

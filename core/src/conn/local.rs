@@ -16,7 +16,7 @@
 //! connected, lost, reconnecting after `retry_delay`) commands take the shared connection;
 //! commands in flight when it drops fail with a connection error, as on the shared connection.
 //!
-//! [`LocalCalls`]: crate::LocalCalls
+//! [`LocalCalls`]: crate::local_calls::LocalCalls
 
 use std::cell::RefCell;
 use std::io::{self, Write};

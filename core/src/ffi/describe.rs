@@ -43,7 +43,7 @@ pub unsafe extern "C" fn rlock_client_describe(
         // SAFETY: NULL or NUL-terminated per the header.
         let name = unsafe { str_arg(name, "name") }?;
         let d = c.block_on(c.core().describe(name))??;
-        write_string(json_out, crate::to_json(&d))
+        write_string(json_out, crate::describe::to_json(&d))
     })
 }
 
@@ -71,7 +71,7 @@ pub unsafe extern "C" fn rlock_client_list(
         let pattern = if pattern.is_null() { None } else { Some(unsafe { str_arg(pattern, "pattern") }?) };
         let limit = (limit > 0).then_some(limit);
         let listed = c.block_on(c.core().list(pattern, limit))??;
-        write_string(json_out, crate::to_json(&listed))
+        write_string(json_out, crate::describe::to_json(&listed))
     })
 }
 

@@ -102,12 +102,12 @@ pub(crate) unsafe fn target_of(
     }
 }
 
-/// Keeps the hold an acquire took and writes its token where a fenced acquire asked for it
-/// (`out_token` `None`: a plain lock's acquire). The token is the acquire's own reply, never a
-/// second read that a hold lost meanwhile could leave empty.
+/// Keeps the hold an acquire took and writes its token where the caller asked for one
+/// (`out_token` `None`: no token wanted; 0 for a kind that is not fenced). The token is the
+/// acquire's own reply, never a second read that a hold lost meanwhile could leave empty.
 fn keep_hold(held: Guard, out_token: Option<*mut u64>) {
-    if let (Some(out), Some(token)) = (out_token, held.token()) {
-        write_out(out, token);
+    if let Some(out) = out_token {
+        write_out(out, held.token().unwrap_or(0));
     }
     held.keep();
 }

@@ -25,7 +25,7 @@ mod permit_semaphore;
 mod semaphore;
 mod stats;
 
-// The per-option setters, generated from `rlock::OPTIONS` by `make generated` (after the object
+// The per-option setters, generated from `rlock::surface::OPTIONS` by `make generated` (after the object
 // they set, so the header lists `rlock_options_new` first). Not reformatted: the generator's
 // output is the file.
 #[rustfmt::skip]

@@ -55,6 +55,13 @@ export declare class NativeClient {
   close(): void
   /** Whether `close` was called. */
   get isClosed(): boolean
+  /**
+   * Calls `callback(name, kind, owner, reason, permitId)` (on the JS thread) whenever this
+   * client's watchdog loses any of its holds; returns the listener's id.
+   */
+  onLost(callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void): number
+  /** Removes a listener added with `onLost`; false when it was already removed. */
+  removeLostListener(id: number): boolean
   /** The client's figures as JSON (core's `Stats`); `Client.stats()` parses it. */
   statsJson(): string
   /** The client's figures in the Prometheus text exposition format. */
@@ -130,12 +137,12 @@ export declare class NativeLock {
   /** Whether the watchdog lost this handle's hold (until `release` is called). */
   isLost(): boolean
   /**
-   * Calls `callback(name, owner, reason)` on the JS thread when the watchdog loses this
+   * Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when the watchdog loses this
    * handle's hold (core routes the event to this handle's owner). Returns the listener id
    * for `removeLostListener`. The threadsafe function is weak, so it never keeps
    * the process alive by itself.
    */
-  onLost(callback: (name: string, owner: string, reason: string) => void): number
+  onLost(callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void): number
   /**
    * Removes a listener added with `onLost` (dropping its threadsafe function); false when it
    * was already removed.
@@ -188,10 +195,11 @@ export declare class NativePermitSemaphore {
   /** Whether this client's watchdog lost permit `id` (until it is released). */
   isLost(id: string): boolean
   /**
-   * Calls `callback(name, permitId, reason)` on the JS thread when this client's watchdog
-   * loses a permit of this semaphore. Returns the listener id for `removeLostListener`.
+   * Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when this client's
+   * watchdog loses a permit of this semaphore. Returns the listener id for
+   * `removeLostListener`.
    */
-  onLost(callback: (name: string, permitId: string, reason: string) => void): number
+  onLost(callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void): number
   /** Removes a listener added with `onLost`; false when it was already removed. */
   removeLostListener(id: number): boolean
 }

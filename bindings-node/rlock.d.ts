@@ -121,6 +121,10 @@ export declare class Lock {
   tryAcquire(options?: AcquireOptions): Promise<boolean | number>
   /** A fenced lock's latest token while this handle holds it; null otherwise. */
   token(): Promise<number | null>
+  /** Whether the watchdog lost this handle's hold (until its next release). */
+  isLost(): Promise<boolean>
+  /** Calls `callback` when the watchdog loses this handle's hold; resolves a remover. */
+  onLost(callback: (event: LostEvent) => void): Promise<() => void>
   /** Releases one hold level; true when the lock is now free, false when still re-entered or other holds remain (other readers, or the writer's own read holds). */
   release(): Promise<boolean>
   /** Whether anyone holds the lock (a read side: whether read holds exist; a write side: whether write locked). */
@@ -194,15 +198,22 @@ export interface PermitAcquireOptions {
   signal?: AbortSignal
 }
 
-/** A permit the watchdog lost. */
-export interface PermitLostEvent {
-  /** The semaphore name. */
+/** A hold the watchdog lost: the same fields on every surface. */
+export interface LostEvent {
+  /** The lock (or semaphore) name. */
   name: string
-  /** The permit id (32 hex characters). */
-  permitId: string
-  /** `"gone"` (confirmed: expired, released elsewhere, deleted) or `"lease_doubt"` (no renewal confirmed in time: the lease may end within `leaseDoubtMarginMs`). */
-  reason: string
+  /** `'lock'` (reentrant, fenced and fair locks), `'read'`, `'write'`, or `'permit'` (a permit of a permit-expirable semaphore). */
+  kind: 'lock' | 'read' | 'write' | 'permit'
+  /** The owner whose hold was lost, as stored in Redis (`<client uuid>:<id>`; for a permit, the client's owner 0). */
+  owner: string
+  /** `'gone'` (confirmed: expired, force-unlocked, released elsewhere, deleted), `'lease_doubt'` (no renewal confirmed in time: the lease may end within `leaseDoubtMarginMs`; told before another owner can take it) or `'lease_ending'` (a lease nobody renews ends within that margin). */
+  reason: 'gone' | 'lease_doubt' | 'lease_ending'
+  /** The permit id (32 hex characters) for a permit; null otherwise. */
+  permitId: string | null
 }
+
+/** A permit the watchdog lost (a `LostEvent` of kind `'permit'`). */
+export type PermitLostEvent = LostEvent
 
 /**
  * Redisson's permit-expirable semaphore: permits with ids (32 hex characters) that any client,
@@ -471,6 +482,8 @@ export declare class Client {
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options?: AcquireOptions): Promise<T>
   /** Stops renewals and pub/sub; later calls reject RLOCK_CLOSED. Holds are not released. */
   close(): Promise<void>
+  /** Calls `callback` whenever this client's watchdog loses any of its holds (locks of every kind, permits); resolves a remover. */
+  onLost(callback: (event: LostEvent) => void): Promise<() => void>
   /** The client's figures since it connected (all zero with `metrics: false`); sends nothing. */
   stats(): Promise<Stats>
   /** `stats()` in the Prometheus text exposition format (labelled `app` when `appName` is set). */

@@ -110,6 +110,15 @@ async function cancellable(signal, run) {
 // A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
 const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
 
+// Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
+// a client): it gets one event object with the fields every surface has. Returns the function
+// that removes it.
+function listenLost(n, callback) {
+  if (typeof callback !== 'function') throw invalid('onLost needs a function')
+  const id = n.onLost((name, kind, owner, reason, permitId) => callback({ name, kind, owner, reason, permitId }))
+  return () => n.removeLostListener(id)
+}
+
 /**
  * A handle on one lock; each handle is its own owner. Made by `client.lock(name)`,
  * `client.fencedLock(name)`, `client.fairLock(name)` or a `ReadWriteLock`'s sides.
@@ -194,6 +203,21 @@ class Lock {
   /** A fenced lock's latest token while this handle holds it; null otherwise. */
   async token() {
     return (await this.#native).token()
+  }
+
+  /** Whether the watchdog lost this handle's hold (until its next release). */
+  async isLost() {
+    return (await this.#native).isLost()
+  }
+
+  /**
+   * Calls `callback({ name, kind, owner, reason, permitId })` (`permitId` null) when the
+   * watchdog loses this handle's hold; resolves a function that removes the listener. Reasons:
+   * 'gone', 'lease_doubt', 'lease_ending'.
+   */
+  async onLost(callback) {
+    if (typeof callback !== 'function') throw invalid('onLost needs a function')
+    return listenLost(await this.#native, callback)
   }
 
   #call(method) {
@@ -386,14 +410,13 @@ class PermitExpirableSemaphore extends Permits {
   }
 
   /**
-   * Calls `callback({ name, permitId, reason })` when this client's watchdog loses a permit of
-   * this semaphore. Resolves a function that removes the listener.
+   * Calls `callback({ name, kind, owner, reason, permitId })` (`kind` 'permit') when this
+   * client's watchdog loses a permit of this semaphore. Resolves a function that removes the
+   * listener.
    */
   async onLost(callback) {
     if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    const n = await this._native
-    const id = n.onLost((name, permitId, reason) => callback({ name, permitId, reason }))
-    return () => n.removeLostListener(id)
+    return listenLost(await this._native, callback)
   }
 
   /**
@@ -718,6 +741,16 @@ class Client {
     this.#closed = true
     const c = await this.#ready.catch(() => null)
     if (c) c.close()
+  }
+
+  /**
+   * Calls `callback({ name, kind, owner, reason, permitId })` whenever this client's watchdog
+   * loses any of its holds (locks of every kind, permits); resolves a function that removes the
+   * listener. Rejects like every call when the client could not connect.
+   */
+  async onLost(callback) {
+    if (typeof callback !== 'function') throw invalid('onLost needs a function')
+    return listenLost(await this.#ready, callback)
   }
 
   /**

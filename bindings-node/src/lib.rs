@@ -198,6 +198,21 @@ impl NativeClient {
         self.client.is_closed()
     }
 
+    /// Calls `callback(name, kind, owner, reason, permitId)` (on the JS thread) whenever this
+    /// client's watchdog loses any of its holds; returns the listener's id.
+    #[napi(
+        ts_args_type = "callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void"
+    )]
+    pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64> {
+        Ok(self.client.on_lost(rlock::LostFilter::all(), lost_listener(callback)?).into_raw() as f64)
+    }
+
+    /// Removes a listener added with `onLost`; false when it was already removed.
+    #[napi]
+    pub fn remove_lost_listener(&self, id: f64) -> bool {
+        self.client.remove_lost_listener(ListenerId::from_raw(id as u64))
+    }
+
     /// The client's figures as JSON (core's `Stats`); `Client.stats()` parses it.
     #[napi]
     pub fn stats_json(&self) -> String {
@@ -414,11 +429,13 @@ impl NativeLock {
         self.lock.is_lost(&self.owner)
     }
 
-    /// Calls `callback(name, owner, reason)` on the JS thread when the watchdog loses this
+    /// Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when the watchdog loses this
     /// handle's hold (core routes the event to this handle's owner). Returns the listener id
     /// for `removeLostListener`. The threadsafe function is weak, so it never keeps
     /// the process alive by itself.
-    #[napi(ts_args_type = "callback: (name: string, owner: string, reason: string) => void")]
+    #[napi(
+        ts_args_type = "callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void"
+    )]
     pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64> {
         Ok(self.lock.on_lost(Some(&self.owner), lost_listener(callback)?).into_raw() as f64)
     }
@@ -431,20 +448,28 @@ impl NativeLock {
     }
 }
 
-/// A JS lost-hold callback: `(name, holder, reason)`, the holder being the owner or permit id.
-/// FnArgs spreads the tuple into JS arguments (a bare tuple arrives as one array).
-type LostCallback<'a> = Function<'a, FnArgs<(String, String, String)>, ()>;
+/// The fields of a lost-hold event, in order: name, kind, owner, reason, permit id (null except
+/// for a permit). FnArgs spreads the tuple into JS arguments (a bare tuple arrives as one array).
+type LostArgs = FnArgs<(String, &'static str, String, &'static str, Option<String>)>;
+
+/// A JS lost-hold callback taking [`LostArgs`].
+type LostCallback<'a> = Function<'a, LostArgs, ()>;
 
 /// A core lost-hold listener that calls `callback` on the JS thread. The threadsafe function
 /// is weak, so it never keeps the process alive by itself.
 fn lost_listener(
     callback: LostCallback<'_>,
 ) -> napi::Result<impl Fn(&rlock::LostEvent) + Send + Sync + 'static> {
-    type Args = FnArgs<(String, String, String)>;
-    let tsfn: ThreadsafeFunction<Args, (), Args, Status, false, true> =
+    let tsfn: ThreadsafeFunction<LostArgs, (), LostArgs, Status, false, true> =
         callback.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
     Ok(move |ev: &rlock::LostEvent| {
-        let args = FnArgs::from((ev.name.to_string(), ev.holder().to_owned(), ev.reason.as_str().to_owned()));
+        let args = FnArgs::from((
+            ev.name.to_string(),
+            ev.kind,
+            ev.owner.as_str().to_owned(),
+            ev.reason.as_str(),
+            ev.permit_id.as_deref().map(str::to_owned),
+        ));
         tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
     })
 }
@@ -668,9 +693,12 @@ impl NativePermitSemaphore {
         self.sem.is_lost(&id)
     }
 
-    /// Calls `callback(name, permitId, reason)` on the JS thread when this client's watchdog
-    /// loses a permit of this semaphore. Returns the listener id for `removeLostListener`.
-    #[napi(ts_args_type = "callback: (name: string, permitId: string, reason: string) => void")]
+    /// Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when this client's
+    /// watchdog loses a permit of this semaphore. Returns the listener id for
+    /// `removeLostListener`.
+    #[napi(
+        ts_args_type = "callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void"
+    )]
     pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64> {
         Ok(self.sem.on_lost(lost_listener(callback)?).into_raw() as f64)
     }

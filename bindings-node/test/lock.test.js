@@ -178,12 +178,29 @@ test('force-unlock by another client fires lostSignal and release rejects RLOCK_
     const a = fast.lock(n)
     await a.acquire()
     assert.equal(a.lostSignal.aborted, false)
+    assert.equal(await a.isLost(), false)
     const lost = once(a.lostSignal, 'abort')
+    // The same event reaches the handle's listener and the client's.
+    const heard = []
+    let told
+    const toldBoth = new Promise((resolve) => { told = resolve })
+    const hear = (e) => { heard.push(e); if (heard.length === 2) told() }
+    const removeHandle = await a.onLost(hear)
+    const removeClient = await fast.onLost(hear)
     assert.equal(await other.lock(n).forceUnlock(), true)
     await lost
+    await toldBoth
+    const owner = heard[0].owner
+    assert.match(owner, /^[0-9a-f-]{36}:[0-9]+$/)
+    const event = { name: n, kind: 'lock', owner, reason: 'gone', permitId: null }
+    assert.deepEqual(heard, [event, event])
+    removeHandle()
+    removeClient()
+    assert.equal(await a.isLost(), true)
     assert.equal(a.lostSignal.aborted, true)
     assert.equal(a.lostSignal.reason.code, codes.LOST)
     await rejectsWith(a.release(), codes.LOST)
+    assert.equal(await a.isLost(), false)
     // A new hold gets a fresh signal.
     await a.acquire()
     assert.equal(a.lostSignal.aborted, false)

@@ -180,6 +180,18 @@ impl Client {
         self.inner.close();
     }
 
+    /// Calls `callback(name, kind, owner, reason, permit_id)` (on a library thread) whenever
+    /// this client's watchdog loses any of its holds; returns the listener's id.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {
+        self.rt.check_pid()?;
+        Ok(self.inner.on_lost(rlock::LostFilter::all(), lost_caller(&self.rt, callback)).into_raw())
+    }
+
+    /// Removes a listener added with `on_lost`; False when it was already removed.
+    fn remove_lost_listener(&self, id: u64) -> bool {
+        self.inner.remove_lost_listener(rlock::ListenerId::from_raw(id))
+    }
+
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
@@ -629,14 +641,21 @@ impl PermitExpirableSemaphore {
     }
 }
 
-/// A lost-hold listener that calls `callback(name, holder, reason)` (the holder: the owner, or
-/// the permit id) on the blocking pool, so a slow callback never stalls the watchdog.
+/// A lost-hold listener that calls `callback(name, kind, owner, reason, permit_id)` (the
+/// event's fields; `permit_id` None except for a permit) on the blocking pool, so a slow
+/// callback never stalls the watchdog.
 fn lost_caller(rt: &Rt, callback: Py<PyAny>) -> impl Fn(&rlock::LostEvent) + Send + Sync + 'static {
     let handle = rt.handle().clone();
     let callback = std::sync::Arc::new(callback);
     move |ev: &rlock::LostEvent| {
         let cb = callback.clone();
-        let args = (ev.name.to_string(), ev.holder().to_owned(), ev.reason.as_str());
+        let args = (
+            ev.name.to_string(),
+            ev.kind,
+            ev.owner.as_str().to_owned(),
+            ev.reason.as_str(),
+            ev.permit_id.as_deref().map(str::to_owned),
+        );
         handle.spawn_blocking(move || {
             Python::try_attach(|py| {
                 if let Err(e) = cb.call1(py, args) {

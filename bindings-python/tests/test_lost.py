@@ -1,4 +1,4 @@
-"""Lost holds are loud: on_lost callbacks, the `lost` property, LockLostError at release."""
+"""Lost holds are loud: on_lost callbacks (per lock and per client), is_lost(), LockLostError at release."""
 
 from __future__ import annotations
 
@@ -22,17 +22,21 @@ def fast(url: str) -> Iterator[rlock.Client]:
 def test_force_unlock_by_other_client_is_reported(fast: rlock.Client, client: rlock.Client, name: str) -> None:
     lock = fast.lock(name)
     events: "queue.Queue[rlock.LostEvent]" = queue.Queue()
+    every: "queue.Queue[rlock.LostEvent]" = queue.Queue()
     remove = lock.on_lost(events.put)
+    remove_client_listener = fast.on_lost(every.put)
     assert lock.acquire()
-    assert not lock.lost
+    assert not lock.is_lost()
     owner = fast._native.owner_name()
     assert client.lock(name).force_unlock()
     event = events.get(timeout=20)
-    assert event == rlock.LostEvent(name=name, owner=owner, reason="gone")
-    assert lock.lost
+    assert event == rlock.LostEvent(name=name, kind="lock", owner=owner, reason="gone")
+    assert every.get(timeout=20) == event, "the client's listener hears every hold's loss"
+    remove_client_listener()
+    assert lock.is_lost()
     with pytest.raises(rlock.LockLostError):
         lock.release()
-    assert not lock.lost  # the release reported it; the hold is forgotten
+    assert not lock.is_lost()  # the release reported it; the hold is forgotten
     remove()
 
 
@@ -63,7 +67,7 @@ def test_async_with_raises_lock_lost(fast: rlock.Client, client: rlock.Client, n
             async with lock:
                 client.lock(name).force_unlock()
                 await asyncio.get_running_loop().run_in_executor(None, lambda: events.get(timeout=20))
-                assert lock.lost
+                assert lock.is_lost()
 
     asyncio.run(main())
 
@@ -102,6 +106,6 @@ def test_unreachable_redis_puts_the_lease_in_doubt(name: str) -> None:
             finally:
                 server.cont()
             assert (event.name, event.reason) == (name, "lease_doubt")
-            assert lock.lost
+            assert lock.is_lost()
             with pytest.raises(rlock.LockLostError):
                 lock.release()

@@ -120,10 +120,10 @@ def test_a_permit_removed_under_the_watchdog_is_reported_lost(url: str, name: st
     with rlock.Client(url, watchdog_timeout=0.3) as client:
         sem = client.permit_expirable_semaphore(name)
         sem.try_set_permits(1)
-        events: List[rlock.PermitLostEvent] = []
+        events: List[rlock.LostEvent] = []
         heard = threading.Event()
 
-        def on_lost(e: rlock.PermitLostEvent) -> None:
+        def on_lost(e: rlock.LostEvent) -> None:
             events.append(e)
             heard.set()
 
@@ -132,8 +132,9 @@ def test_a_permit_removed_under_the_watchdog_is_reported_lost(url: str, name: st
         assert held is not None
         assert raw.zrem(timeouts_key(name), bytes.fromhex(held)) == 1
         assert heard.wait(10)
-        assert events == [rlock.PermitLostEvent(name=name, permit_id=held, reason="gone")]
-        assert sem.lost(held)
+        owner0 = client._native.owner_name(0)
+        assert events == [rlock.LostEvent(name=name, kind="permit", owner=owner0, reason="gone", permit_id=held)]
+        assert sem.is_lost(held)
         with pytest.raises(rlock.LockLostError):
             sem.release(held)
         remove()

@@ -115,7 +115,7 @@ def test_fixed_lease_ends_after_the_holder_was_told(client: rlock.Client, name: 
     # Told before the lease ends (within lease_doubt_margin, here a quarter of 0.5 s).
     event = events.get(timeout=5)
     assert (event.name, event.reason) == (name, "lease_ending")
-    assert lock.lost
+    assert lock.is_lost()
     wait_until(lambda: not lock.locked(), what="the lease to expire")
     with pytest.raises(rlock.LockLostError) as info:
         lock.release()

@@ -17,8 +17,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// Release by an owner that does not hold the lock (never held it, or its lease expired).
     NotHeld,
-    /// Release of a hold that the watchdog had already lost (renewal found it gone or could not
-    /// reach Redis for longer than the lease).
+    /// Release of a hold whose holder was told it was lost (a renewal found it gone, its lease
+    /// was in doubt, or its lease nobody renews was ending).
     Lost,
     /// Redis did not answer within the command timeout (or the subscription timeout).
     Timeout,

@@ -90,7 +90,8 @@ function lockOf(name) {
   if (!l) {
     l = familyLock(name)
     locks.set(name, l)
-    l.onLost?.((e) => emit({ event: 'lost', name: e.name }))
+    // A lock reports through its lostSignal (watchLost), the permit semaphore through onLost.
+    if (!('lostSignal' in l)) l.onLost?.((e) => emit({ event: 'lost', name: e.name }))
   }
   return l
 }

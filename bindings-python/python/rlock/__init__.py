@@ -19,7 +19,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Generic, Iterable, List, Literal, Optional, Type, TypeVar, cast
+from typing import Any, Awaitable, Callable, Generic, Iterable, List, Literal, Optional, Protocol, Type, TypeVar, cast
 
 from typing_extensions import Unpack
 
@@ -63,7 +63,6 @@ __all__ = [
     "Listed",
     "Kind",
     "LostEvent",
-    "PermitLostEvent",
     "lock",
     "fenced_lock",
     "read_write_lock",
@@ -106,38 +105,56 @@ _log = logging.getLogger("rlock")
 
 @dataclass(frozen=True)
 class LostEvent:
-    """A hold the watchdog lost: passed to callbacks registered with :meth:`Lock.on_lost`."""
+    """A hold the watchdog lost: passed to callbacks registered with :meth:`Lock.on_lost`,
+    :meth:`PermitExpirableSemaphore.on_lost` and :meth:`Client.on_lost`. The same fields as on
+    every surface."""
 
-    #: The lock name.
+    #: The lock (or semaphore) name.
     name: str
-    #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``).
+    #: The kind of hold: ``"lock"`` (reentrant, fenced and fair locks), ``"read"``,
+    #: ``"write"``, or ``"permit"`` (a permit of a permit-expirable semaphore).
+    kind: str
+    #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``; for a
+    #: permit, the client's owner 0, since permits have no owner).
     owner: str
-    #: ``"gone"`` (confirmed: the lock was no longer held by the owner: expired,
-    #: force-unlocked, deleted), ``"lease_doubt"`` (no renewal was confirmed in time, so the
-    #: lease may end within ``lease_doubt_margin``: told before another owner can acquire) or
+    #: ``"gone"`` (confirmed: the hold was no longer there: expired, force-unlocked, released
+    #: elsewhere, deleted), ``"lease_doubt"`` (no renewal was confirmed in time, so the lease
+    #: may end within ``lease_doubt_margin``: told before another owner can take it) or
     #: ``"lease_ending"`` (a lease nobody renews ends within that margin).
     reason: str
+    #: The permit id (32 hex characters) for a permit; None for other holds.
+    permit_id: Optional[str] = None
 
 
 LostCallback = Callable[[LostEvent], object]
 
 
-@dataclass(frozen=True)
-class PermitLostEvent:
-    """A permit the watchdog lost: passed to callbacks registered with
-    :meth:`PermitExpirableSemaphore.on_lost`."""
+def _lost_listener(callback: LostCallback, what: str) -> Callable[[str, str, str, str, Optional[str]], None]:
+    """The native listener for ``callback``: builds the event; an exception in the callback is
+    logged, never propagated."""
 
-    #: The semaphore name.
-    name: str
-    #: The permit id (32 hex characters).
-    permit_id: str
-    #: ``"gone"`` (confirmed: the permit was no longer held: expired, released elsewhere,
-    #: deleted) or ``"lease_doubt"`` (no renewal was confirmed in time, so the lease may end
-    #: within ``lease_doubt_margin``: told before anyone else can take the permit).
-    reason: str
+    def call(name: str, kind: str, owner: str, reason: str, permit_id: Optional[str]) -> None:
+        try:
+            callback(LostEvent(name=name, kind=kind, owner=owner, reason=reason, permit_id=permit_id))
+        except Exception:
+            _log.exception("rlock: on_lost callback for %s %r raised", what, name)
+
+    return call
 
 
-PermitLostCallback = Callable[[PermitLostEvent], object]
+class _LostListeners(Protocol):
+    def on_lost(self, callback: Callable[[str, str, str, str, Optional[str]], object]) -> int: ...
+    def remove_lost_listener(self, id: int) -> bool: ...
+
+
+def _listen(native: _LostListeners, callback: LostCallback, what: str) -> Callable[[], None]:
+    """Registers ``callback`` with ``native`` and returns the function that unregisters it."""
+    listener = native.on_lost(_lost_listener(callback, what))
+
+    def remove() -> None:
+        native.remove_lost_listener(listener)
+
+    return remove
 
 
 class Client:
@@ -218,6 +235,12 @@ class Client:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._native.closed
+
+    def on_lost(self, callback: LostCallback) -> Callable[[], None]:
+        """Calls ``callback(LostEvent)`` (on a library thread) whenever this client's watchdog
+        loses any of its holds: locks of every kind and permits. An exception in the callback is
+        logged, never propagated. Returns a function that unregisters it."""
+        return _listen(self._native, callback, "client")
 
     def stats(self) -> Stats:
         """The client's figures since it connected, as a dict (times in milliseconds): acquires
@@ -423,29 +446,16 @@ class Lock:
         watchdog reports the loss (``on_lost``) and its release raises :class:`LockLostError`."""
         return self._native.force_unlock()
 
-    @property
-    def lost(self) -> bool:
-        """Whether the watchdog lost the current owner's hold (until it calls release)."""
+    def is_lost(self) -> bool:
+        """Whether the watchdog lost the current owner's hold (the current asyncio task inside
+        one, else the calling thread), until it calls release."""
         return self._native.is_lost(self._client._current_owner())
 
     def on_lost(self, callback: LostCallback) -> Callable[[], None]:
         """Calls ``callback(LostEvent)`` (on a library thread) whenever the watchdog loses a hold
         of this lock made through this lock's client (core routes the events). An exception in
         the callback is logged, never propagated. Returns a function that unregisters it."""
-
-        def call(name: str, owner: str, reason: str) -> None:
-            try:
-                callback(LostEvent(name=name, owner=owner, reason=reason))
-            except Exception:
-                _log.exception("rlock: on_lost callback for lock %r raised", name)
-
-        listener = self._native.on_lost(call)
-        native = self._native
-
-        def remove() -> None:
-            native.remove_lost_listener(listener)
-
-        return remove
+        return _listen(self._native, callback, "lock")
 
 
 class FencedLock(Lock):
@@ -659,28 +669,16 @@ class PermitExpirableSemaphore(_Permits[_native.PermitExpirableSemaphore]):
         """The held permits (neither released nor expired)."""
         return self._native.acquired_permits()
 
-    def lost(self, permit_id: str) -> bool:
+    def is_lost(self, permit_id: str) -> bool:
         """Whether this client's watchdog lost the permit (until it is released)."""
         return self._native.is_lost(permit_id)
 
-    def on_lost(self, callback: PermitLostCallback) -> Callable[[], None]:
-        """Calls ``callback(PermitLostEvent)`` (on a library thread) whenever this client's
-        watchdog loses a permit of this semaphore. An exception in the callback is logged,
-        never propagated. Returns a function that unregisters it."""
-
-        def call(name: str, permit_id: str, reason: str) -> None:
-            try:
-                callback(PermitLostEvent(name=name, permit_id=permit_id, reason=reason))
-            except Exception:
-                _log.exception("rlock: on_lost callback for semaphore %r raised", name)
-
-        listener = self._native.on_lost(call)
-        native = self._native
-
-        def remove() -> None:
-            native.remove_lost_listener(listener)
-
-        return remove
+    def on_lost(self, callback: LostCallback) -> Callable[[], None]:
+        """Calls ``callback(LostEvent)`` (on a library thread, ``kind`` ``"permit"`` and
+        ``permit_id`` set) whenever this client's watchdog loses a permit of this semaphore. An
+        exception in the callback is logged, never propagated. Returns a function that
+        unregisters it."""
+        return _listen(self._native, callback, "semaphore")
 
     def permit(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> _PermitContext:
         """A context manager (``with`` or ``async with``) that holds one permit for its block

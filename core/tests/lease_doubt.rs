@@ -32,13 +32,11 @@ fn holder_options() -> ClientOptions {
         .with_thread_connections(0)
 }
 
-/// Cuts the holder off once it holds `name`, lets another owner wait for the lock directly,
-/// and returns (when the holder heard, with what reason; when the other owner got the lock).
-async fn partition_holder(
-    server: &Server,
-    name: &str,
-    lease: Option<Duration>,
-) -> (Instant, LostReason, Instant) {
+/// Cuts the holder off once it holds `name` (with `lease`, or the watchdog's), lets another
+/// owner wait for the lock directly, and checks that the holder heard `expected` before the
+/// other owner got the lock.
+async fn partition_holder(name: &str, lease: Option<Duration>, expected: LostReason) {
+    let server = Server::start().unwrap();
     let proxy = Proxy::start(server.port()).unwrap();
     let holder = Client::connect(&proxy.url(), holder_options()).await.unwrap();
     let heard = record_losses(&holder);
@@ -65,26 +63,19 @@ async fn partition_holder(
     assert_eq!(lock.release(&owner).await.unwrap_err().kind(), ErrorKind::Lost);
     assert!(other_lock.is_held(&other_owner).await.unwrap());
     other_lock.release(&other_owner).await.unwrap();
-    (told, reason, acquired)
+    assert_eq!(reason, expected);
+    assert!(told < acquired, "told {:?} after the other owner acquired", told - acquired);
+    eprintln!("lease-doubt margin ({name}): {:?}", acquired - told);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_watchdog_holder_hears_lease_doubt_before_another_owner_acquires() {
-    let server = Server::start().unwrap();
-    let (told, reason, acquired) = partition_holder(&server, "doubt-watchdog", None).await;
-    assert_eq!(reason, LostReason::LeaseDoubt);
-    assert!(told < acquired, "told {:?} after the other owner acquired", told - acquired);
-    eprintln!("lease-doubt margin (watchdog): {:?}", acquired - told);
+    partition_holder("doubt-watchdog", None, LostReason::LeaseDoubt).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_holder_with_an_explicit_lease_hears_before_another_owner_acquires() {
-    let server = Server::start().unwrap();
-    let lease = Some(Duration::from_millis(1200));
-    let (told, reason, acquired) = partition_holder(&server, "doubt-explicit", lease).await;
-    assert_eq!(reason, LostReason::LeaseEnding);
-    assert!(told < acquired, "told {:?} after the other owner acquired", told - acquired);
-    eprintln!("lease-doubt margin (explicit lease): {:?}", acquired - told);
+    partition_holder("doubt-explicit", Some(Duration::from_millis(1200)), LostReason::LeaseEnding).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

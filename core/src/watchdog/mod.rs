@@ -61,9 +61,6 @@ pub enum LostReason {
 }
 
 impl LostReason {
-    /// Every reason, in declaration order.
-    pub const ALL: [LostReason; 3] = [LostReason::Gone, LostReason::LeaseDoubt, LostReason::LeaseEnding];
-
     /// A short stable name: `"gone"`, `"lease_doubt"` or `"lease_ending"`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -633,14 +630,19 @@ mod tests {
         }
     }
 
+    /// A watchdog with a 30 s lease and a 1 s doubt margin.
+    fn watchdog() -> Arc<Watchdog> {
+        Watchdog::new(Duration::from_secs(30), None, Duration::from_secs(1), Arc::new(Metrics::new(true)))
+    }
+
+    /// Records a watchdog-renewed hold of `owner` under `key`, just acquired.
+    fn hold(wd: &Watchdog, k: u8, key: &HoldKey, owner: &Owner) {
+        wd.acquired(kind(k), key.clone(), owner, Duration::from_secs(30), true, 0, Instant::now());
+    }
+
     #[test]
     fn lost_events_reach_the_listeners_whose_filter_matches() {
-        let wd = Watchdog::new(
-            Duration::from_secs(30),
-            None,
-            Duration::from_secs(1),
-            Arc::new(Metrics::new(true)),
-        );
+        let wd = watchdog();
         let client = uuid::Uuid::new_v4();
         let (o1, o2) = (Owner::new(client, 1), Owner::new(client, 2));
         let heard = Arc::new(Mutex::new(Vec::new()));
@@ -658,15 +660,7 @@ mod tests {
         let only_o2 = listen(LostFilter::hold("x", &o2), "x/2");
         let key = |name: &str, owner: u64, k: u8| HoldKey { kind: k, name: name.into(), owner };
         for (name, owner, k) in [("x", &o1, 1), ("x", &o2, 2), ("y", &o1, 1)] {
-            wd.acquired(
-                kind(k),
-                key(name, owner.id(), k),
-                owner,
-                Duration::from_secs(30),
-                true,
-                0,
-                Instant::now(),
-            );
+            hold(&wd, k, &key(name, owner.id(), k), owner);
         }
         let generation = |k: &HoldKey| lock(&wd.holds).get(k).map(|h| h.generation).unwrap_or_default();
         for (name, owner, k) in [("x", 1, 1), ("x", 2, 2), ("y", 1, 1)] {
@@ -696,12 +690,7 @@ mod tests {
 
     #[test]
     fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_the_hold() {
-        let wd = Watchdog::new(
-            Duration::from_secs(30),
-            None,
-            Duration::from_secs(1),
-            Arc::new(Metrics::new(true)),
-        );
+        let wd = watchdog();
         let owner = Owner::new(uuid::Uuid::new_v4(), 7);
         let heard = Arc::new(Mutex::new(0));
         let h = heard.clone();
@@ -710,21 +699,21 @@ mod tests {
         let generation = |wd: &Watchdog| lock(&wd.holds).get(&key).map(|h| h.generation).unwrap_or_default();
 
         // The release freed the lock; the renewal that ran after it saw it gone: no loss.
-        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0, Instant::now());
+        hold(&wd, 1, &key, &owner);
         wd.release_started(&key);
         wd.mark_lost(&key, generation(&wd), LostReason::Gone);
         wd.released(&key);
         assert_eq!(*lock(&heard), 0);
 
         // The release found it not held: it was lost, and the listeners hear of it.
-        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0, Instant::now());
+        hold(&wd, 1, &key, &owner);
         wd.release_started(&key);
         wd.mark_lost(&key, generation(&wd), LostReason::Gone);
         assert!(matches!(wd.forget(&key), Forgotten::Lost));
         assert_eq!(*lock(&heard), 1);
 
         // The release failed (or was a re-entered level): the loss is reported when it ends.
-        wd.acquired(kind(1), key.clone(), &owner, Duration::from_secs(30), true, 0, Instant::now());
+        hold(&wd, 1, &key, &owner);
         wd.release_started(&key);
         wd.mark_lost(&key, generation(&wd), LostReason::LeaseDoubt);
         assert_eq!(*lock(&heard), 1);

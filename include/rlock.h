@@ -123,9 +123,6 @@ typedef enum rlock_lock_kind {
 // ...).
 typedef struct Kind Kind;
 
-// Why a hold was lost.
-typedef struct LostReason LostReason;
-
 // An opaque client: connections to Redis and a watchdog that renews its holds. Create with
 // `rlock_client_new`, free with `rlock_client_free`. Thread-safe: one client may be used by
 // any number of threads at once. Usable only in the process that created it: after `fork()`
@@ -219,8 +216,6 @@ typedef struct rlock_stats {
   // the number of timeouts.
   uint64_t errors[RLOCK_STATS_ERROR_SLOTS];
 } rlock_stats;
-
-
 
 
 

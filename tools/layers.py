@@ -17,6 +17,7 @@ LAYERS = [
     ("machinery", ["finish", "latches", "local_calls", "replicas", "watchdog", "records", "pubsub", "shared"]),
     ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch", "describe"]),
     ("client", ["client"]),
+    ("over clients", ["red_lock"]),
     ("ffi", ["ffi"]),
 ]
 LAYER_OF = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}

@@ -33,6 +33,7 @@
 //! | [`PermitExpirableSemaphore`] | `RPermitExpirableSemaphore` | [`Client::permit_expirable_semaphore`] |
 //! | [`CountDownLatch`] | `RCountDownLatch` | [`Client::count_down_latch`] |
 //! | [`MultiLock`] | `RedissonMultiLock` | [`MultiLock::new`] |
+//! | [`RedLock`], [`FencedRedLock`] | `RedissonRedLock` | [`RedLock::new`] over several clients |
 //!
 //! Core creates no runtime: [`Client::connect`] runs inside the caller's tokio runtime.
 //!
@@ -62,6 +63,7 @@ mod permit_semaphore;
 mod pubsub;
 mod read_write_lock;
 mod records;
+mod red_lock;
 mod replicas;
 mod scripts;
 mod semaphore;
@@ -85,6 +87,7 @@ pub use owner::Owner;
 pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write_lock::ReadWriteLock;
 pub use records::{HolderRecord, RecordedHold};
+pub use red_lock::{FencedRedLock, RedGuard, RedLock, RED_LOCK_KIND};
 pub use semaphore::{Permits, Semaphore};
 pub use url::{default_url, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};

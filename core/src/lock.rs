@@ -314,6 +314,43 @@ impl Lock {
         Ok(got.map(|token| self.guard(owner, token)))
     }
 
+    /// One acquire step without waiting, for primitives built over several locks (RedLock):
+    /// the hold as a [`Guard`], or the holder's remaining lease when busy (`None`: no bound).
+    /// `lease` `None` uses the watchdog. Cancel-safe as every acquire.
+    pub(crate) async fn try_once(
+        &self,
+        owner: &Owner,
+        lease: Option<Duration>,
+    ) -> Result<std::result::Result<Guard, Option<Duration>>> {
+        let shared = &self.inner.shared;
+        shared.check_owner(owner)?;
+        shared.check_open()?;
+        let (lease, renew) = match lease {
+            Some(l) => (l, false),
+            None => (shared.watchdog().lease(), true),
+        };
+        Ok(match self.attempt(owner, lease, renew, 0, false).await? {
+            Ok(token) => Ok(self.guard(owner, token)),
+            Err((bound, _)) => Err(u64::try_from(bound).ok().map(|b| Duration::from_millis(b + 1))),
+        })
+    }
+
+    /// The client state this lock runs on.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    /// The channel the lock's unlock messages come on.
+    pub(crate) fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+
+    /// Whether this client's watchdog tracks a hold of `owner` (held, or lost and not yet
+    /// released).
+    pub(crate) fn is_tracked(&self, owner: &Owner) -> bool {
+        self.inner.shared.watchdog().is_tracked(&self.key(owner))
+    }
+
     /// The owner with id `id` on this lock's client.
     pub(crate) fn owner_on_client(&self, id: u64) -> Owner {
         Owner::new(self.inner.shared.id(), id)

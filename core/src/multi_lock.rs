@@ -12,9 +12,8 @@
 //! when both failed at once. Release frees every member and reports every failure (Redisson's
 //! stops at the first failing member and leaves the rest locked).
 //!
-//! RedLock (a majority of locks on independent servers) is not offered: Redisson deprecates
-//! it, and a paused process outlives its lease whatever the quorum; use a fenced lock's tokens
-//! where safety matters.
+//! A lock that must survive the loss of a minority of independent servers is a
+//! [`RedLock`](crate::RedLock) (a majority, not all).
 
 use std::time::Duration;
 

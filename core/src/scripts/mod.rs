@@ -59,6 +59,7 @@ static PES_ACQUIRE: Lua = lua!("lua/pes_common.lua" + "lua/pes_acquire.lua");
 static PES_RELEASE: Lua = lua!("lua/pes_common.lua" + "lua/pes_release.lua");
 static PES_RENEW: Lua = lua!("lua/pes_common.lua" + "lua/pes_renew.lua");
 static PES_COUNTS: Lua = lua!("lua/pes_common.lua" + "lua/pes_counts.lua");
+static TOKEN_RAISE: Lua = lua!("lua/token_raise.lua");
 static DESCRIBE: Lua = lua!("lua/describe.lua");
 
 impl Lua {
@@ -145,6 +146,21 @@ pub(crate) async fn fenced_acquire(
         Ok(t) if t > 0 => Ok(t),
         _ => Err(ttl),
     })
+}
+
+/// Raises the token counter `key` to `token` unless it is there already (a fenced RedLock's
+/// quorum-register write); never lowers it.
+pub(crate) async fn token_raise(conn: &mut Commands, key: &str, token: u64) -> RedisResult<()> {
+    let _: i64 = TOKEN_RAISE
+        .run(
+            &[key],
+            |c| {
+                c.arg(token);
+            },
+            conn,
+        )
+        .await?;
+    Ok(())
 }
 
 /// One call of the reentrant lock's release step (Redisson `unlockInnerAsync`), idempotent

@@ -509,6 +509,11 @@ impl Watchdog {
         lock(&self.holds).get(key).is_some_and(|h| h.lost.is_some())
     }
 
+    /// Whether this hold is tracked (held, or lost and not yet released).
+    pub(crate) fn is_tracked(&self, key: &HoldKey) -> bool {
+        lock(&self.holds).contains_key(key)
+    }
+
     /// Number of holds this client tracks (held or lost, not yet released).
     pub(crate) fn hold_count(&self) -> usize {
         lock(&self.holds).len()

@@ -1,0 +1,230 @@
+//! RedLock against three private redis-servers: Redisson's layout on each, majority grants,
+//! pub/sub hand-off, a minority down (killed or stopped), a majority down, the lost-hold signal
+//! and the fenced token's order when the servers' counters start far apart.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Inspect as _, Server};
+use rlock::{Client, ClientOptions, ErrorKind, FencedRedLock, LostEvent, RedLock, RED_LOCK_KIND};
+
+/// Three servers and a client on each (command timeout short, so a stopped server costs little
+/// where a test waits for it).
+async fn three(options: ClientOptions) -> (Vec<Server>, Vec<Client>) {
+    let servers: Vec<Server> = (0..3).map(|_| Server::start().unwrap()).collect();
+    let mut clients = Vec::new();
+    for s in &servers {
+        clients.push(Client::connect(&s.url(), options.clone()).await.unwrap());
+    }
+    (servers, clients)
+}
+
+fn quick() -> ClientOptions {
+    ClientOptions::default().with_command_timeout(Some(Duration::from_secs(2))).with_retry_attempts(0)
+}
+
+/// The hash field `owner` has in the lock key `name` on `server` (0: none).
+fn count_on(server: &Server, name: &str, field: &str) -> i64 {
+    let v: Option<i64> = redis::cmd("HGET").arg(name).arg(field).query(&mut server.conn()).unwrap();
+    v.unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_majority_holds_in_redissons_layout_and_hands_off_by_pubsub() {
+    let (servers, clients) = three(quick()).await;
+    let red = RedLock::new("red:a", &clients).unwrap();
+    assert_eq!(red.quorum(), 2);
+    let me = red.new_owner();
+    red.acquire(&me).await.unwrap();
+    for (s, c) in servers.iter().zip(&clients) {
+        assert_eq!(count_on(s, "red:a", c.owner(me.id()).as_str()), 1, "the member on {}", s.port());
+        let ttl: i64 = redis::cmd("PTTL").arg("red:a").query(&mut s.conn()).unwrap();
+        assert!(ttl > 0, "a watchdog lease");
+    }
+    assert!(red.is_held(&me).await.unwrap());
+
+    // Another owner (through other clients, as another process would) waits, then gets it.
+    let mut others = Vec::new();
+    for s in &servers {
+        others.push(Client::connect(&s.url(), quick()).await.unwrap());
+    }
+    let red2 = RedLock::new("red:a", &others).unwrap();
+    let other = red2.new_owner();
+    assert!(!red2.try_acquire(&other, Duration::ZERO, None).await.unwrap());
+    let waiter = {
+        let (red2, other) = (red2.clone(), other.clone());
+        tokio::spawn(async move { red2.try_acquire(&other, Duration::from_secs(20), None).await })
+    };
+    let channel = "redisson_lock__channel:{red:a}";
+    assert!(
+        common::eventually(Duration::from_secs(10), || servers.iter().all(|s| s.numsub(channel) >= 1)).await
+    );
+    assert_eq!(red.release(&me).await.unwrap(), rlock::Released::Unlocked);
+    assert!(tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap());
+    assert!(red2.is_held(&other).await.unwrap());
+    assert!(!red.is_held(&me).await.unwrap());
+    red2.release(&other).await.unwrap();
+    for s in &servers {
+        let n: i64 = redis::cmd("EXISTS").arg("red:a").query(&mut s.conn()).unwrap();
+        assert_eq!(n, 0, "free on {}", s.port());
+    }
+    // Nothing held: release says so.
+    assert_eq!(red.release(&me).await.map_err(|e| e.kind()), Err(ErrorKind::NotHeld));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_member_counts_are_refused() {
+    let (_servers, clients) = three(quick()).await;
+    for n in [0, 1, 2] {
+        let e = RedLock::new("red:b", &clients[..n]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{n} clients");
+    }
+    let same = vec![clients[0].clone(), clients[0].clone(), clients[1].clone()];
+    assert_eq!(RedLock::new("red:b", &same).unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_down_still_grants_and_excludes() {
+    let (mut servers, clients) = three(quick()).await;
+    servers[2].kill();
+    let red = RedLock::new("red:c", &clients).unwrap();
+    let me = red.new_owner();
+    red.acquire(&me).await.unwrap();
+    let rival = red.new_owner();
+    assert!(!red.try_acquire(&rival, Duration::from_millis(300), None).await.unwrap());
+    red.release(&me).await.unwrap();
+    assert!(red.try_acquire(&rival, Duration::ZERO, None).await.unwrap());
+    red.release(&rival).await.unwrap();
+
+    // A stopped (not killed) server does not hold up a round: its answer is not waited for.
+    servers[2].restart().unwrap();
+    let back = red.members()[2].clone();
+    let mut reconnected = false;
+    for _ in 0..50 {
+        if back.is_locked().await.is_ok() {
+            reconnected = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reconnected, "the client of the restarted server reconnects");
+    servers[1].sigstop().unwrap();
+    let started = std::time::Instant::now();
+    assert!(red.try_acquire(&me, Duration::ZERO, None).await.unwrap());
+    red.release(&me).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    servers[1].sigcont().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_majority_down_fails_typed_and_grants_nothing() {
+    let (mut servers, clients) = three(quick()).await;
+    servers[1].kill();
+    servers[2].kill();
+    let red = RedLock::new("red:d", &clients).unwrap();
+    let me = red.new_owner();
+    let e = red.try_acquire(&me, Duration::from_secs(1), None).await.unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout), "{e}");
+    assert!(e.message().contains("majority of 2"), "{e}");
+    // The live server's member may still be in flight when the round gives up; it is given
+    // back when its answer comes.
+    let free = || redis::cmd("EXISTS").arg("red:d").query::<i64>(&mut servers[0].conn()).unwrap() == 0;
+    assert!(
+        common::eventually(Duration::from_secs(5), free).await,
+        "the live server's member was given back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holder_is_told_once_a_majority_is_lost() {
+    let options = quick()
+        .with_watchdog_timeout(Duration::from_millis(1500))
+        .with_lease_doubt_margin(Duration::from_millis(300));
+    let (mut servers, clients) = three(options).await;
+    let red = RedLock::new("red:e", &clients).unwrap();
+    let heard: Arc<Mutex<Vec<LostEvent>>> = Arc::default();
+    let h = heard.clone();
+    red.on_lost(None, move |e| h.lock().unwrap().push(e.clone()));
+    let me = red.new_owner();
+    red.acquire(&me).await.unwrap();
+    servers[0].kill();
+    // One member lost: the majority stands, nobody is told.
+    assert!(
+        common::eventually(Duration::from_secs(5), || clients[0].tracked_holds() == 1
+            && red.members()[0].is_lost(&clients[0].owner(me.id())))
+        .await
+    );
+    assert!(!red.is_lost(&me));
+    assert!(heard.lock().unwrap().is_empty());
+    servers[1].kill();
+    assert!(common::eventually(Duration::from_secs(5), || !heard.lock().unwrap().is_empty()).await);
+    assert!(red.is_lost(&me));
+    let events = heard.lock().unwrap().clone();
+    assert_eq!(events.len(), 1, "told once: {events:?}");
+    assert_eq!((events[0].kind, &*events[0].name), (RED_LOCK_KIND, "red:e"));
+    assert_eq!(events[0].owner.id(), me.id());
+    assert_eq!(red.release(&me).await.map_err(|e| e.kind()), Err(ErrorKind::Lost));
+    let n: i64 = redis::cmd("EXISTS").arg("red:e").query(&mut servers[2].conn()).unwrap();
+    assert_eq!(n, 0, "what was left is released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquire_leaves_nothing_held() {
+    let (servers, clients) = three(quick()).await;
+    let red = RedLock::new("red:f", &clients).unwrap();
+    let (me, waiter) = (red.new_owner(), red.new_owner());
+    red.acquire(&me).await.unwrap();
+    let task = {
+        let (red, waiter) = (red.clone(), waiter.clone());
+        tokio::spawn(async move { red.acquire(&waiter).await })
+    };
+    let channel = "redisson_lock__channel:{red:f}";
+    assert!(
+        common::eventually(Duration::from_secs(10), || servers.iter().all(|s| s.numsub(channel) >= 1)).await
+    );
+    task.abort();
+    let _ = task.await;
+    red.release(&me).await.unwrap();
+    assert!(
+        common::eventually(Duration::from_secs(5), || servers.iter().all(|s| s.numsub(channel) == 0)).await
+    );
+    for (s, c) in servers.iter().zip(&clients) {
+        assert_eq!(count_on(s, "red:f", c.owner(waiter.id()).as_str()), 0);
+    }
+}
+
+/// The case in which a max-of-INCR token goes back: counters 1, 1 and 100; A is granted by
+/// servers {1, 3}, then B by servers {1, 2}.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_tokens_increase_whatever_the_majority() {
+    let (servers, clients) = three(quick()).await;
+    let key = "redisson_lock_token:{red:g}";
+    for (s, v) in servers.iter().zip([1, 1, 100]) {
+        let _: () = redis::cmd("SET").arg(key).arg(v).query(&mut s.conn()).unwrap();
+    }
+    let red = FencedRedLock::new("red:g", &clients).unwrap();
+    let me = red.red_lock().new_owner();
+
+    servers[1].sigstop().unwrap();
+    let a = red.acquire(&me).await.unwrap();
+    red.release(&me).await.unwrap();
+    servers[1].sigcont().unwrap();
+
+    servers[2].sigstop().unwrap();
+    let b = red.acquire(&me).await.unwrap();
+    red.release(&me).await.unwrap();
+    servers[2].sigcont().unwrap();
+
+    assert!(a > 100, "A read server 3's counter: {a}");
+    assert!(b > a, "B ({b}) must come after A ({a})");
+    let mut last = b;
+    for _ in 0..5 {
+        let t = red.acquire(&me).await.unwrap();
+        red.release(&me).await.unwrap();
+        assert!(t > last);
+        last = t;
+    }
+}

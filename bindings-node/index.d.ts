@@ -204,6 +204,33 @@ export declare class NativePermitSemaphore {
   removeLostListener(id: number): boolean
 }
 
+/** One lock name held by a majority of independent servers, by this handle's owner. */
+export declare class NativeRedLock {
+  /**
+   * Takes the lock on a majority, waiting at most `waitMs` when given (then resolves null,
+   * nothing held); `leaseMs` fixes each member's lease (else the watchdogs renew). Resolves
+   * the fencing token (0 when not fenced). Cancelling `cancel` leaves nothing held.
+   */
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number | null>
+  /** Releases this handle's holds on every server; resolves true when the lock is now free. */
+  release(): Promise<boolean>
+  /** Whether this handle holds the lock on a majority of the servers. */
+  isHeld(): Promise<boolean>
+  /** Whether this handle's hold was lost (fewer than a majority left), until `release`. */
+  isLost(): boolean
+  /** The token of this handle's latest acquire while it holds the lock (fenced); else null. */
+  token(): number | null
+  /** How many servers make a majority. */
+  get quorum(): number
+  /**
+   * Calls `callback(name, kind, owner, reason, permitId)` (kind 'red_lock') on the JS thread
+   * when this handle's hold is left with fewer than a majority; returns the listener id.
+   */
+  onLost(callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void): number
+  /** Removes a listener added with `onLost`; false when it was already removed. */
+  removeLostListener(id: number): boolean
+}
+
 /** A semaphore (core `rlock::Semaphore`): permits are not owned. */
 export declare class NativeSemaphore {
   /** The semaphore name (its Redis key). */
@@ -247,6 +274,12 @@ export declare function multiLock(members: Array<NativeLock>): NativeMultiLock
 
 /** The option names core knows, in Node spelling (checked against the `.d.ts` by the tests). */
 export declare function optionNames(): Array<string>
+
+/**
+ * A RedLock on `name` over `clients` (an odd number, at least 3, one per independent server),
+ * with a fresh owner of its own; `fenced` hands out fencing tokens.
+ */
+export declare function redLock(name: string, clients: Array<NativeClient>, fenced: boolean): NativeRedLock
 
 /** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version, Cargo.toml). */
 export declare function version(): string

@@ -202,8 +202,8 @@ export interface PermitAcquireOptions {
 export interface LostEvent {
   /** The lock (or semaphore) name. */
   name: string
-  /** `'lock'` (reentrant, fenced and fair locks), `'read'`, `'write'`, or `'permit'` (a permit of a permit-expirable semaphore). */
-  kind: 'lock' | 'read' | 'write' | 'permit'
+  /** `'lock'` (reentrant, fenced and fair locks), `'read'`, `'write'`, `'permit'` (a permit of a permit-expirable semaphore), or `'red_lock'` (a RedLock left with fewer than a majority of its servers). */
+  kind: 'lock' | 'read' | 'write' | 'permit' | 'red_lock'
   /** The owner whose hold was lost, as stored in Redis (`<client uuid>:<id>`; for a permit, the client's owner 0). */
   owner: string
   /** `'gone'` (confirmed: expired, force-unlocked, released elsewhere, deleted), `'lease_doubt'` (no renewal confirmed in time: the lease may end within `leaseDoubtMarginMs`; told before another owner can take it) or `'lease_ending'` (a lease nobody renews ends within that margin). */
@@ -279,6 +279,53 @@ export declare class MultiLock {
   /** Runs `fn` holding every member, releasing afterwards; resolves what `fn` resolves. */
   withLock<T>(fn: () => T | Promise<T>, options?: MultiLockAcquireOptions): Promise<T>
 }
+
+/**
+ * One lock name held by a majority of N independent servers (Redisson's RedissonRedLock), so
+ * it survives the loss of a minority of them. Each server stores an ordinary lock in Redisson's
+ * layout; each handle is its own owner; the watchdogs renew holds taken without `leaseMs`.
+ */
+export declare class RedLock {
+  /** A RedLock on `name` over `clients` (an odd number, at least 3, one per server). */
+  constructor(name: string, clients: Client[])
+  /** The lock name (the key on every server). */
+  readonly name: string
+  /** The clients, one per server. */
+  readonly clients: readonly Client[]
+  /** Takes the lock on a majority, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED). */
+  acquire(options?: MultiLockAcquireOptions): Promise<void>
+  /** Resolves whether it was taken within `waitMs` (default 0: one round). */
+  tryAcquire(options?: MultiLockAcquireOptions): Promise<boolean>
+  /** Releases this handle's holds on every server; resolves true when the lock is now free. Rejects RLOCK_LOST when fewer than a majority were left. */
+  release(): Promise<boolean>
+  /** Whether this handle holds the lock on a majority of the servers. */
+  isHeld(): Promise<boolean>
+  /** Whether this handle's hold was lost (fewer than a majority left), until its release. */
+  isLost(): Promise<boolean>
+  /** A `FencedRedLock`'s latest token while this handle holds it; null otherwise. */
+  token(): Promise<number | null>
+  /** Calls `callback` (kind `'red_lock'`) when this handle's hold is left with fewer than a majority; resolves the function that removes it. */
+  onLost(callback: (event: LostEvent) => void): Promise<() => void>
+  /** Runs `fn` holding the lock, releasing afterwards; resolves what `fn` resolves. */
+  withLock<T>(fn: () => T | Promise<T>, options?: MultiLockAcquireOptions): Promise<T>
+}
+
+/**
+ * A `RedLock` whose every acquire resolves a fencing token that strictly increases across
+ * successful acquires, whichever majority granted them. Tokens are numbers, exact up to 2^53.
+ */
+export declare class FencedRedLock extends RedLock {
+  constructor(name: string, clients: Client[])
+  /** Takes the lock on a majority; resolves the new token. */
+  acquire(options?: MultiLockAcquireOptions): Promise<number>
+  /** Resolves the new token, or false when `waitMs` (default 0) ran out. */
+  tryAcquire(options?: MultiLockAcquireOptions): Promise<number | false>
+}
+
+/** A `RedLock` on `name` over `clients`. */
+export declare function redLock(name: string, clients: Client[]): RedLock
+/** A `FencedRedLock` on `name` over `clients`. */
+export declare function fencedRedLock(name: string, clients: Client[]): FencedRedLock
 
 /**
  * Redisson's count-down latch: a count in the key `name`, open at 0 (also while the key is

@@ -125,6 +125,8 @@ function listenLost(n, callback) {
  */
 // Each Lock's native handle (a promise), for the multi-locks made over it.
 const nativeOfLock = new WeakMap()
+// Each Client's native client (a promise), for the RedLocks made over several.
+const nativeOfClient = new WeakMap()
 
 class Lock {
   #native
@@ -592,6 +594,141 @@ class ReadWriteLock {
   }
 }
 
+/**
+ * One lock name held by a majority of N independent servers (Redisson's RedissonRedLock;
+ * antirez's algorithm), so it survives the loss of a minority of them: `new RedLock(name,
+ * clients)` or `redLock(name, clients)` with an odd number (at least 3) of `Client`s, one per
+ * server. Each server stores an ordinary lock in Redisson's layout. Each handle is its own
+ * owner. Holds taken without `leaseMs` are renewed by each server's watchdog; `onLost` hears
+ * when fewer than a majority are left.
+ */
+class RedLock {
+  #native
+  #fenced
+
+  constructor(name, clients, fenced = false) {
+    if (!Array.isArray(clients) || !clients.every((c) => nativeOfClient.has(c))) {
+      throw invalid('a RedLock needs an array of Clients (an odd number, at least 3)')
+    }
+    if (typeof name !== 'string') throw invalid(`lock name must be a string (got ${typeof name})`)
+    /** The lock name (the key on every server). */
+    this.name = name
+    /** The clients, one per server. */
+    this.clients = Object.freeze([...clients])
+    this.#fenced = fenced
+    this.#native = Promise.all(clients.map((c) => nativeOfClient.get(c))).then((ns) => {
+      try {
+        return native.redLock(name, ns, fenced)
+      } catch (e) {
+        throw mapError(e)
+      }
+    })
+    this.#native.catch(() => {})
+  }
+
+  async #acquireWith(options, orFalse) {
+    const { waitMs, leaseMs, signal } = optionsObject(options)
+    const wait = optionalMs('waitMs', waitMs)
+    const lease = optionalMs('leaseMs', leaseMs)
+    checkSignal(signal)
+    const n = await this.#native
+    const got = await cancellable(signal, (token) => n.acquire(orFalse && wait === undefined ? 0 : wait, lease, token))
+    if (got === null && !orFalse) {
+      throw new RLockError(codes.NOT_ACQUIRED, `RedLock '${this.name}' was not acquired within ${wait} ms`)
+    }
+    return got
+  }
+
+  /**
+   * Takes the lock on a majority. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it,
+   * nothing held), `leaseMs` (each member's lease; default: the watchdogs), `signal` (reject
+   * with its AbortError; nothing held). Rejects RLOCK_CONNECTION or RLOCK_TIMEOUT when more
+   * than a minority of the servers failed. A `FencedRedLock` resolves the new token.
+   */
+  async acquire(options) {
+    const token = await this.#acquireWith(options, false)
+    if (this.#fenced) return token
+  }
+
+  /**
+   * Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round);
+   * `true` when held (a `FencedRedLock`: the new token).
+   */
+  async tryAcquire(options) {
+    const token = await this.#acquireWith(options, true)
+    if (token === null) return false
+    return this.#fenced ? token : true
+  }
+
+  /**
+   * Releases this handle's holds on every server; resolves `true` when the lock is now free.
+   * Rejects RLOCK_LOST when fewer than a majority were still held, RLOCK_NOT_HELD when none.
+   */
+  async release() {
+    return callNative(this.#native, 'release')
+  }
+
+  /** Whether this handle holds the lock on a majority of the servers. */
+  async isHeld() {
+    return callNative(this.#native, 'isHeld')
+  }
+
+  /** Whether this handle's hold was lost (fewer than a majority left), until its release. */
+  async isLost() {
+    return (await this.#native).isLost()
+  }
+
+  /** A `FencedRedLock`'s latest token while this handle holds it; null otherwise. */
+  async token() {
+    return (await this.#native).token()
+  }
+
+  /**
+   * Calls `callback({ name, kind: 'red_lock', owner, reason, permitId: null })` when this
+   * handle's hold is left with fewer than a majority; resolves a function that removes it.
+   */
+  async onLost(callback) {
+    if (typeof callback !== 'function') throw invalid('onLost needs a function')
+    return listenLost(await this.#native, callback)
+  }
+
+  /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */
+  async withLock(fn, options) {
+    if (typeof fn !== 'function') throw invalid('withLock needs a function')
+    await this.acquire(options)
+    let result
+    try {
+      result = await fn()
+    } catch (e) {
+      await this.release().catch(() => {})
+      throw e
+    }
+    await this.release()
+    return result
+  }
+}
+
+/**
+ * A `RedLock` whose every acquire resolves a fencing token that strictly increases across
+ * successful acquires, whichever majority granted them (a quorum register on each server's
+ * `redisson_lock_token:{name}`). Tokens are numbers, exact up to 2^53.
+ */
+class FencedRedLock extends RedLock {
+  constructor(name, clients) {
+    super(name, clients, true)
+  }
+}
+
+/** A `RedLock` on `name` over `clients` (an odd number, at least 3, one per server). */
+function redLock(name, clients) {
+  return new RedLock(name, clients)
+}
+
+/** A `FencedRedLock` on `name` over `clients`. */
+function fencedRedLock(name, clients) {
+  return new FencedRedLock(name, clients)
+}
+
 /** A connection to Redis that makes locks. Call `await client.close()` when done. */
 class Client {
   #ready
@@ -606,6 +743,7 @@ class Client {
   constructor(url, options) {
     if (url !== undefined && url !== null && typeof url !== 'string') {
       this.#ready = quietReject(invalid(`url must be a string (got ${typeof url})`))
+      nativeOfClient.set(this, this.#ready)
       return
     }
     let opts
@@ -613,6 +751,7 @@ class Client {
       opts = optionsObject(options)
     } catch (e) {
       this.#ready = quietReject(e)
+      nativeOfClient.set(this, this.#ready)
       return
     }
     let connecting
@@ -633,6 +772,7 @@ class Client {
       },
     )
     this.#ready.catch(() => {})
+    nativeOfClient.set(this, this.#ready)
   }
 
   /** Resolves once connected; rejects with the connect error (e.g. RLOCK_CONNECTION). */
@@ -821,4 +961,4 @@ class Client {
 /** The rlock version, "MAJOR.MINOR.PATCH" (the addon's; the package's own version is the same). */
 const version = native.version()
 
-module.exports = { version, Client, Lock, ReadWriteLock, MultiLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }
+module.exports = { version, Client, Lock, ReadWriteLock, MultiLock, RedLock, FencedRedLock, redLock, fencedRedLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }

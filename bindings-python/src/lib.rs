@@ -6,6 +6,7 @@
 
 mod aio;
 mod errors;
+mod red_lock;
 mod runtime;
 mod wait;
 
@@ -250,6 +251,7 @@ enum Taken {
     Permits(rlock::Permits),
     Permit(rlock::Permit),
     Multi(rlock::MultiGuard),
+    Red(rlock::RedGuard),
 }
 
 /// The outcome of a blocking acquire: what it took, or `None` when the wait ran out.
@@ -269,6 +271,7 @@ impl Acquired {
                 g.keep();
                 Some(token)
             }
+            Some(Taken::Red(g)) => Some(g.keep().unwrap_or(0)),
             other => Acquired(other).claim().then_some(0),
         }
     }
@@ -280,6 +283,7 @@ impl Acquired {
             Some(Taken::Permits(p)) => p.keep(),
             Some(Taken::Permit(p)) => return Some(p.keep()),
             Some(Taken::Multi(m)) => m.keep(),
+            Some(Taken::Red(g)) => drop(g.keep()),
             None => return None,
         }
         Some(String::new())
@@ -293,6 +297,12 @@ impl Acquired {
 /// unclaimed and the core guard in it releases the hold.
 #[pyclass(frozen, module = "rlock._native")]
 struct PendingAcquire(std::sync::Mutex<Option<Taken>>);
+
+impl PendingAcquire {
+    fn new(taken: Option<Taken>) -> Self {
+        PendingAcquire(std::sync::Mutex::new(taken))
+    }
+}
 
 #[pymethods]
 impl PendingAcquire {
@@ -1003,6 +1013,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Semaphore>()?;
     m.add_class::<PermitExpirableSemaphore>()?;
     m.add_class::<MultiLock>()?;
+    m.add_class::<red_lock::RedLock>()?;
     m.add_class::<Lock>()?;
     m.add_class::<PendingAcquire>()?;
     m.add_class::<CountDownLatch>()?;

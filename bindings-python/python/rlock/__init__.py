@@ -70,6 +70,10 @@ __all__ = [
     "semaphore",
     "permit_expirable_semaphore",
     "multi_lock",
+    "red_lock",
+    "fenced_red_lock",
+    "RedLock",
+    "FencedRedLock",
     "count_down_latch",
     "configure",
     "RLockError",
@@ -112,7 +116,8 @@ class LostEvent:
     #: The lock (or semaphore) name.
     name: str
     #: The kind of hold: ``"lock"`` (reentrant, fenced and fair locks), ``"read"``,
-    #: ``"write"``, or ``"permit"`` (a permit of a permit-expirable semaphore).
+    #: ``"write"``, ``"permit"`` (a permit of a permit-expirable semaphore), or ``"red_lock"``
+    #: (a :class:`RedLock` left with fewer than a majority of its servers).
     kind: str
     #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``; for a
     #: permit, the client's owner 0, since permits have no owner).
@@ -502,9 +507,7 @@ class FencedLock(Lock):
         return self._token_of(await self.acquire_async())
 
     def _token_of(self, token: Optional[int]) -> int:
-        if token is None:  # a wait without a bound ends only with a token
-            raise NotAcquiredError(f"fenced lock {self.name!r} was not acquired")
-        return token
+        return _got_token(token, f"fenced lock {self.name!r}")
 
 
 class ReadWriteLock:
@@ -811,6 +814,158 @@ class MultiLock:
 def multi_lock(locks: Iterable[Lock]) -> MultiLock:
     """A :class:`MultiLock` over ``locks`` (at least one), taken in this order."""
     return MultiLock(locks)
+
+
+class RedLock:
+    """One lock name held by a majority of N independent servers (Redisson's
+    ``RedissonRedLock``; antirez's algorithm), so it survives the loss of a minority of them.
+    Each server stores an ordinary lock in Redisson's layout. ``with lock:`` holds it for the
+    calling thread, ``async with lock:`` for the current task; holds taken without a ``lease``
+    are renewed by each server's watchdog, and the holder is told (:meth:`on_lost`) as soon as
+    fewer than a majority are left."""
+
+    __slots__ = ("_clients", "_native", "__weakref__")
+
+    def __init__(self, name: str, clients: Iterable[Client], *, _fenced: bool = False) -> None:
+        self._clients = tuple(clients)
+        self._native = _native.RedLock(name, [c._native for c in self._clients], _fenced)
+
+    @property
+    def name(self) -> str:
+        """The lock name (the key on every server)."""
+        return self._native.name
+
+    @property
+    def clients(self) -> "tuple[Client, ...]":
+        """The clients, one per server."""
+        return self._clients
+
+    @property
+    def quorum(self) -> int:
+        """How many servers make a majority."""
+        return self._native.quorum
+
+    def _client(self) -> Client:
+        return self._clients[0]
+
+    def acquire(self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None) -> bool:
+        """Takes the lock on a majority for the calling thread, waiting as :meth:`Lock.acquire`
+        does; returns whether it did (when not, nothing is held). Raises
+        :class:`ConnectionError` or :class:`TimeoutError` when more than a minority of the
+        servers failed. ``lease`` as :meth:`Lock.acquire`, on each server."""
+        return self._native.acquire(None, _wait_arg(blocking, timeout), lease) is not None
+
+    def release(self) -> bool:
+        """Releases the calling thread's holds on every server; True when the lock became free
+        (False: it had re-entered). Raises :class:`LockLostError` when fewer than a majority
+        were still held, :class:`NotHeldError` when it holds none."""
+        return self._native.release(None)
+
+    async def acquire_async(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> bool:
+        """Takes the lock for the current asyncio task (``timeout`` None: forever; 0: one
+        round). Cancelling the call leaves nothing held."""
+        pending = await self._native.acquire_async(self._client()._task_owner(), timeout, lease)
+        return pending.claim()
+
+    async def release_async(self) -> bool:
+        """Releases the current task's holds (as :meth:`release`)."""
+        return await self._native.release_async(self._client()._task_owner())
+
+    def is_held(self) -> bool:
+        """Whether the current owner (task or thread) holds it on a majority of the servers."""
+        return self._native.is_held(self._client()._current_owner())
+
+    def is_lost(self) -> bool:
+        """Whether the current owner's hold was lost (fewer than a majority left), until it
+        calls release."""
+        return self._native.is_lost(self._client()._current_owner())
+
+    def on_lost(self, callback: LostCallback) -> Callable[[], None]:
+        """Calls ``callback(LostEvent)`` (kind ``"red_lock"``, on a library thread) when a hold
+        of this lock is left with fewer than a majority of its servers. Returns a function that
+        unregisters it."""
+        return _listen(self._native, callback, "RedLock")
+
+    def __enter__(self) -> RedLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        _release_on_exit(self.release, exc_type)
+
+    async def __aenter__(self) -> RedLock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await _release_on_exit_async(self.release_async, exc_type)
+
+    def __repr__(self) -> str:
+        return f"<rlock.{type(self).__name__} {self.name!r} on {len(self._clients)} servers>"
+
+
+class FencedRedLock(RedLock):
+    """A :class:`RedLock` whose every acquire hands out a fencing token that strictly increases
+    across successful acquires, whichever majority granted them (each server's counter
+    ``redisson_lock_token:{name}`` is a quorum register: read from a majority, raised on a
+    majority, then handed out). :meth:`acquire` returns it; ``with lock as token:`` gives it."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, clients: Iterable[Client]) -> None:
+        super().__init__(name, clients, _fenced=True)
+
+    @property
+    def token(self) -> Optional[int]:
+        """The current owner's latest token while it holds the lock; None otherwise."""
+        return self._native.token(self._client()._current_owner())
+
+    def acquire(  # type: ignore[override]
+        self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None
+    ) -> Optional[int]:
+        """Acquires as :meth:`RedLock.acquire` and returns the new token, or None when the wait
+        ran out."""
+        return self._native.acquire(None, _wait_arg(blocking, timeout), lease)
+
+    async def acquire_async(  # type: ignore[override]
+        self, timeout: Optional[float] = None, *, lease: Optional[float] = None
+    ) -> Optional[int]:
+        """Acquires as :meth:`RedLock.acquire_async` and returns the new token, or None."""
+        pending = await self._native.acquire_async(self._client()._task_owner(), timeout, lease)
+        return pending.claim_token()
+
+    def __enter__(self) -> int:  # type: ignore[override]
+        return _got_token(self.acquire(), f"fenced RedLock {self.name!r}")
+
+    async def __aenter__(self) -> int:  # type: ignore[override]
+        return _got_token(await self.acquire_async(), f"fenced RedLock {self.name!r}")
+
+
+def _got_token(token: Optional[int], what: str) -> int:
+    if token is None:  # a wait without a bound ends only with a token
+        raise NotAcquiredError(f"{what} was not acquired")
+    return token
+
+
+def red_lock(name: str, clients: Iterable[Client]) -> RedLock:
+    """A :class:`RedLock` on ``name`` over ``clients`` (an odd number, at least 3, each on its
+    own independent server)."""
+    return RedLock(name, clients)
+
+
+def fenced_red_lock(name: str, clients: Iterable[Client]) -> FencedRedLock:
+    """A :class:`FencedRedLock` on ``name`` over ``clients`` (as :func:`red_lock`)."""
+    return FencedRedLock(name, clients)
 
 
 _default_guard = threading.Lock()

@@ -1,0 +1,149 @@
+//! RedLock on the Python surface (core `rlock::RedLock` / `rlock::FencedRedLock`): one native
+//! class for both; `rlock.RedLock` and `rlock.FencedRedLock` wrap it.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+use crate::errors::map_err;
+use crate::runtime::Rt;
+use crate::{aio, lost_caller, opt_seconds, Acquired, Client, Handle, Outcome, PendingAcquire, Taken};
+
+/// One lock name held by a majority of N independent servers (one client each). Holds belong
+/// to owners: the calling thread, or an explicit id (unique across the process's clients).
+#[pyclass(frozen, module = "rlock._native")]
+pub(crate) struct RedLock {
+    inner: rlock::RedLock,
+    client: rlock::Client,
+    rt: Rt,
+}
+
+impl Handle for RedLock {
+    fn client(&self) -> &rlock::Client {
+        &self.client
+    }
+    fn rt(&self) -> &Rt {
+        &self.rt
+    }
+}
+
+/// The acquire future of the sync and async entry points.
+async fn acquire(
+    red: rlock::RedLock,
+    owner: rlock::Owner,
+    timeout: Option<Duration>,
+    lease: Option<Duration>,
+) -> rlock::Result<Acquired> {
+    Ok(Acquired(red.acquire_guard(&owner, timeout, lease).await?.map(Taken::Red)))
+}
+
+#[pymethods]
+impl RedLock {
+    /// A RedLock on `name` over `clients` (an odd number, at least 3); `fenced` hands out
+    /// fencing tokens.
+    #[new]
+    #[pyo3(signature = (name, clients, fenced = false))]
+    fn new(name: &str, clients: Vec<PyRef<'_, Client>>, fenced: bool) -> PyResult<Self> {
+        let natives: Vec<rlock::Client> = clients.iter().map(|c| c.inner.clone()).collect();
+        let inner = if fenced {
+            rlock::FencedRedLock::new(name, &natives).map(|f| f.red_lock().clone())
+        } else {
+            rlock::RedLock::new(name, &natives)
+        }
+        .map_err(map_err)?;
+        let first = &clients[0];
+        Ok(RedLock { inner, client: first.inner.clone(), rt: first.rt.clone() })
+    }
+
+    /// The lock name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// How many servers make a majority.
+    #[getter]
+    fn quorum(&self) -> usize {
+        self.inner.quorum()
+    }
+
+    /// Blocks until `owner` (None: this thread) holds a majority, or `timeout` seconds passed
+    /// (None: no limit; 0: one round). The token (0 when not fenced), or None when the wait
+    /// ran out.
+    #[pyo3(signature = (owner = None, timeout = None, lease = None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        owner: Option<u64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Option<u64>> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let (red, owner) = (self.inner.clone(), self.owner(owner)?);
+        Ok(self.run(py, acquire(red, owner, timeout, lease))?.claim_token())
+    }
+
+    /// Like `acquire` for `owner`, as an awaitable of a `PendingAcquire`.
+    #[pyo3(signature = (owner, timeout = None, lease = None))]
+    fn acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        owner: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let (red, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        aio::future_into_py(py, &self.rt, &self.client, async move {
+            let got = acquire(red, owner, timeout, lease).await.map(|a| PendingAcquire::new(a.0));
+            Ok(Outcome(got))
+        })
+    }
+
+    /// Releases `owner`'s holds (None: this thread) on every server; True when the lock became
+    /// free (False: it had re-entered).
+    #[pyo3(signature = (owner = None))]
+    fn release(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<bool> {
+        let (red, owner) = (self.inner.clone(), self.owner(owner)?);
+        self.run(py, async move { Ok(red.release(&owner).await?.is_unlocked()) })
+    }
+
+    /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
+    fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
+        let (red, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        aio::future_into_py(py, &self.rt, &self.client, async move {
+            Ok(Outcome(red.release(&owner).await.map(|r| r.is_unlocked())))
+        })
+    }
+
+    /// Whether `owner` (None: this thread) holds it on a majority of the servers.
+    #[pyo3(signature = (owner = None))]
+    fn is_held(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<bool> {
+        let (red, owner) = (self.inner.clone(), self.owner(owner)?);
+        self.run(py, async move { red.is_held(&owner).await })
+    }
+
+    /// Whether `owner`'s RedLock was lost (fewer than a majority of its holds left).
+    #[pyo3(signature = (owner = None))]
+    fn is_lost(&self, owner: Option<u64>) -> PyResult<bool> {
+        Ok(self.inner.is_lost(&self.owner(owner)?))
+    }
+
+    /// The token of `owner`'s latest acquire while it holds it (fenced); None otherwise.
+    #[pyo3(signature = (owner = None))]
+    fn token(&self, owner: Option<u64>) -> PyResult<Option<u64>> {
+        Ok(self.inner.token_of(&self.owner(owner)?))
+    }
+
+    /// Calls `callback(name, kind, owner, reason, permit_id)` (kind "red_lock") when a hold of
+    /// this RedLock is lost; returns the listener id.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {
+        self.rt.check_pid()?;
+        Ok(self.inner.on_lost(None, lost_caller(&self.rt, callback)).into_raw())
+    }
+
+    /// Removes a listener added with `on_lost`; False when it was already removed.
+    fn remove_lost_listener(&self, id: u64) -> bool {
+        self.inner.remove_lost_listener(rlock::ListenerId::from_raw(id))
+    }
+}

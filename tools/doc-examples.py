@@ -6,7 +6,8 @@ info string of every block names its language first (what GitHub highlights) and
 whether the block is an example to run:
 
     ```rust run             a complete program, extracted and run against a private Redis
-    ```python run topology=cluster    the same against a private cluster (also: sentinel, tls)
+    ```python run topology=cluster    the same against a private cluster (also: sentinel, tls,
+                                      three: three independent servers in REDIS_URLS)
     ```sh no-run            shown only: shell transcripts, install commands, fragments
 
 Every block must say one or the other (`check` fails otherwise, so a new example cannot skip
@@ -52,7 +53,7 @@ OUT = ROOT / "build" / "doc-examples"
 sys.path.insert(0, str(ROOT / "tests"))
 
 LANGS = {"rust", "python", "js", "c", "sh"}
-TOPOLOGIES = {"single", "cluster", "sentinel", "tls"}
+TOPOLOGIES = {"single", "cluster", "sentinel", "tls", "three"}
 # What an example must contain to count as asserting something.
 ASSERTS = {
     "rust": re.compile(r"\bassert(_eq|_ne)?!"),
@@ -413,6 +414,30 @@ def command(ex: Example) -> List[str]:
     return ["bash", "-euo", "pipefail", str(ex.path)]
 
 
+class Three:
+    """Three independent private servers (topology ``three``, for RedLock), shown to the
+    examples as ``REDIS_URLS`` (comma-separated) and the first one's ``REDIS_URL``."""
+
+    def __init__(self) -> None:
+        from testbed import Testbed
+
+        self.beds = []
+        try:
+            for _ in range(3):
+                self.beds.append(Testbed("single"))
+        except Exception:
+            self.close()
+            raise
+        self.info = {"url": self.beds[0].url, "nodes": [n for b in self.beds for n in b.info["nodes"]]}
+
+    def log(self, node: str, lines: int) -> str:
+        return "".join(b.log(node, lines) for b in self.beds if any(n["name"] == node for n in b.info["nodes"]))
+
+    def close(self) -> None:
+        for b in self.beds:
+            b.close()
+
+
 class Servers:
     """The private topologies the examples run against, started on first use."""
 
@@ -423,9 +448,8 @@ class Servers:
         from testbed import Testbed
 
         if topology not in self.started:
-            args = {"single": ["single"], "cluster": ["cluster"], "sentinel": ["sentinel"], "tls": ["tls"]}[topology]
             print(f"== starting a private {topology} (rlock-testbed)", flush=True)
-            self.started[topology] = Testbed(*args)
+            self.started[topology] = Three() if topology == "three" else Testbed(topology)
         return self.started[topology]
 
     def env(self, topology: str) -> Dict[str, str]:
@@ -434,6 +458,8 @@ class Servers:
         env = {"REDIS_URL": info["tls_url"] if topology == "tls" else info["url"]}
         if topology == "tls":
             env["REDIS_CA_FILE"] = info["ca"]
+        if topology == "three":
+            env["REDIS_URLS"] = ",".join(b.url for b in tb.beds)  # type: ignore[attr-defined]
         return env
 
     def flush(self, topology: str) -> None:

@@ -43,6 +43,9 @@ use crate::watchdog::{ListenerId, LostEvent};
 /// for the other owner's round to end, short against a hand-off.
 const MAX_PAUSE: Duration = Duration::from_millis(10);
 
+/// The least time a round waits for a member's answer (see [`RedLock::member_limit`]).
+const MEMBER_LIMIT: Duration = Duration::from_millis(50);
+
 /// How long, at least, the members still answering get once a majority is held.
 const GRACE: Duration = Duration::from_millis(50);
 
@@ -117,11 +120,13 @@ impl RedGuard {
 enum Round {
     Taken(RedGuard),
     /// Not taken (everything given back): wait on these busy members' channels, at most this
-    /// long (`None`: no bound), after a random pause when `split`.
+    /// long (`None`: no bound), after a random pause when `split`. `unreachable`: a majority
+    /// did not answer in time (the members that failed or stayed silent, with why).
     Busy {
         busy: Vec<usize>,
         bound: Option<Duration>,
         split: bool,
+        unreachable: Option<Vec<(usize, Error)>>,
     },
 }
 
@@ -212,6 +217,17 @@ impl RedLock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<RedGuard>> {
+        let (red, owner) = (self.clone(), owner.clone());
+        self.on_workers(async move { red.acquire_here(&owner, wait, lease).await }).await
+    }
+
+    /// [`RedLock::acquire_guard`], polled where the caller polls it.
+    async fn acquire_here(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<RedGuard>> {
         let first = self.inner.members[0].shared();
         first.check_owner(owner)?;
         first.check_open()?;
@@ -226,6 +242,7 @@ impl RedLock {
             None => None,
         };
         let mut joined: Option<Vec<Membership>> = None;
+        let mut unreachable_since: Option<Instant> = None;
         loop {
             // Registered before the round, so an unlock during it is not missed.
             let notified: Vec<_> = joined
@@ -248,7 +265,19 @@ impl RedLock {
                     lock_map(&self.inner.acquires).insert(owner.id(), (seq, g.token));
                     return Ok(Some(g));
                 }
-                Round::Busy { busy, bound, split } => (busy, bound, split),
+                Round::Busy { busy, bound, split, unreachable } => {
+                    match unreachable {
+                        // No majority answered: an error once that lasted a command timeout.
+                        Some(failed) => {
+                            let since = *unreachable_since.get_or_insert_with(Instant::now);
+                            if since.elapsed() >= self.unreachable_limit() {
+                                return Err(self.no_majority("acquire", &failed));
+                            }
+                        }
+                        None => unreachable_since = None,
+                    }
+                    (busy, bound, split)
+                }
             };
             let left = remaining(deadline);
             if left == Some(Duration::ZERO) {
@@ -269,6 +298,9 @@ impl RedLock {
                 continue;
             }
             let mut sleep = bound.unwrap_or(Duration::from_secs(1));
+            if unreachable_since.is_some() {
+                sleep = sleep.min(self.member_limit());
+            }
             if let Some(l) = left {
                 sleep = sleep.min(l);
             }
@@ -289,6 +321,26 @@ impl RedLock {
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
+    }
+
+    /// Runs `fut` as a task on the first client's runtime, aborted (dropped at an await, which
+    /// every step here survives) when the returned future is dropped. A RedLock's calls span
+    /// several clients and leave member calls running once a round is decided: on the tokio
+    /// workers they take the clients' shared connections, never a surface's event-loop link,
+    /// which only that surface's thread drives.
+    async fn on_workers<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        struct AbortOnDrop(tokio::task::AbortHandle);
+        impl Drop for AbortOnDrop {
+            fn drop(&mut self) {
+                self.0.abort();
+            }
+        }
+        let task = self.inner.members[0].shared().cleanups().handle().spawn(fut);
+        let _abort = AbortOnDrop(task.abort_handle());
+        task.await.map_err(|_| Error::closed())?
     }
 
     /// Joins every member's unlock channel and waits (at most the subscription timeout, or
@@ -319,13 +371,20 @@ impl RedLock {
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                let o = self.owner_on(i, owner);
-                async move { (i, m.try_once(&o, lease).await) }
+                let (m, o) = (m.clone(), self.owner_on(i, owner));
+                let tried = on_runtime(&m.clone(), async move { m.try_once(&o, lease).await });
+                async move { (i, tried.await.and_then(|r| r)) }
             })
             .collect();
         let (mut held, mut busy, mut failed) = (Vec::new(), Vec::new(), Vec::new());
         let mut bound: Option<Duration> = None;
-        while let Some((i, r)) = tries.next().await {
+        // A member that has not answered by then counts as slow for this round (antirez: a
+        // per-server timeout small against the lease), so a stopped server holds no round up
+        // for a whole command timeout.
+        let slow_after = start + self.member_limit();
+        let mut answered = vec![false; n];
+        while let Ok(Some((i, r))) = tokio::time::timeout_at(slow_after, tries.next()).await {
+            answered[i] = true;
             match r {
                 Ok(Ok(g)) => held.push(g),
                 Ok(Err(b)) => {
@@ -360,6 +419,7 @@ impl RedLock {
                 break;
             }
         }
+        let slow: Vec<usize> = (0..n).filter(|&i| !answered[i]).collect();
         // Tries still under way are dropped: one that took its member gives it back.
         drop(tries);
         let lease = lease.unwrap_or_else(|| {
@@ -377,7 +437,30 @@ impl RedLock {
         if failed.len() > n - q {
             return Err(self.no_majority("acquire", &failed));
         }
-        Ok(Round::Busy { busy, bound, split })
+        let unreachable = (failed.len() + slow.len() > n - q).then(|| {
+            let limit = self.member_limit();
+            let quiet = slow.iter().map(|&i| {
+                (i, Error::new(ErrorKind::Timeout, format!("no answer within {} ms", limit.as_millis())))
+            });
+            failed.into_iter().chain(quiet).collect()
+        });
+        Ok(Round::Busy { busy, bound, split, unreachable })
+    }
+
+    /// How long a majority may stay without answering before an acquire fails: the command
+    /// timeout (3 s without one).
+    fn unreachable_limit(&self) -> Duration {
+        self.inner.members[0].shared().options().command_timeout.unwrap_or(Duration::from_secs(3))
+    }
+
+    /// How long a round waits for a member's answer: 1% of the shortest lease, at least 50 ms,
+    /// at most the command timeout.
+    fn member_limit(&self) -> Duration {
+        let first = self.inner.members[0].shared();
+        let lease =
+            self.inner.members.iter().map(|m| m.shared().watchdog().lease()).min().unwrap_or_default();
+        let limit = (lease / 100).max(MEMBER_LIMIT);
+        first.options().command_timeout.map_or(limit, |t| limit.min(t))
     }
 
     /// The error of a step that failed on more than a minority of the servers.
@@ -409,7 +492,11 @@ impl RedLock {
             .members
             .iter()
             .enumerate()
-            .map(|(i, m)| async move { (i, token_read(m, key).await) })
+            .map(|(i, m)| {
+                let (m2, key) = (m.clone(), key.to_owned());
+                let read = on_runtime(m, async move { token_read(&m2, &key).await });
+                async move { (i, read.await.and_then(|r| r)) }
+            })
             .collect();
         let (mut top, mut answered, mut failed) = (0u64, 0, Vec::new());
         while let Some((i, r)) = reads.next().await {
@@ -433,7 +520,11 @@ impl RedLock {
             .members
             .iter()
             .enumerate()
-            .map(|(i, m)| async move { (i, token_raise(m, key, token).await) })
+            .map(|(i, m)| {
+                let (m2, key) = (m.clone(), key.to_owned());
+                let raised = on_runtime(m, async move { token_raise(&m2, &key, token).await });
+                async move { (i, raised.await.and_then(|r| r)) }
+            })
             .collect();
         let (mut acked, mut failed) = (0, Vec::new());
         while let Some((i, r)) = writes.next().await {
@@ -456,10 +547,18 @@ impl RedLock {
     /// Releases `owner`'s holds on every member it holds through these clients (all of them,
     /// also when some fail). [`Released::StillHeld`] when it had re-entered. Errors: `Lost`
     /// when fewer than a majority of its members were still held (the lost-hold listeners
-    /// were told); `NotHeld` when it holds none; else, when fewer than a majority could be
-    /// released, the first failure's kind with every failing member named. Failures on a
-    /// minority are logged: the majority was held until now and released.
+    /// were told); `NotHeld` when it holds none; else, when the release failed on more than a
+    /// minority of the servers (so the lock may stay held there until the leases end), the
+    /// first failure's kind with every failing server named. Failures on a minority are
+    /// logged only: a majority of the servers is free of this owner's hold, so others can
+    /// take the lock.
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
+        let (red, owner) = (self.clone(), owner.clone());
+        self.on_workers(async move { red.release_here(&owner).await }).await
+    }
+
+    /// [`RedLock::release`], polled where the caller polls it.
+    async fn release_here(&self, owner: &Owner) -> Result<Released> {
         let inner = &self.inner;
         inner.members[0].shared().check_owner(owner)?;
         let tracked: Vec<usize> = (0..inner.members.len())
@@ -502,7 +601,8 @@ impl RedLock {
                 ),
             ));
         }
-        if tracked.len() - failed.len() < inner.quorum && !failed.is_empty() {
+        // Free for others once a majority of the servers has no hold of ours left.
+        if failed.len() > inner.members.len() - inner.quorum {
             return Err(self.no_majority("release", &failed));
         }
         for (i, e) in &failed {
@@ -520,6 +620,12 @@ impl RedLock {
     /// Whether `owner` holds the lock on a majority of the servers (one query per server).
     /// Errors when fewer than a majority answered.
     pub async fn is_held(&self, owner: &Owner) -> Result<bool> {
+        let (red, owner) = (self.clone(), owner.clone());
+        self.on_workers(async move { red.is_held_here(&owner).await }).await
+    }
+
+    /// [`RedLock::is_held`], polled where the caller polls it.
+    async fn is_held_here(&self, owner: &Owner) -> Result<bool> {
         let inner = &self.inner;
         let results = futures_util::future::join_all(inner.members.iter().enumerate().map(|(i, m)| {
             let o = self.owner_on(i, owner);
@@ -710,6 +816,18 @@ impl FencedRedLock {
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
         self.red.release(owner).await
     }
+}
+
+/// Runs `fut` as a task on `member`'s client runtime. A round stops listening to its members
+/// once it is decided; a call left running there finishes (and gives back what it took) on
+/// the tokio workers, never through a surface's own event-loop connection, which only its
+/// thread drives.
+fn on_runtime<T: Send + 'static>(
+    member: &Lock,
+    fut: impl std::future::Future<Output = T> + Send + 'static,
+) -> impl std::future::Future<Output = Result<T>> {
+    let task = member.shared().cleanups().handle().spawn(fut);
+    async move { task.await.map_err(|_| Error::closed()) }
 }
 
 /// A member server's token counter (0 before the first token).

@@ -228,3 +228,28 @@ async fn fenced_tokens_increase_whatever_the_majority() {
         last = t;
     }
 }
+
+/// Two of three servers stopped (not refusing: silent): rounds do not wait a command timeout
+/// each; the acquire fails `Timeout` once no majority answered for a command timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_majority_fails_with_timeout_after_a_command_timeout() {
+    let (servers, clients) = three(quick()).await;
+    let red = RedLock::new("red:h", &clients).unwrap();
+    let me = red.new_owner();
+    servers[1].sigstop().unwrap();
+    servers[2].sigstop().unwrap();
+    let started = std::time::Instant::now();
+    let e = red.try_acquire(&me, Duration::from_secs(30), None).await.unwrap_err();
+    let took = started.elapsed();
+    servers[1].sigcont().unwrap();
+    servers[2].sigcont().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert!(e.message().contains("no answer within"), "{e}");
+    // The command timeout (2 s), not the 30 s wait.
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "took {took:?}");
+    let free = || redis::cmd("EXISTS").arg("red:h").query::<i64>(&mut servers[0].conn()).unwrap() == 0;
+    assert!(
+        common::eventually(Duration::from_secs(5), free).await,
+        "the live server's member was given back"
+    );
+}

@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use rlock::{
-    Client, ClientOptions, ErrorKind, Lock, MultiLock, Owner, Permit, PermitExpirableSemaphore, Released,
-    Semaphore,
+    Client, ClientOptions, ErrorKind, Lock, MultiLock, Owner, Permit, PermitExpirableSemaphore, RedLock,
+    Released, Semaphore,
 };
 use tokio::io::AsyncBufReadExt;
 
@@ -93,6 +93,8 @@ struct Worker {
     client: Client,
     url: String,
     label: String,
+    /// Clients of the other servers of a RedLock (`red_urls`).
+    others: Vec<Client>,
     me: Owner,
     locks: HashMap<String, Target>,
     data: Option<MultiplexedConnection>,
@@ -102,7 +104,8 @@ struct Worker {
 /// or `fair` (that lock of the family), `sem@NAME` (one permit of semaphore NAME per acquire),
 /// `pes@NAME` (one permit of permit-expirable semaphore NAME per acquire, renewed by the
 /// watchdog unless given a lease) or `multi@NAME` (the multi-lock over the reentrant locks
-/// `NAME:x` and `NAME:y`, taken x,y when the worker's label ends in an even digit, else y,x).
+/// `NAME:x` and `NAME:y`, taken x,y when the worker's label ends in an even digit, else y,x),
+/// or `red@NAME` (the RedLock NAME over this worker's server and those of `red_urls`).
 #[derive(Clone)]
 enum Target {
     Lock(Lock),
@@ -115,10 +118,11 @@ enum Taker {
     Sem(Semaphore),
     Pes(PermitExpirableSemaphore),
     Multi(MultiLock),
+    Red(RedLock),
 }
 
 /// The [`Target`] of `spec` for the worker labelled `label`.
-fn family_lock(client: &Client, label: &str, spec: &str) -> rlock::Result<Target> {
+fn family_lock(client: &Client, others: &[Client], label: &str, spec: &str) -> rlock::Result<Target> {
     let taking = |t: Taker| Ok(Target::Taking(t, Arc::default()));
     match spec.split_once('@') {
         Some(("read", name)) => Ok(Target::Lock(client.read_write_lock(name)?.read_lock())),
@@ -130,6 +134,11 @@ fn family_lock(client: &Client, label: &str, spec: &str) -> rlock::Result<Target
             let (x, y) = (client.lock(&format!("{name}:x"))?, client.lock(&format!("{name}:y"))?);
             let even = label.ends_with(['0', '2', '4', '6', '8']);
             taking(Taker::Multi(MultiLock::new(if even { vec![x, y] } else { vec![y, x] })?))
+        }
+        Some(("red", name)) => {
+            let clients: Vec<Client> =
+                std::iter::once(client.clone()).chain(others.iter().cloned()).collect();
+            taking(Taker::Red(RedLock::new(name, &clients)?))
         }
         _ => Ok(Target::Lock(client.lock(spec)?)),
     }
@@ -160,6 +169,11 @@ impl Target {
             (Taker::Pes(s), Some(w)) => s.try_acquire(w, lease).await?.map(Permit::keep),
             (Taker::Multi(m), None) => m.acquire(owner, lease).await.map(|()| Some(String::new()))?,
             (Taker::Multi(m), Some(w)) => m.try_acquire(owner, w, lease).await?.then(String::new),
+            (Taker::Red(r), None) => r.acquire_guard(owner, None, lease).await?.map(|g| {
+                g.keep();
+                String::new()
+            }),
+            (Taker::Red(r), Some(w)) => r.try_acquire(owner, w, lease).await?.then(String::new),
         };
         let Some(took) = took else { return Ok(false) };
         // No await since the acquire returned: what it took is remembered in the same poll.
@@ -181,6 +195,7 @@ impl Target {
             Taker::Sem(s) => drop(s.release(1).await?),
             Taker::Pes(s) => s.release(&took).await?,
             Taker::Multi(m) => m.release(owner).await?,
+            Taker::Red(r) => drop(r.release(owner).await?),
         }
         Ok(taken.lock().unwrap_or_else(|p| p.into_inner()).is_empty())
     }
@@ -202,7 +217,7 @@ impl Worker {
         if let Some(l) = self.locks.get(name) {
             return Ok(l.clone());
         }
-        let l = family_lock(&self.client, &self.label, name)?;
+        let l = family_lock(&self.client, &self.others, &self.label, name)?;
         self.locks.insert(name.to_owned(), l.clone());
         Ok(l)
     }
@@ -275,7 +290,7 @@ impl Worker {
         let mut data = self.data().await?;
         let mut rng = Rng::seeded(7);
         let locks = (0..names)
-            .map(|k| family_lock(&self.client, &self.label, &format!("{prefix}:{k}")))
+            .map(|k| family_lock(&self.client, &self.others, &self.label, &format!("{prefix}:{k}")))
             .collect::<rlock::Result<Vec<_>>>()?;
         let (mut per_name, mut violations, mut crossings) = (vec![0u64; names], 0u64, 0u64);
         let surface = self.label.split('-').next().unwrap_or_default().to_owned();
@@ -332,7 +347,7 @@ impl Worker {
     ) -> Result<String, BoxError> {
         let locks = Arc::new(
             (0..names)
-                .map(|k| family_lock(&self.client, &self.label, &format!("{prefix}:{k}")))
+                .map(|k| family_lock(&self.client, &self.others, &self.label, &format!("{prefix}:{k}")))
                 .collect::<rlock::Result<Vec<_>>>()?,
         );
         let acquired = Arc::new(AtomicU64::new(0));
@@ -380,6 +395,7 @@ async fn run() -> Result<(), BoxError> {
     let url = args.next().ok_or("usage: chaos <redis-url> [option=value ...]")?;
     let mut opts = ClientOptions::default();
     let mut label = "rust".to_owned();
+    let mut red_urls: Vec<String> = Vec::new();
     for a in args {
         let (k, v) = a.split_once('=').ok_or("options are key=value")?;
         let ms = || v.parse::<u64>().map(Duration::from_millis);
@@ -393,15 +409,23 @@ async fn run() -> Result<(), BoxError> {
                 label = v.to_owned();
                 opts
             }
+            "red_urls" => {
+                red_urls = v.split(',').map(str::to_owned).collect();
+                opts
+            }
             other => return Err(format!("unknown option {other}").into()),
         };
+    }
+    let mut others = Vec::new();
+    for u in &red_urls {
+        others.push(Client::connect(u, opts.clone()).await?);
     }
     let client = Client::connect(&url, opts).await?;
     client.on_lost(rlock::LostFilter::all(), |e| {
         emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name)))
     });
     let me = client.new_owner();
-    let mut w = Worker { client, url, label, me, locks: HashMap::new(), data: None };
+    let mut w = Worker { client, url, label, others, me, locks: HashMap::new(), data: None };
     emit(&format!(r#"{{"event":"ready","surface":"rust","pid":{}}}"#, std::process::id()));
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {
@@ -416,6 +440,7 @@ async fn run() -> Result<(), BoxError> {
         emit(&reply);
     }
     w.client.close();
+    w.others.iter().for_each(Client::close);
     emit(r#"{"event":"bye"}"#);
     Ok(())
 }

@@ -11,7 +11,7 @@ import readline from 'node:readline'
 // The package under test and the plain Redis client (its dev dependency `redis`) for the
 // critical sections' marker and counter.
 const require = createRequire(new URL('../../bindings-node/package.json', import.meta.url))
-const { Client, MultiLock, RLockError, codes } = require('./rlock.js')
+const { Client, MultiLock, RLockError, codes, redLock } = require('./rlock.js')
 const { createClient } = require('redis')
 
 const emit = (event) => process.stdout.write(JSON.stringify(event) + '\n')
@@ -20,6 +20,7 @@ const code = (e) => (e instanceof RLockError ? e.code.replace(/^RLOCK_/, '') : e
 const [url, ...args] = process.argv.slice(2)
 const options = {}
 let label = 'node'
+let redUrls = []
 for (const a of args) {
   const [k, v] = a.split('=')
   if (k === 'watchdog_ms') options.watchdogTimeoutMs = Number(v)
@@ -28,12 +29,15 @@ for (const a of args) {
   else if (k === 'retry_delay_ms') options.retryDelayMs = Number(v)
   else if (k === 'fair_wait_ms') options.fairLockWaitTimeoutMs = Number(v)
   else if (k === 'label') label = v
+  else if (k === 'red_urls') redUrls = v.split(',')
   else throw new Error(`unknown option ${k}`)
 }
 
 const client = new Client(url, options)
+// The other servers' clients of a RedLock (red@NAME).
+const redClients = redUrls.map((u) => new Client(u, options))
 try {
-  await client.ready()
+  await Promise.all([client, ...redClients].map((c) => c.ready()))
 } catch (e) {
   emit({ event: 'fatal', message: `connect: ${code(e)} ${e.message}` })
   process.exit(1)
@@ -68,7 +72,7 @@ async function notALock() {
 // A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that lock of
 // the family), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's permits) or
 // multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends in an even
-// digit, else y,x).
+// digit, else y,x) or red@NAME (the RedLock NAME over this server and those of red_urls).
 function familyLock(spec) {
   const at = spec.indexOf('@')
   const [kind, name] = at < 0 ? ['lock', spec] : [spec.slice(0, at), spec.slice(at + 1)]
@@ -81,6 +85,7 @@ function familyLock(spec) {
     const [x, y] = [client.lock(`${name}:x`), client.lock(`${name}:y`)]
     return taking(name, new MultiLock(/[02468]$/.test(label) ? [x, y] : [y, x]), false)
   }
+  if (kind === 'red') return taking(name, redLock(name, [client, ...redClients]), false)
   return client.lock(spec)
 }
 
@@ -279,7 +284,7 @@ for (;;) {
   const reply = await command(words)
   if (reply) emit(reply)
 }
-await client.close()
+await Promise.all([client, ...redClients].map((c) => c.close()))
 if (data) await data.quit().catch(() => {})
 emit({ event: 'bye' })
 rl.close()

@@ -14,7 +14,7 @@ import os
 import random
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import redis
 
@@ -26,7 +26,9 @@ class Taking:
     takes one permit (a permit-expirable one renewed by the watchdog unless given a lease) or
     every member, and is remembered (a permit's id) for the release that gives one back."""
 
-    def __init__(self, obj: Union[rlock.Semaphore, rlock.PermitExpirableSemaphore, rlock.MultiLock]) -> None:
+    def __init__(
+        self, obj: Union[rlock.Semaphore, rlock.PermitExpirableSemaphore, rlock.MultiLock, rlock.RedLock]
+    ) -> None:
         self.obj = obj
         self.taken: List[str] = []
 
@@ -78,11 +80,11 @@ class Taking:
 Target = Union[rlock.Lock, Taking]
 
 
-def family_lock(client: rlock.Client, spec: str, label: str) -> Target:
+def family_lock(client: rlock.Client, spec: str, label: str, others: Sequence[rlock.Client] = ()) -> Target:
     """A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that
     lock of the family), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's
-    permits) or multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends
-    in an even digit, else y,x)."""
+    permits), multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends
+    in an even digit, else y,x) or red@NAME (the RedLock NAME over `client` and `others`)."""
     kind, at, name = spec.partition("@")
     if not at:
         return client.lock(spec)
@@ -99,6 +101,8 @@ def family_lock(client: rlock.Client, spec: str, label: str) -> Target:
     if kind == "multi":
         x, y = client.lock(f"{name}:x"), client.lock(f"{name}:y")
         return Taking(rlock.multi_lock([x, y] if label.endswith(("0", "2", "4", "6", "8")) else [y, x]))
+    if kind == "red":
+        return Taking(rlock.red_lock(name, [client, *others]))
     return client.lock(spec)
 
 
@@ -147,16 +151,18 @@ def cancel_delay(rng: random.Random) -> float:
 
 
 class Worker:
-    def __init__(self, url: str, label: str, options: Dict[str, Any]) -> None:
+    def __init__(self, url: str, label: str, options: Dict[str, Any], red_urls: Sequence[str] = ()) -> None:
         self.url = url
         self.label = label
         self.client = rlock.Client(url, **options)
+        # The other servers' clients of a RedLock (red@NAME).
+        self.others = [rlock.Client(u, **options) for u in red_urls]
         self.locks: Dict[str, Target] = {}
 
     def lock(self, name: str) -> Target:
         lock = self.locks.get(name)
         if lock is None:
-            lock = self.locks[name] = family_lock(self.client, name, self.label)
+            lock = self.locks[name] = family_lock(self.client, name, self.label, self.others)
             lock.on_lost(lambda e: emit(event="lost", name=e.name))
         return lock
 
@@ -193,7 +199,7 @@ class Worker:
     def mx(self, prefix: str, names: int, sections: int) -> None:
         data = redis.Redis.from_url(self.url, decode_responses=True)
         rng = random.Random()
-        locks = [family_lock(self.client, f"{prefix}:{k}", self.label) for k in range(names)]
+        locks = [family_lock(self.client, f"{prefix}:{k}", self.label, self.others) for k in range(names)]
         per_name = [0] * names
         violations = crossings = 0
         surface = self.label.split("-")[0] + "-"
@@ -220,7 +226,7 @@ class Worker:
         """`count` acquires on `names` locks, `concurrency` tasks at a time; each acquire runs in
         its own task (its own owner), which is cancelled (`task.cancel()`) at a random moment;
         one that finished first is released, as its caller would."""
-        locks = [family_lock(self.client, f"{prefix}:{k}", self.label) for k in range(names)]
+        locks = [family_lock(self.client, f"{prefix}:{k}", self.label, self.others) for k in range(names)]
         counts = {"acquired": 0, "cancelled": 0}
 
         async def attempt(lock: Target, delay: float) -> None:
@@ -310,6 +316,7 @@ def main(argv: List[str]) -> int:
     url = argv[1]
     options: Dict[str, Any] = {}
     label = "python"
+    red_urls: List[str] = []
     for arg in argv[2:]:
         key, _, value = arg.partition("=")
         if key == "watchdog_ms":
@@ -324,10 +331,12 @@ def main(argv: List[str]) -> int:
             options["fair_lock_wait_timeout"] = int(value) / 1000
         elif key == "label":
             label = value
+        elif key == "red_urls":
+            red_urls = value.split(",")
         else:
             raise SystemExit(f"unknown option {key}")
     try:
-        w = Worker(url, label, options)
+        w = Worker(url, label, options, red_urls)
     except rlock.RLockError as e:
         emit(event="fatal", message=f"connect: {code(e)} {e}")
         return 1
@@ -340,6 +349,8 @@ def main(argv: List[str]) -> int:
             break
         w.command(words)
     w.client.close()
+    for c in w.others:
+        c.close()
     emit(event="bye")
     return 0
 

@@ -1698,10 +1698,19 @@ async fn red_lock_parts(
             let mut slowest = Duration::ZERO;
             for i in 0..REDLOCK_SECTIONS {
                 let start = Instant::now();
-                check(
-                    red.try_acquire(&owner, ACQUIRE_BOUND, None).await?,
-                    "rlock's RedLock was not taken within 30 s",
-                )?;
+                if !red.try_acquire(&owner, ACQUIRE_BOUND, None).await? {
+                    let mut holders = Vec::new();
+                    for s in &servers {
+                        let hash: Vec<(String, String)> = s.clone().hgetall(red.name()).await?;
+                        let ttl: i64 = s.clone().pttl(red.name()).await?;
+                        holders.push(format!("{hash:?} pttl {ttl}"));
+                    }
+                    return Err(format!(
+                        "rlock's RedLock was not taken within 30 s (this owner: {fields:?}; the servers: {})",
+                        holders.join(", ")
+                    )
+                    .into());
+                }
                 slowest = slowest.max(start.elapsed());
                 held_section(data.clone(), red.name(), "rust", &[red.name()]).await?;
                 let released = red.release(&owner).await?;

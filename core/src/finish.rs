@@ -30,7 +30,7 @@ impl Cleanups {
         Cleanups { handle, running: Arc::new((AtomicUsize::new(0), Notify::new())) }
     }
 
-    fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
         let running = self.running.clone();
         running.0.fetch_add(1, Ordering::SeqCst);
         // Counted down when the task ends or is dropped unfinished (a runtime shutting down).

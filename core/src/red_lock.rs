@@ -5,7 +5,9 @@
 //! Each server stores an ordinary reentrant lock (Redisson's layout), so `RedissonRedLock`
 //! users and rlock users exclude each other. An acquire round tries every server at once and
 //! succeeds with a majority and validity left (members answering within a short grace after
-//! that are kept too): the lease minus the time the round took minus a
+//! that are kept too; tries still under way then finish in the background and give back what
+//! they take, and the same owner's rounds leave those members alone until they have, so a
+//! member's hold count, shared by all of the owner's tries, never counts one hold twice): the lease minus the time the round took minus a
 //! drift allowance of 1% of the lease plus 2 ms (the published algorithm). A round that fails
 //! gives back what it took; the next waits on the unlock channels of the servers that were
 //! busy (pub/sub, never polling), after a random pause when the round had split the servers
@@ -68,6 +70,12 @@ struct RedInner {
     next_acquire: std::sync::atomic::AtomicU64,
     /// Each listener's ids on the member clients, by the first one's raw id.
     listeners: Mutex<HashMap<u64, Vec<(usize, ListenerId)>>>,
+    /// Member tries a round stopped waiting for, still under way in the background (they give
+    /// back what they take), by (owner id, member). The owner's rounds leave such a member
+    /// alone until its try ended: the member's hold count is the owner's, shared by every try,
+    /// so a new hold there would be counted twice until the stray's give-back, and a release
+    /// in between would only lower it to 1.
+    strays: Mutex<HashMap<(u64, usize), usize>>,
 }
 
 impl std::fmt::Debug for RedLock {
@@ -156,6 +164,7 @@ impl RedLock {
                 acquires: Mutex::new(HashMap::new()),
                 next_acquire: 1.into(),
                 listeners: Mutex::new(HashMap::new()),
+                strays: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -314,18 +323,27 @@ impl RedLock {
         let inner = &self.inner;
         let (n, q) = (inner.members.len(), inner.quorum);
         let start = Instant::now();
+        // Members with a stray try of this owner under way count as busy this round.
+        let straying: Vec<usize> = {
+            let strays = lock_map(&inner.strays);
+            (0..n).filter(|&i| strays.contains_key(&(owner.id(), i))).collect()
+        };
         let mut tries: FuturesUnordered<_> = inner
             .members
             .iter()
             .enumerate()
+            .filter(|(i, _)| !straying.contains(i))
             .map(|(i, m)| {
-                let o = self.owner_on(i, owner);
+                let (m, o) = (m.clone(), self.owner_on(i, owner));
                 async move { (i, m.try_once(&o, lease).await) }
             })
             .collect();
-        let (mut held, mut busy, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+        let skipped = straying.clone();
+        let (mut held, mut busy, mut failed) = (Vec::new(), straying, Vec::new());
         let mut bound: Option<Duration> = None;
+        let mut answered = Vec::new();
         while let Some((i, r)) = tries.next().await {
+            answered.push(i);
             match r {
                 Ok(Ok(g)) => held.push(g),
                 Ok(Err(b)) => {
@@ -350,7 +368,8 @@ impl RedLock {
                 // member (and survives more losses) while a stopped server costs little.
                 let grace = (start.elapsed() * 2).max(GRACE);
                 let late = async {
-                    while let Some((_, r)) = tries.next().await {
+                    while let Some((i, r)) = tries.next().await {
+                        answered.push(i);
                         if let Ok(Ok(g)) = r {
                             held.push(g);
                         }
@@ -360,8 +379,10 @@ impl RedLock {
                 break;
             }
         }
-        // Tries still under way are dropped: one that took its member gives it back.
-        drop(tries);
+        // Tries still under way finish in the background and give back what they take; until
+        // then this owner's rounds leave their members alone.
+        let pending: Vec<usize> = (0..n).filter(|i| !answered.contains(i) && !skipped.contains(i)).collect();
+        self.finish_strays(owner, pending, tries);
         let lease = lease.unwrap_or_else(|| {
             inner.members.iter().map(|m| m.shared().watchdog().lease()).min().unwrap_or_default()
         });
@@ -378,6 +399,35 @@ impl RedLock {
             return Err(self.no_majority("acquire", &failed));
         }
         Ok(Round::Busy { busy, bound, split })
+    }
+
+    /// Lets `tries` (a round's member tries still under way, on the members `pending`) finish
+    /// on the first client's runtime, giving back every member one of them takes; until each
+    /// ends, its member is a stray of `owner` (see `RedInner::strays`).
+    fn finish_strays<F>(&self, owner: &Owner, pending: Vec<usize>, mut tries: FuturesUnordered<F>)
+    where
+        F: std::future::Future<Output = (usize, Result<std::result::Result<Guard, Option<Duration>>>)>
+            + Send
+            + 'static,
+    {
+        if tries.is_empty() {
+            return;
+        }
+        {
+            let mut strays = lock_map(&self.inner.strays);
+            for &i in &pending {
+                *strays.entry((owner.id(), i)).or_insert(0) += 1;
+            }
+        }
+        let mut marks = StrayMarks { inner: Arc::downgrade(&self.inner), id: owner.id(), left: pending };
+        self.inner.members[0].shared().cleanups().spawn(async move {
+            while let Some((i, r)) = tries.next().await {
+                if let Ok(Ok(g)) = r {
+                    give_back(vec![g]).await;
+                }
+                marks.end(i);
+            }
+        });
     }
 
     /// The error of a step that failed on more than a minority of the servers.
@@ -734,6 +784,45 @@ async fn token_raise(member: &Lock, key: &str, token: u64) -> Result<()> {
                 .map_err(|e| Error::from_redis("token write failed", e))
         })
         .await
+}
+
+/// The stray marks of one round's unfinished tries, each taken back when its try ends (the
+/// rest when the task finishing them is dropped).
+struct StrayMarks {
+    inner: Weak<RedInner>,
+    id: u64,
+    left: Vec<usize>,
+}
+
+impl StrayMarks {
+    fn end(&mut self, i: usize) {
+        if let Some(pos) = self.left.iter().position(|&x| x == i) {
+            self.left.swap_remove(pos);
+            if let Some(inner) = self.inner.upgrade() {
+                unmark_stray(&inner, self.id, i);
+            }
+        }
+    }
+}
+
+impl Drop for StrayMarks {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            for &i in &self.left {
+                unmark_stray(&inner, self.id, i);
+            }
+        }
+    }
+}
+
+fn unmark_stray(inner: &RedInner, id: u64, i: usize) {
+    let mut strays = lock_map(&inner.strays);
+    if let Some(n) = strays.get_mut(&(id, i)) {
+        *n -= 1;
+        if *n == 0 {
+            strays.remove(&(id, i));
+        }
+    }
 }
 
 /// Releases what a failed round took, before anything else is tried.

@@ -20,6 +20,10 @@ EXPECTED = {
              ("handoff", "rust (fair lock)"), ("pairs", "rust (semaphore)"), ("handoff", "rust (semaphore)"),
              ("pairs", "rust (permit semaphore)"), ("handoff", "rust (permit semaphore)"),
              ("observability", None), ("watchdog", None)],
+    # RedLock over three independent servers, beside a plain lock on one of them.
+    "rust RedLock (3 servers)": [("pairs", s, o) for s in ("rust (RedLock, 3 servers)", "rust (lock, 1 of the 3 servers)")
+                                 for o in (1, 16, 64)]
+                                + [("handoff", "rust (RedLock, 3 servers)"), ("handoff", "rust (lock, 1 of the 3 servers)")],
     "Redisson": [("redisson", None)]
                 + [("pairs", s, o) for s in REDISSON_REENTRANT for o in (1, 16, 64, 256)]
                 + [("latency", "redisson (tuned)"), ("handoff", "redisson (defaults)"), ("handoff", "redisson (tuned)"),
@@ -31,11 +35,15 @@ EXPECTED = {
     "Python threads": [("pairs", "python-threads"), ("handoff", "python-threads")],
     "Python asyncio": [("pairs", "python-asyncio")],
     "Node": [("pairs", "node"), ("handoff", "node")],
+    "Node RedLock (3 servers)": [("pairs", "node (RedLock, 3 servers)", o) for o in (1, 16, 64)]
+                                + [("handoff", "node (RedLock, 3 servers)")],
     "peer redis-py Lock (Python)": [("pairs", "peer redis-py Lock"), ("handoff", "peer redis-py Lock")],
     "peer python-redis-lock (Python)": [("pairs", "peer python-redis-lock"), ("handoff", "peer python-redis-lock")],
     "peer redis-semaphore Mutex (Node)": [("pairs", "peer redis-semaphore Mutex"),
                                           ("handoff", "peer redis-semaphore Mutex")],
     "peer redlock (Node)": [("pairs", "peer redlock"), ("handoff", "peer redlock")],
+    "peer redlock over 3 servers (Node)": [("pairs", "peer redlock (3 servers)", o) for o in (1, 16, 64)]
+                                          + [("handoff", "peer redlock (3 servers)")],
     "peer hiredis SET NX lock (C)": [("pairs", "peer hiredis SET NX lock"), ("handoff", "peer hiredis SET NX lock")],
     "peer hiredis + rlock's scripts (C)": [("pairs", "peer hiredis + rlock's scripts")],
 }

@@ -9,8 +9,8 @@ Node surface); Redisson (the Java client) against the Rust core rows it mirrors 
 reentrant lock, against rlock's C surface (threads, as Redisson's)."""
 import sys
 
-from results import (REDISSON_HANDOFFS, REDISSON_LATENCY, REDISSON_PAIRS, SURFACES, Results, label, peer_name,
-                     redisson_setup)
+from results import (REDISSON_HANDOFFS, REDISSON_LATENCY, REDISSON_PAIRS, REDLOCK_SURFACES, SURFACES, Results, label,
+                     peer_name, redisson_setup)
 
 res = Results(sys.argv[1])
 by, first, rate, handoff, pairs = res.by, res.first, res.rate, res.handoff, res.pairs
@@ -116,6 +116,28 @@ for s in SURFACES:
     hc = f"{h['p50_us']:.0f} / {h['p99_us']:.0f} us" if h else ""
     p(f"| {label(s)} | {lc} | {hc} |")
 p("")
+
+red_rows = [s for s in REDLOCK_SURFACES if any(r["surface"] == s for r in pairs)]
+if any("RedLock" in s for s in red_rows):
+    p("### RedLock over 3 independent servers (beside single-server locks)")
+    p("")
+    p("Three more private redis-servers on the same machine. rlock's RedLock (Rust core; Node surface, "
+      "`redLock(name, clients)`) and the peer redlock 4 (Node, one ioredis connection per server, its "
+      "defaults: retryDelay 200 ms) take the lock on all three at once and hold it with a majority; "
+      "the single-server rows: rlock's plain lock on the first of those servers (Rust, same run), "
+      "rlock's Node surface and redlock on the main server. Pairs: uncontended, each owner its own "
+      "name; hand-off: 16 waiters on one name.")
+    p("")
+    red_owners = sorted({r["owners"] for r in pairs if r["surface"] in red_rows})
+    p("| surface | " + " | ".join(f"{o} owner{'s' if o > 1 else ''} pairs/s" for o in red_owners)
+      + " | hand-off, 16 waiters, p50 / p99 |")
+    p("|---|" + "---|" * (len(red_owners) + 1))
+    for s in red_rows:
+        cells = [fmt(rate(s, o)) if rate(s, o) is not None else "" for o in red_owners]
+        h = handoff(s)
+        hc = f"{h['p50_us']:.0f} / {h['p99_us']:.0f} us" if h else ""
+        p(f"| {label(s)} | " + " | ".join(cells) + f" | {hc} |")
+    p("")
 
 redisson = first("redisson")
 if redisson:

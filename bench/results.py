@@ -21,6 +21,13 @@ SURFACES = ["rust", "rust (2 connections)",
             "rust (semaphore)", "redisson (semaphore)",
             "rust (permit semaphore)", "redisson (permit semaphore)"]
 
+# RedLock over three independent servers (issue 32; bench/run.sh starts them): rlock's (Rust
+# core, Node surface) and the peer redlock over the same three, beside a plain lock on one of
+# those servers (Rust) and the single-server rows of the main run (Node surface, redlock on one
+# server). Their own table: a ratio to the one-server ceiling would say nothing.
+REDLOCK_SURFACES = ["rust (RedLock, 3 servers)", "rust (lock, 1 of the 3 servers)",
+                    "node (RedLock, 3 servers)", "peer redlock (3 servers)", "node", "peer redlock"]
+
 # Redisson's reentrant lock rows (rlock.interop.Bench): its configuration ("defaults": nothing
 # changed; "tuned": the connection pool sized for 256 owners) and API ("threads": a platform
 # thread per owner, lock()/unlock(); "async": lockAsync(id)/unlockAsync(id) chains with explicit

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every benchmark against ONE private redis-server and writes bench/out/results.jsonl (one
-# JSON object per figure), bench/out/results.md (the tables) and bench/out/results.png.
+# Runs every benchmark against ONE private redis-server (RedLock's against three more) and writes
+# bench/out/results.jsonl (one JSON object per figure), bench/out/results.md (the tables) and
+# bench/out/results.png.
 # `make bench` builds and installs everything first; run alone, this skips (and says so) a
 # surface whose build is missing. BENCH_SECONDS (default 3) is the length of each pairs run.
 #
@@ -19,6 +20,16 @@ fi
 . examples/redis.sh
 unset REDIS_URL
 start_private_redis
+# RedLock's figures: three more independent servers (REDIS_URLS), the Rust core's and the Node
+# surface's RedLock and the peer redlock over the same three.
+red_urls=""
+red_ports=()
+for _ in 1 2 3; do
+  rlock_testbed single
+  red_ports+=("$(rlock_json "$RLOCK_TESTBED_JSON" port)")
+  red_urls="$red_urls${red_urls:+,}$(rlock_json "$RLOCK_TESTBED_JSON" url)"
+done
+red_flush() { for p in "${red_ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done; }
 mkdir -p bench/out
 out=bench/out/results.jsonl
 : > "$out"
@@ -121,6 +132,10 @@ step "rust core: one-pair latency, hand-off, the lock family, semaphores"
 target/release/rlock-bench latency handoff family semaphore | tee -a "$out"
 cli FLUSHALL >/dev/null
 
+step "rust core: RedLock over 3 servers and a plain lock on one of them (pairs 1, 16, 64 owners; hand-off)"
+REDIS_URLS=$red_urls target/release/rlock-bench redlock | tee -a "$out"
+red_flush
+
 # 4. Watchdog scale.
 step "rust core: the cost of metrics, tracing and holder records (pairs with them on and off)"
 target/release/rlock-bench observability | tee -a "$out"
@@ -169,9 +184,10 @@ else
   skip "Python surface and peers (.venv with rlock, redis, redis_lock missing: run make bench)"
 fi
 if [ -d bench/node/node_modules ] && ls bindings-node/*.node >/dev/null 2>&1; then
-  step "Node surface and peers redis-semaphore Mutex, redlock"
-  node bench/node/bench.js | tee -a "$out"
+  step "Node surface and peers redis-semaphore Mutex, redlock; RedLock and redlock over 3 servers"
+  REDIS_URLS=$red_urls node bench/node/bench.js | tee -a "$out"
   cli FLUSHALL >/dev/null
+  red_flush
 else
   skip "Node surface and peers (addon or bench/node/node_modules missing: run make bench)"
 fi

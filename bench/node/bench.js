@@ -9,6 +9,11 @@
 // retryDelay 200 ms, retryJitter 100 ms; an acquire that runs out of retries is retried by the
 // bench loop, as a caller would). rlock: watchdog lease (30 s), no wait limit.
 //
+// With REDIS_URLS (three independent servers, comma-separated; bench/run.sh starts them), also
+// rlock's RedLock (`redLock(name, clients)`, one Client per server, each handle its own owner)
+// against redlock over the same three servers (one ioredis connection each, the same defaults):
+// pairs at 1, 16, 64 owners and the hand-off among 16 waiters.
+//
 // BENCH_SECONDS (default 3) per pairs run. BENCH_SHORT=1 (make bench-short): 0.5 s pairs runs
 // when BENCH_SECONDS is not given, and each hand-off stops after 50 acquisitions or 3 s (instead
 // of 300 or 30 s).
@@ -17,12 +22,13 @@ const path = require('node:path')
 const { performance } = require('node:perf_hooks')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { Client } = require(path.join(__dirname, '..', '..', 'bindings-node'))
+const { Client, redLock } = require(path.join(__dirname, '..', '..', 'bindings-node'))
 const Redis = require('ioredis')
 const { Mutex } = require('redis-semaphore')
 const Redlock = require('redlock')
 
 const URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+const URLS = (process.env.REDIS_URLS || '').split(',').filter((u) => u !== '')
 const SHORT = !['', '0'].includes(process.env.BENCH_SHORT || '')
 const SECS = Number(process.env.BENCH_SECONDS || (SHORT ? 0.5 : 3))
 const HANDOFF = SHORT ? { rounds: 50, limitMs: 3000 } : { rounds: 300, limitMs: 30000 }
@@ -135,21 +141,72 @@ async function main() {
     }
   }
   const surfaces = [
-    // [surface, owner i on its own name, owner i on the shared hand-off name]
+    // [surface, owner i on its own name, owner i on the shared hand-off name, the rlock surface
+    // a peer compares with (default: node)]
     ['node', (i) => rlockOn(`bench:node:pairs:${i}`), () => rlockOn('bench:node:handoff')],
     ['peer redis-semaphore Mutex', (i) => semOn(`bench:node:sem:${i}`), () => semOn('bench:node:sem:handoff')],
     ['peer redlock', (i) => redlockOn(`bench:node:redlock:${i}`), () => redlockOn('bench:node:redlock:handoff')],
   ]
-  for (const [surface, pairMake, handoffMake] of surfaces) {
+  // RedLock over three independent servers: rlock's and redlock's.
+  const many = []
+  if (URLS.length > 0) {
+    const clients = await Promise.all(
+      URLS.map(async (u) => {
+        const c = new Client(u)
+        await c.ready()
+        return c
+      }),
+    )
+    const redises = URLS.map((u) => new Redis(u))
+    many.push(...clients, ...redises)
+    const redRlockOn = (name) => {
+      const red = redLock(name, clients)
+      return {
+        acquire: async () => {
+          await red.acquire()
+          return true
+        },
+        release: () => red.release(),
+      }
+    }
+    const redlock3 = new Redlock(redises)
+    redlock3.on('clientError', () => {})
+    const redlock3On = (name) => {
+      let held = null
+      return {
+        acquire: async () => {
+          try {
+            held = await redlock3.lock(name, 10000)
+            return true
+          } catch (e) {
+            if (e && e.name === 'LockError') return false
+            throw e
+          }
+        },
+        release: () => held.unlock(),
+      }
+    }
+    const n = URLS.length
+    surfaces.push(
+      [`node (RedLock, ${n} servers)`, (i) => redRlockOn(`bench:node:red:${i}`), () => redRlockOn('bench:node:red:handoff')],
+      [
+        `peer redlock (${n} servers)`,
+        (i) => redlock3On(`bench:node:redlock3:${i}`),
+        () => redlock3On('bench:node:redlock3:handoff'),
+        `node (RedLock, ${n} servers)`,
+      ],
+    )
+  }
+  for (const [surface, pairMake, handoffMake, vs = 'node'] of surfaces) {
     for (const owners of OWNERS) {
       const rate = await pairs(pairMake, owners)
-      emit({ bench: 'pairs', surface, vs: 'node', owners, pairs_per_s: Math.round(rate) })
+      emit({ bench: 'pairs', surface, vs, owners, pairs_per_s: Math.round(rate) })
     }
     const h = await handoff(handoffMake)
     emit({
       bench: 'handoff',
       surface,
-      vs: 'node',
+      vs,
       waiters: 16,
       p50_us: Math.round(h.p50),
       p99_us: Math.round(h.p99),
@@ -159,6 +216,10 @@ async function main() {
   }
   await client.close()
   redis.disconnect()
+  for (const c of many) {
+    if (c instanceof Client) await c.close()
+    else c.disconnect()
+  }
 }
 
 main().catch((e) => {

@@ -6,7 +6,9 @@
 //! (read pairs with 64 readers on one name, write- and fair-lock hand-offs), `semaphore`
 //! (64 owners on one semaphore of 64 permits, a permit handed off among 16 waiters; plain and
 //! permit-expirable), `observability` (pairs with metrics, tracing and holder records on and
-//! off), `watchdog`;
+//! off), `watchdog`, `redlock` (RedLock over the three independent servers of `REDIS_URLS`:
+//! pairs at 1, 16, 64 owners and the hand-off among 16 waiters, beside the same figures of a
+//! plain lock on the first of those servers);
 //! Redis from `REDIS_URL`; `BENCH_SECONDS` (default 3) per pairs run. `BENCH_SHORT=1` (`make
 //! bench-short`, run by CI) scales every figure down to about a second or less (see `Scale`):
 //! it shows that each figure still runs, not how fast. `rlock-bench fixed` (not run by make
@@ -350,6 +352,67 @@ async fn handoff_on(
     Ok((percentile(&s, 0.5), percentile(&s, 0.99)))
 }
 
+impl Contender {
+    /// Owner `owner` taking and releasing the RedLock `red`.
+    fn red_lock(red: rlock::RedLock, owner: rlock::Owner) -> Contender {
+        let (r2, o2) = (red.clone(), owner.clone());
+        Contender {
+            take: Box::new(move || {
+                let (r, o) = (red.clone(), owner.clone());
+                Box::pin(async move { r.acquire(&o).await })
+            }),
+            give: Box::new(move || {
+                let (r, o) = (r2.clone(), o2.clone());
+                Box::pin(async move { r.release(&o).await.map(drop) })
+            }),
+        }
+    }
+}
+
+/// RedLock over the three servers of `urls` (one client each) against a plain lock on the
+/// first of them: pairs/s with 1, 16 and 64 owners (each owner its own name) and the hand-off
+/// among 16 waiters of one name. One JSON row per figure.
+async fn red_lock(urls: &[String], secs: f64, handoffs: usize) -> Res<()> {
+    let mut clients = Vec::new();
+    for u in urls {
+        clients.push(Client::connect(u, ClientOptions::default()).await?);
+    }
+    let n = clients.len();
+    let red_label = format!("rust (RedLock, {n} servers)");
+    let one_label = format!("rust (lock, 1 of the {n} servers)");
+    for owners in [1usize, 16, 64] {
+        let rate = pairs_of(owners, secs, |i| {
+            let red = rlock::RedLock::new(&format!("bench:redlock:pairs:{i}"), &clients)?;
+            let owner = red.new_owner();
+            Ok(Contender::red_lock(red, owner))
+        })
+        .await?;
+        println!("{{\"bench\":\"pairs\",\"surface\":\"{red_label}\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
+        let rate = pairs_of(owners, secs, |i| {
+            Ok(Contender::lock(clients[0].lock(&format!("bench:redlock:one:{i}"))?, clients[0].new_owner()))
+        })
+        .await?;
+        println!("{{\"bench\":\"pairs\",\"surface\":\"{one_label}\",\"owners\":{owners},\"pairs_per_s\":{rate:.0}}}");
+    }
+    let red = rlock::RedLock::new("bench:redlock:handoff", &clients)?;
+    let (p50, p99) =
+        handoff_on(16, handoffs, |_| Ok(Contender::red_lock(red.clone(), red.new_owner()))).await?;
+    println!("{{\"bench\":\"handoff\",\"surface\":\"{red_label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+    // The contenders were stopped mid-wait or holding: free every member for the next figure.
+    for m in red.members() {
+        let _ = m.force_unlock().await;
+    }
+    let one = clients[0].lock("bench:redlock:one:handoff")?;
+    let (p50, p99) =
+        handoff_on(16, handoffs, |_| Ok(Contender::lock(one.clone(), clients[0].new_owner()))).await?;
+    println!("{{\"bench\":\"handoff\",\"surface\":\"{one_label}\",\"waiters\":16,\"p50_us\":{p50:.0},\"p99_us\":{p99:.0}}}");
+    let _ = one.force_unlock().await;
+    for c in &clients {
+        c.close();
+    }
+    Ok(())
+}
+
 /// A name no earlier run used (semaphores keep their counts between runs).
 fn fresh_name(what: &str) -> String {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -543,6 +606,16 @@ fn main() -> Res<()> {
             let n = owners * per;
             println!("{{\"bench\":\"fixed\",\"owners\":{owners},\"pairs\":{n},\"secs\":{el:.3},\"pairs_per_s\":{:.0}}}", n as f64 / el);
             return Ok(());
+        }
+        // RedLock over three independent servers (REDIS_URLS), beside a plain lock on one.
+        // Only when asked: it needs REDIS_URLS.
+        if sections.iter().any(|x| x == "redlock") {
+            let urls: Vec<String> = std::env::var("REDIS_URLS")
+                .map_err(|_| "the redlock section needs REDIS_URLS (three independent servers)")?
+                .split(',')
+                .map(str::to_owned)
+                .collect();
+            red_lock(&urls, secs, scale.handoffs).await?;
         }
         if want("watchdog") {
             for &n in scale.watchdog_locks {

@@ -35,7 +35,7 @@ impl Cleanups {
         &self.handle
     }
 
-    fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
         let running = self.running.clone();
         running.0.fetch_add(1, Ordering::SeqCst);
         // Counted down when the task ends or is dropped unfinished (a runtime shutting down).

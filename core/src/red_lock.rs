@@ -5,7 +5,9 @@
 //! Each server stores an ordinary reentrant lock (Redisson's layout), so `RedissonRedLock`
 //! users and rlock users exclude each other. An acquire round tries every server at once and
 //! succeeds with a majority and validity left (members answering within a short grace after
-//! that are kept too): the lease minus the time the round took minus a
+//! that are kept too; tries still under way then finish in the background and give back what
+//! they take, and the same owner's rounds leave those members alone until they have, so a
+//! member's hold count, shared by all of the owner's tries, never counts one hold twice): the lease minus the time the round took minus a
 //! drift allowance of 1% of the lease plus 2 ms (the published algorithm). A round that fails
 //! gives back what it took; the next waits on the unlock channels of the servers that were
 //! busy (pub/sub, never polling), after a random pause when the round had split the servers
@@ -71,6 +73,12 @@ struct RedInner {
     next_acquire: std::sync::atomic::AtomicU64,
     /// Each listener's ids on the member clients, by the first one's raw id.
     listeners: Mutex<HashMap<u64, Vec<(usize, ListenerId)>>>,
+    /// Member tries a round stopped waiting for, still under way in the background (they give
+    /// back what they take), by (owner id, member). The owner's rounds leave such a member
+    /// alone until its try ended: the member's hold count is the owner's, shared by every try,
+    /// so a new hold there would be counted twice until the stray's give-back, and a release
+    /// in between would only lower it to 1 (and the watchdog would lose track of the hold).
+    strays: Mutex<HashMap<(u64, usize), usize>>,
 }
 
 impl std::fmt::Debug for RedLock {
@@ -161,6 +169,7 @@ impl RedLock {
                 acquires: Mutex::new(HashMap::new()),
                 next_acquire: 1.into(),
                 listeners: Mutex::new(HashMap::new()),
+                strays: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -366,10 +375,16 @@ impl RedLock {
         let inner = &self.inner;
         let (n, q) = (inner.members.len(), inner.quorum);
         let start = Instant::now();
+        // Members with a stray try of this owner still under way sit this round out.
+        let straying: Vec<usize> = {
+            let strays = lock_map(&inner.strays);
+            (0..n).filter(|&i| strays.contains_key(&(owner.id(), i))).collect()
+        };
         let mut tries: FuturesUnordered<_> = inner
             .members
             .iter()
             .enumerate()
+            .filter(|(i, _)| !straying.contains(i))
             .map(|(i, m)| {
                 let (m, o) = (m.clone(), self.owner_on(i, owner));
                 let tried = on_runtime(&m.clone(), async move { m.try_once(&o, lease).await });
@@ -395,13 +410,14 @@ impl RedLock {
                     };
                 }
                 Err(e) if e.kind() == ErrorKind::InvalidArgument || e.kind() == ErrorKind::Closed => {
-                    drop(tries);
+                    let pending = (0..n).filter(|&i| !answered[i] && !straying.contains(&i)).collect();
+                    self.finish_strays(owner, pending, tries);
                     give_back(held).await;
                     return Err(e);
                 }
                 Err(e) => failed.push((i, e)),
             }
-            if busy.len() + failed.len() > n - q {
+            if busy.len() + failed.len() + straying.len() > n - q {
                 break;
             }
             if held.len() >= q {
@@ -409,7 +425,8 @@ impl RedLock {
                 // member (and survives more losses) while a stopped server costs little.
                 let grace = (start.elapsed() * 2).max(GRACE);
                 let late = async {
-                    while let Some((_, r)) = tries.next().await {
+                    while let Some((i, r)) = tries.next().await {
+                        answered[i] = true;
                         if let Ok(Ok(g)) = r {
                             held.push(g);
                         }
@@ -420,8 +437,12 @@ impl RedLock {
             }
         }
         let slow: Vec<usize> = (0..n).filter(|&i| !answered[i]).collect();
-        // Tries still under way are dropped: one that took its member gives it back.
-        drop(tries);
+        // Tries still under way finish in the background and give back what they take; until
+        // then this owner's rounds leave their members alone.
+        let pending = slow.iter().copied().filter(|i| !straying.contains(i)).collect();
+        self.finish_strays(owner, pending, tries);
+        // A stray's give-back publishes on its member's channel: worth waking for.
+        busy.extend(straying);
         let lease = lease.unwrap_or_else(|| {
             inner.members.iter().map(|m| m.shared().watchdog().lease()).min().unwrap_or_default()
         });
@@ -461,6 +482,35 @@ impl RedLock {
             self.inner.members.iter().map(|m| m.shared().watchdog().lease()).min().unwrap_or_default();
         let limit = (lease / 100).max(MEMBER_LIMIT);
         first.options().command_timeout.map_or(limit, |t| limit.min(t))
+    }
+
+    /// Lets `tries` (a round's member tries still under way, on the members `pending`) finish
+    /// on the first client's runtime, giving back every member one of them takes; until each
+    /// ends, its member is a stray of `owner` (see `RedInner::strays`).
+    fn finish_strays<F>(&self, owner: &Owner, pending: Vec<usize>, mut tries: FuturesUnordered<F>)
+    where
+        F: std::future::Future<Output = (usize, Result<std::result::Result<Guard, Option<Duration>>>)>
+            + Send
+            + 'static,
+    {
+        if tries.is_empty() {
+            return;
+        }
+        {
+            let mut strays = lock_map(&self.inner.strays);
+            for &i in &pending {
+                *strays.entry((owner.id(), i)).or_insert(0) += 1;
+            }
+        }
+        let mut marks = StrayMarks { inner: Arc::downgrade(&self.inner), id: owner.id(), left: pending };
+        self.inner.members[0].shared().cleanups().spawn(async move {
+            while let Some((i, r)) = tries.next().await {
+                if let Ok(Ok(g)) = r {
+                    give_back(vec![g]).await;
+                }
+                marks.end(i);
+            }
+        });
     }
 
     /// The error of a step that failed on more than a minority of the servers.
@@ -852,6 +902,45 @@ async fn token_raise(member: &Lock, key: &str, token: u64) -> Result<()> {
                 .map_err(|e| Error::from_redis("token write failed", e))
         })
         .await
+}
+
+/// The stray marks of one round's unfinished tries, each taken back when its try ends (the
+/// rest when the task finishing them is dropped).
+struct StrayMarks {
+    inner: Weak<RedInner>,
+    id: u64,
+    left: Vec<usize>,
+}
+
+impl StrayMarks {
+    fn end(&mut self, i: usize) {
+        if let Some(pos) = self.left.iter().position(|&x| x == i) {
+            self.left.swap_remove(pos);
+            if let Some(inner) = self.inner.upgrade() {
+                unmark_stray(&inner, self.id, i);
+            }
+        }
+    }
+}
+
+impl Drop for StrayMarks {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            for &i in &self.left {
+                unmark_stray(&inner, self.id, i);
+            }
+        }
+    }
+}
+
+fn unmark_stray(inner: &RedInner, id: u64, i: usize) {
+    let mut strays = lock_map(&inner.strays);
+    if let Some(n) = strays.get_mut(&(id, i)) {
+        *n -= 1;
+        if *n == 0 {
+            strays.remove(&(id, i));
+        }
+    }
 }
 
 /// Releases what a failed round took, before anything else is tried.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make interop: rlock (core/examples/interop.rs) and the real Redisson (tests/interop/redisson)
-# share locks, first on one private redis-server, then on a private 3-master Redis Cluster. Each
+# share locks, first on one private redis-server, then on a private 3-master Redis Cluster, then
+# (the redlock scenario only) on three independent private redis-servers. Each
 # scenario runs both programs at once; they coordinate through Redis lists and each asserts its
 # half. A scenario passes when both exit 0 and no lock key is left behind.
 set -uo pipefail
@@ -12,8 +13,8 @@ RUST=${INTEROP_RUST:-target/debug/examples/interop}
 # The Maven build output; point it elsewhere to try another Redisson build (see README.md).
 JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
 JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"
-SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair semaphore permit-semaphore multi-lock latch})
-TOPOLOGIES=(${INTEROP_TOPOLOGIES:-single cluster})
+SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair semaphore permit-semaphore multi-lock latch redlock})
+TOPOLOGIES=(${INTEROP_TOPOLOGIES:-single cluster three})
 # Bound on one scenario: nothing may hang the run.
 LIMIT=${INTEROP_TIMEOUT:-120}
 # Keys a scenario may leave: its message lists, its data (counters, tallies, recorded tokens and
@@ -43,6 +44,16 @@ failed=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"; _rlock_testbed_stop_all' EXIT
 for topo in "${TOPOLOGIES[@]}"; do
+  # The redlock scenario runs on three independent servers (topology three), and only there;
+  # every other scenario on single and cluster.
+  run=()
+  for s in "${SCENARIOS[@]}"; do
+    if { [ "$s" = redlock ] && [ "$topo" = three ]; } || { [ "$s" != redlock ] && [ "$topo" != three ]; }; then
+      run+=("$s")
+    fi
+  done
+  [ "${#run[@]}" -gt 0 ] || continue
+  urls=""
   case "$topo" in
     single)
       start_private_redis || exit 1
@@ -56,15 +67,28 @@ for topo in "${TOPOLOGIES[@]}"; do
       # Every node is a master (no replicas): FLUSHALL and the key scan go to each.
       IFS=, read -r -a nodes <<<"$(rlock_json "$RLOCK_TESTBED_JSON" hosts)"
       ;;
-    *) echo "unknown topology '$topo' (single, cluster)"; exit 1 ;;
+    three)
+      # Three independent servers, one rlock-testbed each: REDIS_URLS lists them (the first
+      # holds the message lists and the data), REDIS_URL is the first.
+      nodes=()
+      urls=""
+      for _ in 1 2 3; do
+        rlock_testbed single || exit 1
+        nodes+=("127.0.0.1:$(rlock_json "$RLOCK_TESTBED_JSON" port)")
+        urls="$urls${urls:+,}$(rlock_json "$RLOCK_TESTBED_JSON" url)"
+      done
+      url=${urls%%,*}
+      echo "three private redis-servers on ${nodes[*]}"
+      ;;
+    *) echo "unknown topology '$topo' (single, cluster, three)"; exit 1 ;;
   esac
   trap 'rm -rf "$out"; _rlock_testbed_stop_all' EXIT # start_private_* set their own trap
-  for s in "${SCENARIOS[@]}"; do
+  for s in "${run[@]}"; do
     for n in "${nodes[@]}"; do redis-cli -h "${n%:*}" -p "${n##*:}" flushall >/dev/null; done
     start=$(date +%s%N)
-    REDIS_URL=$url timeout "$LIMIT" java -cp "$JAVA_CP" rlock.interop.Main "$s" >"$out/java" 2>&1 &
+    REDIS_URL=$url REDIS_URLS=$urls timeout "$LIMIT" java -cp "$JAVA_CP" rlock.interop.Main "$s" >"$out/java" 2>&1 &
     jpid=$!
-    REDIS_URL=$url timeout "$LIMIT" "$RUST" "$s" >"$out/rust" 2>&1 &
+    REDIS_URL=$url REDIS_URLS=$urls timeout "$LIMIT" "$RUST" "$s" >"$out/rust" 2>&1 &
     rpid=$!
     wait "$jpid"; jrc=$?
     wait "$rpid"; rrc=$?

@@ -37,6 +37,10 @@ import org.redisson.config.Config;
  * RPUSH and BLPOP with a generous timeout), so every step waits for an event, never for a sleep. A
  * side that fails pushes {@code abort <reason>} so the other stops at once.
  *
+ * <p>The {@code redlock} scenario runs over three independent servers: the driver passes
+ * {@code REDIS_URLS=redis://a,redis://b,redis://c}; the first is the server of the message lists
+ * and the scenario's data, and every server holds one member of the RedLock.
+ *
  * <p>Prints {@code java: <scenario> ok} and exits 0, or {@code java: <scenario> FAILED: ...} and
  * exits 1.
  */
@@ -55,6 +59,8 @@ public final class Main {
     private final boolean cluster;
     private final RBlockingQueue<String> inbox;
     private final RQueue<String> outbox;
+    /** Every server's URL: one for single and cluster, three for the redlock scenario. */
+    private final List<String> urls;
 
     /** A failed assertion of a scenario. */
     static final class Failure extends RuntimeException {
@@ -65,9 +71,10 @@ public final class Main {
         }
     }
 
-    private Main(String scenario, RedissonClient redisson, boolean cluster) {
+    private Main(String scenario, RedissonClient redisson, boolean cluster, List<String> urls) {
         this.redisson = redisson;
         this.cluster = cluster;
+        this.urls = urls;
         this.inbox = redisson.getBlockingQueue("interop:" + scenario + ":to-java", StringCodec.INSTANCE);
         this.outbox = redisson.getQueue("interop:" + scenario + ":to-rust", StringCodec.INSTANCE);
     }
@@ -75,8 +82,14 @@ public final class Main {
     public static void main(String[] args) {
         String scenario = args.length > 0 ? args[0] : "";
         String url = System.getenv().getOrDefault("REDIS_URL", "redis://127.0.0.1:6379");
-        // Redisson wants redis://host:port without a path.
-        url = url.replaceAll("/+$", "");
+        // Three independent servers (the redlock scenario): the first one is the main client's.
+        String many = System.getenv().getOrDefault("REDIS_URLS", "");
+        List<String> urls = new ArrayList<>();
+        for (String u : (many.isEmpty() ? url : many).split(",")) {
+            // Redisson wants redis://host:port without a path.
+            urls.add(u.replaceAll("/+$", ""));
+        }
+        url = urls.get(0);
         Config config = new Config();
         // The watchdog scenario shortens the lease on both sides so holds outlive it many times;
         // every other scenario keeps the 30 s default, so a fast wake-up must be a message.
@@ -97,7 +110,7 @@ public final class Main {
                     .getSubscribeService().isShardingSupported();
             System.out.println("java: cluster, sharded pub/sub " + (sharded ? "on" : "off"));
         }
-        Main main = new Main(scenario, redisson, cluster);
+        Main main = new Main(scenario, redisson, cluster, urls);
         int code = 0;
         try {
             switch (scenario) {
@@ -114,6 +127,7 @@ public final class Main {
                 case "permit-semaphore" -> main.permitSemaphore();
                 case "multi-lock" -> main.multiLock();
                 case "latch" -> main.latch();
+                case "redlock" -> main.redLock();
                 default -> throw new Failure("unknown scenario '" + scenario + "'");
             }
             System.out.println("java: " + scenario + " ok");
@@ -1252,6 +1266,100 @@ public final class Main {
             send("done");
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // RedLock over three independent servers
+
+    /** Critical sections per Redisson thread (and per rlock owner) in part 2 of {@link #redLock}. */
+    private static final int REDLOCK_SECTIONS = 100;
+
+    /**
+     * Redisson's {@code RedissonRedLock} over three {@code RLock}s of three clients (one per
+     * server, {@code REDIS_URLS}) against rlock's RedLock on the same servers.
+     * Part 1: each side's hold is the other's layout on every server (the rlock side checks
+     * Redisson's fields, this side rlock's), and the other side cannot take it.
+     * Part 2: 2 Redisson threads and 2 rlock owners run critical sections on the same name; the
+     * rlock side checks the counter, the overlaps and the hand-offs.
+     */
+    private void redLock() throws Exception {
+        check(urls.size() == 3, "the redlock scenario needs REDIS_URLS with three servers, got " + urls);
+        String name = "interop:redlock";
+        List<RedissonClient> clients = new ArrayList<>(List.of(redisson));
+        try {
+            for (String u : urls.subList(1, urls.size())) {
+                Config config = new Config();
+                config.useSingleServer().setAddress(u);
+                clients.add(Redisson.create(config));
+            }
+            java.util.function.Supplier<RLock> redLockOf = () -> new org.redisson.RedissonRedLock(
+                    clients.stream().map(c -> c.getLock(name)).toArray(RLock[]::new));
+
+            // Part 1: Redisson holds, rlock looks; rlock holds, Redisson looks.
+            send("ready");
+            recv("ready");
+            RLock red = redLockOf.get();
+            check(red.tryLock(30, TimeUnit.SECONDS), "Redisson's RedLock was not taken within 30 s");
+            List<String> owners = new ArrayList<>();
+            for (RedissonClient c : clients) {
+                owners.add(c.getId() + ":" + Thread.currentThread().getId());
+            }
+            send("held " + String.join(",", owners));
+            recv("checked");
+            red.unlock();
+            for (RedissonClient c : clients) {
+                check(c.getKeys().countExists(name) == 0, "Redisson's unlock left " + name + " on a server");
+            }
+            send("released");
+            String[] rlockFields = recv("held").split(",");
+            check(rlockFields.length == 3, "expected 3 rlock fields, got " + rlockFields.length);
+            for (int i = 0; i < 3; i++) {
+                Map<String, String> hash = clients.get(i).<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
+                check(hash.equals(Map.of(rlockFields[i], "1")),
+                        "server " + (i + 1) + " holds " + hash + ", expected rlock's field " + rlockFields[i] + " = 1");
+                check(!clients.get(i).getLock(name).isHeldByCurrentThread(), "a Redisson member thinks it holds rlock's lock");
+            }
+            RLock rival = redLockOf.get();
+            check(!rival.tryLock(), "Redisson's RedLock was taken while rlock held a majority");
+            for (int i = 0; i < 3; i++) {
+                check(clients.get(i).getLock(name).isLocked(), "the failed tryLock released rlock's member on server " + (i + 1));
+            }
+            send("checked");
+            recv("released");
+
+            // Part 2: contention with an exact counter.
+            send("ready");
+            recv("ready");
+            ExecutorService pool = Executors.newFixedThreadPool(2);
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                futures.add(pool.submit(() -> {
+                    RLock lock = redLockOf.get();
+                    for (int i = 0; i < REDLOCK_SECTIONS; i++) {
+                        check(lock.tryLock(30, TimeUnit.SECONDS), "Redisson's RedLock was not taken within 30 s");
+                        try {
+                            heldSection(name, "java", name);
+                        } finally {
+                            lock.unlock();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            try {
+                for (Future<?> f : futures) {
+                    f.get(120, TimeUnit.SECONDS);
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            send("done");
+            recv("checked");
+        } finally {
+            for (RedissonClient c : clients.subList(1, clients.size())) {
+                c.shutdown();
+            }
         }
     }
 }

@@ -523,7 +523,7 @@ enum rlock_result rlock_lock_remaining_ttl(const struct rlock_lock *lock, int64_
 //
 // Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL locks or out, count 0, a NULL member),
 // `RLOCK_FORKED`.
-enum rlock_result rlock_multi_lock_new(const struct rlock_lock *const *locks,
+enum rlock_result rlock_multi_lock_new(struct rlock_lock *const *locks,
                                        size_t count,
                                        struct rlock_multi_lock **out);
 

@@ -38,7 +38,7 @@ impl Handle for rlock_multi_lock {
 /// `RLOCK_FORKED`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_multi_lock_new(
-    locks: *const *const rlock_lock,
+    locks: *const *mut rlock_lock,
     count: usize,
     out: *mut *mut rlock_multi_lock,
 ) -> rlock_result {
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn rlock_multi_lock_new(
         // SAFETY: the caller gives `count` readable pointers (the header's contract).
         let ptrs = unsafe { std::slice::from_raw_parts(locks, count) };
         // SAFETY: each NULL or a live lock handle (the header's contract).
-        let members = ptrs.iter().map(|&p| unsafe { take(p) }).collect::<Result<Vec<_>, _>>()?;
+        let members = ptrs.iter().map(|&p| unsafe { take(p.cast_const()) }).collect::<Result<Vec<_>, _>>()?;
         let multi = MultiLock::new(members.iter().map(|m| m.core().clone()).collect())?;
         // SAFETY: checked non-NULL; writable per the header.
         unsafe { hand_out(rlock_multi_lock { members, multi }, out) };

@@ -71,13 +71,13 @@
 #define RLOCK_VERSION_MAJOR 0
 
 // The minor part of `RLOCK_VERSION`.
-#define RLOCK_VERSION_MINOR 1
+#define RLOCK_VERSION_MINOR 2
 
 // The patch part of `RLOCK_VERSION`.
 #define RLOCK_VERSION_PATCH 0
 
 // `RLOCK_VERSION` as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if`.
-#define RLOCK_VERSION_NUMBER 100
+#define RLOCK_VERSION_NUMBER 200
 
 // Result of every fallible librlock call. The numbers are stable.
 typedef enum rlock_result {

@@ -314,6 +314,68 @@ mod tests {
     }
 
     #[test]
+    fn durations_follow_one_convention() {
+        use std::time::Duration;
+        assert!(matches!(wait_arg(RLOCK_FOREVER), Ok(None)));
+        assert!(matches!(wait_arg(0), Ok(Some(d)) if d.is_zero()));
+        assert!(matches!(wait_arg(250), Ok(Some(d)) if d == Duration::from_millis(250)));
+        assert!(wait_arg(-2).is_err());
+        assert!(matches!(lease_arg(RLOCK_FOREVER, "lease_ms"), Ok(None)));
+        assert!(matches!(lease_arg(1, "lease_ms"), Ok(Some(d)) if d == Duration::from_millis(1)));
+        for bad in [0, -2, i64::MIN] {
+            assert!(lease_arg(bad, "lease_ms").is_err(), "{bad}");
+        }
+    }
+
+    /// Reads the last error through the C function, freeing its string.
+    fn last_error() -> String {
+        let p = rlock_last_error();
+        assert!(!p.is_null());
+        // SAFETY: a NUL-terminated string from rlock_last_error, freed once right after.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        // SAFETY: as above.
+        unsafe { rlock_string_free(p) };
+        s
+    }
+
+    #[test]
+    fn last_error_is_an_allocated_string_and_handles_reject_null() {
+        std::thread::spawn(|| {
+            assert_eq!(last_error(), "");
+            let mut lock: *mut rlock_lock = std::ptr::null_mut();
+            // SAFETY: NULL client and a valid out-parameter: refused before anything is read.
+            let r = unsafe { rlock_lock_new(std::ptr::null(), c"x".as_ptr(), 0, &mut lock) };
+            assert_eq!(r, rlock_result::RLOCK_INVALID_ARGUMENT);
+            assert!(lock.is_null());
+            assert_eq!(last_error(), "client is NULL");
+            assert_eq!(last_error(), "client is NULL"); // reading does not clear it
+                                                        // SAFETY: a NULL handle is refused before anything is read.
+            let r = unsafe {
+                rlock_lock_acquire(
+                    std::ptr::null(),
+                    RLOCK_THREAD,
+                    RLOCK_FOREVER,
+                    RLOCK_FOREVER,
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(r, rlock_result::RLOCK_INVALID_ARGUMENT);
+            assert_eq!(last_error(), "lock is NULL");
+            // SAFETY: freeing NULL handles and strings is a no-op.
+            unsafe {
+                rlock_lock_free(std::ptr::null_mut());
+                rlock_semaphore_free(std::ptr::null_mut());
+                rlock_permit_expirable_semaphore_free(std::ptr::null_mut());
+                rlock_count_down_latch_free(std::ptr::null_mut());
+                rlock_multi_lock_free(std::ptr::null_mut());
+                rlock_string_free(std::ptr::null_mut());
+            }
+        })
+        .join()
+        .expect("the test thread panicked");
+    }
+
+    #[test]
     fn result_codes_follow_the_error_kinds() {
         for kind in ErrorKind::ALL {
             let r = rlock_result::from(kind);

@@ -182,7 +182,7 @@ void test_fork(void) {
 /* ---- rlock_client_free while other threads wait in rlock_lock_acquire ---- */
 #define BLOCKED 4
 static atomic_int entering;
-struct blocked { rlock_lock *lock; rlock_result rc; rlock_result release_rc; };
+struct blocked { rlock_lock *lock; rlock_result rc; };
 
 static void *blocked_acquire(void *arg) {
     struct blocked *b = arg;
@@ -203,7 +203,7 @@ void test_free_racing_calls(void) {
     pthread_t t[BLOCKED];
     atomic_store(&entering, 0);
     for (int i = 0; i < BLOCKED; i++) {
-        b[i] = (struct blocked){l, RLOCK_OK, RLOCK_OK};
+        b[i] = (struct blocked){l, RLOCK_OK};
         pthread_create(&t[i], NULL, blocked_acquire, &b[i]);
     }
     /* Every thread is inside rlock_lock_acquire (a call started before the free), waiting. */
@@ -227,43 +227,50 @@ void test_free_racing_calls(void) {
 }
 
 /* ---- rlock_lock_free while other threads wait in rlock_lock_acquire on that handle ----
- * The waiters hold their own reference for the call, so the free only gives up the caller's:
- * they go on waiting, get the lock in turn and return normally, and valgrind (run.sh) sees no
- * access to freed memory. Each releases through a handle of its own (the freed one may not be
- * used for a new call). */
+ * Each waiter is inside the call on its handle (its client's subscription to the lock's
+ * channel shows it) when the handle is freed. A call holds its own reference, so the free only
+ * gives up the caller's: the waiters go on waiting, get the lock in turn and return normally,
+ * and valgrind (run.sh) sees no access to freed memory. Each releases through a new handle of
+ * its own (the freed one may not be used for a new call). */
+struct handle_waiter { rlock_client *client; rlock_lock *lock; rlock_result rc, release_rc; };
+
 static void *blocked_on_handle(void *arg) {
-    struct blocked *b = arg;
-    atomic_fetch_add(&entering, 1);
-    b->rc = rlock_lock_acquire(b->lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL);
-    rlock_lock *mine = lock_on(client, "c-handle-free", RLOCK_LOCK);
-    b->release_rc = rlock_lock_release(mine, RLOCK_THREAD, NULL);
+    struct handle_waiter *w = arg;
+    w->rc = rlock_lock_acquire(w->lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL);
+    rlock_lock *mine = lock_on(w->client, "c-handle-free", RLOCK_LOCK);
+    w->release_rc = rlock_lock_release(mine, RLOCK_THREAD, NULL);
     rlock_lock_free(mine);
     return NULL;
 }
 
 void test_free_handle_racing_calls(void) {
     rlock_lock *holder = lock_on(client, "c-handle-free", RLOCK_LOCK);
-    rlock_lock *doomed = lock_on(client, "c-handle-free", RLOCK_LOCK);
-    if (!holder || !doomed) return;
+    if (!holder) return;
     CHECK_RC(rlock_lock_acquire(holder, 5, RLOCK_FOREVER, RLOCK_FOREVER, NULL), RLOCK_OK);
-    struct blocked b[2];
+    /* One client per waiter, so each waiter's subscription is counted apart. */
+    struct handle_waiter w[2];
     pthread_t t[2];
-    atomic_store(&entering, 0);
     for (int i = 0; i < 2; i++) {
-        b[i] = (struct blocked){doomed, RLOCK_PANIC, RLOCK_PANIC};
-        pthread_create(&t[i], NULL, blocked_on_handle, &b[i]);
+        w[i] = (struct handle_waiter){NULL, NULL, RLOCK_PANIC, RLOCK_PANIC};
+        CHECK_RC(rlock_client_new(NULL, NULL, &w[i].client), RLOCK_OK);
+        if (!w[i].client) return;
+        w[i].lock = lock_on(w[i].client, "c-handle-free", RLOCK_LOCK);
+        pthread_create(&t[i], NULL, blocked_on_handle, &w[i]);
     }
-    while (atomic_load(&entering) < 2) sleep_ms(10);
-    sleep_ms(500); /* both are waiting inside the call */
-    rlock_lock_free(doomed);
+    double until = now_ms() + 20000;
+    while (redis_last_int("PUBSUB NUMSUB 'redisson_lock__channel:{c-handle-free}'") != 2 && now_ms() < until)
+        sleep_ms(10);
+    CHECK(redis_last_int("PUBSUB NUMSUB 'redisson_lock__channel:{c-handle-free}'") == 2);
+    for (int i = 0; i < 2; i++) rlock_lock_free(w[i].lock);
     sleep_ms(200);
     /* Still waiting after the free: nothing was cut short. */
-    CHECK(b[0].rc == RLOCK_PANIC && b[1].rc == RLOCK_PANIC);
+    CHECK(w[0].rc == RLOCK_PANIC && w[1].rc == RLOCK_PANIC);
     CHECK_RC(rlock_lock_release(holder, 5, NULL), RLOCK_OK);
     for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
-        CHECK(b[i].rc == RLOCK_OK);
-        CHECK(b[i].release_rc == RLOCK_OK);
+        CHECK(w[i].rc == RLOCK_OK);
+        CHECK(w[i].release_rc == RLOCK_OK);
+        rlock_client_free(w[i].client);
     }
     bool locked = true;
     CHECK_RC(rlock_lock_is_locked(holder, &locked), RLOCK_OK);

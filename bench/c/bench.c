@@ -1,5 +1,5 @@
 /* make bench, C part: librlock's uncontended pairs/s (N threads, each on its own lock name,
- * rlock_acquire + rlock_release in a loop; holds belong to the calling thread) and hand-off
+ * rlock_lock_acquire + rlock_lock_release in a loop on a handle made once; holds belong to the calling thread) and hand-off
  * latency (16 threads on one name), against the server in REDIS_URL. Prints one JSON object
  * per line for bench/report.py. Usage: bench [seconds]. BENCH_SHORT=1 (make bench-short): 100
  * hand-off acquisitions instead of 2000, and 0.5 s pairs runs when no seconds are given. */
@@ -9,22 +9,28 @@
 
 static rlock_client *client;
 
+static rlock_lock *handoff_lock;
+
 static void die(const char *what) {
-    char msg[512];
-    rlock_last_error(msg, sizeof msg);
-    fprintf(stderr, "bench.c: %s: %s\n", what, msg);
+    char *msg = rlock_last_error();
+    fprintf(stderr, "bench.c: %s: %s\n", what, msg ? msg : "?");
+    rlock_string_free(msg);
     exit(1);
 }
 
 static void *pairs_thread(void *arg) {
     char name[64];
     snprintf(name, sizeof name, "bench:c:pairs:%ld", (long)(size_t)arg);
+    rlock_lock *lock;
+    if (rlock_lock_new(client, name, RLOCK_LOCK, &lock) != RLOCK_OK) die("rlock_lock_new");
     long n = 0;
     while (pairs_running()) {
-        if (rlock_acquire(client, name, 0) != RLOCK_OK) die("rlock_acquire");
-        if (rlock_release(client, name, NULL) != RLOCK_OK) die("rlock_release");
+        if (rlock_lock_acquire(lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL) != RLOCK_OK)
+            die("rlock_lock_acquire");
+        if (rlock_lock_release(lock, RLOCK_THREAD, NULL) != RLOCK_OK) die("rlock_lock_release");
         n++;
     }
+    rlock_lock_free(lock);
     pairs_add(n);
     return NULL;
 }
@@ -37,12 +43,13 @@ static void *handoff_open(long id) {
 
 static void handoff_acquire(void *owner) {
     (void)owner;
-    if (rlock_acquire(client, "bench:c:handoff", 0) != RLOCK_OK) die("rlock_acquire");
+    if (rlock_lock_acquire(handoff_lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL) != RLOCK_OK)
+        die("rlock_lock_acquire");
 }
 
 static void handoff_release(void *owner) {
     (void)owner;
-    if (rlock_release(client, "bench:c:handoff", NULL) != RLOCK_OK) die("rlock_release");
+    if (rlock_lock_release(handoff_lock, RLOCK_THREAD, NULL) != RLOCK_OK) die("rlock_lock_release");
 }
 
 static void handoff_close(void *owner) { (void)owner; }
@@ -50,6 +57,7 @@ static void handoff_close(void *owner) { (void)owner; }
 int main(int argc, char **argv) {
     harness_args(argc, argv);
     if (rlock_client_new(NULL, NULL, &client) != RLOCK_OK) die("rlock_client_new");
+    if (rlock_lock_new(client, "bench:c:handoff", RLOCK_LOCK, &handoff_lock) != RLOCK_OK) die("rlock_lock_new");
     const int owners[] = {1, 16, 64};
     for (size_t k = 0; k < sizeof owners / sizeof owners[0]; k++) {
         double rate = run_pairs(owners[k], pairs_thread);
@@ -62,6 +70,7 @@ int main(int argc, char **argv) {
     run_handoff(&ops, &p50, &p99, &n);
     printf("{\"bench\":\"handoff\",\"surface\":\"c\",\"waiters\":%d,\"p50_us\":%.0f,\"p99_us\":%.0f,\"samples\":%d}\n",
            WAITERS, p50, p99, n);
+    rlock_lock_free(handoff_lock);
     rlock_client_free(client);
     return 0;
 }

@@ -9,9 +9,9 @@
 #include "rlock.h"
 
 static int fail(const char *what) {
-    char msg[512];
-    rlock_last_error(msg, sizeof msg);
-    fprintf(stderr, "%s: %s\n", what, msg);
+    char *msg = rlock_last_error();
+    fprintf(stderr, "%s: %s\n", what, msg ? msg : "?");
+    rlock_string_free(msg);
     return 1;
 }
 
@@ -24,7 +24,9 @@ int main(int argc, char **argv) {
     if (url) sscanf(url, "redis://%255[^:]:%d", host, &port);
 
     rlock_client *client;
+    rlock_lock *lock;
     if (rlock_client_new(url, NULL, &client) != RLOCK_OK) return fail("connect");
+    if (rlock_lock_new(client, "demo:lock", RLOCK_LOCK, &lock) != RLOCK_OK) return fail("lock");
     redisContext *data = redisConnect(host, port);
     if (!data || data->err) {
         fprintf(stderr, "hiredis connect failed\n");
@@ -32,7 +34,7 @@ int main(int argc, char **argv) {
     }
     int handoffs = 0;
     for (int i = 0; i < iterations; i++) {
-        if (rlock_acquire(client, "demo:lock", 0) != RLOCK_OK) return fail("acquire");
+        if (rlock_lock_acquire(lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL) != RLOCK_OK) return fail("acquire");
         redisReply *r = redisCommand(data, "GET demo:counter");
         long n = (r && r->type == REDIS_REPLY_STRING ? atol(r->str) : 0) + 1;
         freeReplyObject(r);
@@ -42,12 +44,13 @@ int main(int argc, char **argv) {
         freeReplyObject(r);
         freeReplyObject(redisCommand(data, "SET demo:counter %ld", n));
         freeReplyObject(redisCommand(data, "SET demo:last %s", label));
-        if (rlock_release(client, "demo:lock", NULL) != RLOCK_OK) return fail("release");
+        if (rlock_lock_release(lock, RLOCK_THREAD, NULL) != RLOCK_OK) return fail("release");
         if (last[0] && strcmp(last, label) != 0 && ++handoffs <= 3)
             printf("[%s] got the lock from %s, counter = %ld\n", label, last, n);
     }
     printf("[%s] done: %d critical sections, %d hand-offs from other workers\n", label, iterations, handoffs);
     redisFree(data);
+    rlock_lock_free(lock);
     rlock_client_free(client);
     return 0;
 }

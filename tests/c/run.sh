@@ -7,8 +7,8 @@ cd "$(dirname "$0")/../.."
 out=build/c
 mkdir -p "$out"
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -g -O1 -Iinclude)
-gcc "${CFLAGS[@]}" tests/c/test_rlock.c -o "$out/test_dynamic" -Ltarget/release -lrlock -Wl,-rpath,"$PWD/target/release" -lpthread
-gcc "${CFLAGS[@]}" tests/c/test_rlock.c -o "$out/test_static" target/release/librlock.a -lm -ldl -lpthread -lrt
+gcc "${CFLAGS[@]}" tests/c/test_*.c -o "$out/test_dynamic" -Ltarget/release -lrlock -Wl,-rpath,"$PWD/target/release" -lpthread
+gcc "${CFLAGS[@]}" tests/c/test_*.c -o "$out/test_static" target/release/librlock.a -lm -ldl -lpthread -lrt
 
 VALGRIND=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-possibly-lost=no --quiet)
 for kind in dynamic static; do

@@ -4,9 +4,10 @@
  * Usage: worker <redis-url> [watchdog_ms=N] [command_timeout_ms=N] [retry_attempts=N]
  *        [retry_delay_ms=N] [label=S]
  * Connects, prints {"event":"ready",...}, then answers one command per stdin line with one JSON
- * line (see tests/chaos/README.md). Holds belong to the main thread (rlock_acquire/rlock_release);
- * the lost-hold callback prints {"event":"lost","name":...,"owner":...,"reason":...} from the
- * librlock thread. */
+ * line (see tests/chaos/README.md). Holds belong to the main thread (RLOCK_THREAD); a handle is
+ * made for each operation and freed after it (holds live in Redis and the client, not in
+ * handles). The lost-hold callback prints {"event":"lost","name":...,"kind":...,"owner":...,
+ * "reason":...,"permit_id":...} from the librlock thread. */
 #define _POSIX_C_SOURCE 200809L
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -46,8 +47,13 @@ static const char *own_error;
 /* The last error as a JSON-safe string (quotes and control bytes replaced). */
 static const char *last_error(void) {
     static char msg[512];
-    if (own_error) snprintf(msg, sizeof msg, "%s", own_error);
-    else rlock_last_error(msg, sizeof msg);
+    if (own_error) {
+        snprintf(msg, sizeof msg, "%s", own_error);
+    } else {
+        char *m = rlock_last_error();
+        snprintf(msg, sizeof msg, "%s", m ? m : "?");
+        rlock_string_free(m);
+    }
     own_error = NULL;
     for (char *p = msg; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '\'';
@@ -58,9 +64,14 @@ static void reply_error(const char *op, rlock_result rc) {
     emit("{\"event\":\"error\",\"op\":\"%s\",\"code\":\"%s\",\"message\":\"%s\"}", op, code(rc), last_error());
 }
 
-static void on_lost(void *userdata, const char *name, const char *owner, const char *reason) {
+static void on_lost(void *userdata, const rlock_lost_event *ev) {
     (void)userdata;
-    emit("{\"event\":\"lost\",\"name\":\"%s\",\"owner\":\"%s\",\"reason\":\"%s\"}", name, owner, reason);
+    if (ev->permit_id)
+        emit("{\"event\":\"lost\",\"name\":\"%s\",\"kind\":\"%s\",\"owner\":\"%s\",\"reason\":\"%s\",\"permit_id\":\"%s\"}",
+             ev->name, ev->kind, ev->owner, ev->reason, ev->permit_id);
+    else
+        emit("{\"event\":\"lost\",\"name\":\"%s\",\"kind\":\"%s\",\"owner\":\"%s\",\"reason\":\"%s\",\"permit_id\":null}",
+             ev->name, ev->kind, ev->owner, ev->reason);
 }
 
 /* Host, port and password of a redis://[user:pass@]host:port URL, for hiredis. */
@@ -108,7 +119,7 @@ static int kind_of(const char *spec, const char **name) {
 static struct taken {
     char spec[256];
     int n;
-    char ids[MAX_IDS][RLOCK_PERMIT_ID_SIZE];
+    char *ids[MAX_IDS]; /* allocated by librlock, freed (rlock_string_free) on release */
 } taken[MAX_SPECS];
 static int ntaken;
 
@@ -123,41 +134,61 @@ static struct taken *taken_of(const char *spec) {
     return &taken[ntaken++];
 }
 
-/* The members of multi@name in this worker's order; x and y hold their names. */
-static void multi_members(const char *name, char *x, char *y, size_t size, rlock_lock_ref m[2]) {
-    snprintf(x, size, "%s:x", name);
-    snprintf(y, size, "%s:y", name);
-    size_t len = strlen(label);
-    int even = len > 0 && strchr("02468", label[len - 1]) != NULL;
-    m[0] = (rlock_lock_ref){client, even ? x : y, RLOCK_LOCK};
-    m[1] = (rlock_lock_ref){client, even ? y : x, RLOCK_LOCK};
+/* A new handle on the lock of `kind` named `name` on the worker's client (NULL on failure). */
+static rlock_lock *lock_of(const char *name, int kind) {
+    rlock_lock *l = NULL;
+    return rlock_lock_new(client, name, kind, &l) == RLOCK_OK ? l : NULL;
 }
 
-/* Acquires spec for the main thread: wait_ms < 0 waits as long as it takes; lease_ms <= 0 lets
- * the watchdog renew (a plain semaphore's permits have no lease). */
+/* The multi-lock over name:x and name:y, in this worker's order (NULL on failure). */
+static rlock_multi_lock *multi_of(const char *name) {
+    char x[300], y[300];
+    snprintf(x, sizeof x, "%s:x", name);
+    snprintf(y, sizeof y, "%s:y", name);
+    size_t len = strlen(label);
+    int even = len > 0 && strchr("02468", label[len - 1]) != NULL;
+    rlock_lock *members[2] = {lock_of(even ? x : y, RLOCK_LOCK), lock_of(even ? y : x, RLOCK_LOCK)};
+    rlock_multi_lock *m = NULL;
+    if (members[0] && members[1] && rlock_multi_lock_new(members, 2, &m) != RLOCK_OK) m = NULL;
+    /* The multi-lock keeps its own references to its members. */
+    rlock_lock_free(members[0]);
+    rlock_lock_free(members[1]);
+    return m;
+}
+
+/* Acquires spec for the main thread: wait_ms < 0 waits as long as it takes (RLOCK_FOREVER);
+ * lease_ms <= 0 lets the watchdog renew (a plain semaphore's permits have no lease). */
 static rlock_result acquire_spec(const char *spec, long long wait_ms, long long lease_ms) {
     const char *name;
     int kind = kind_of(spec, &name);
-    if (kind < KIND_SEM)
-        return wait_ms < 0 ? rlock_family_acquire(client, kind, name, RLOCK_THREAD, lease_ms, NULL)
-                           : rlock_family_try_acquire(client, kind, name, RLOCK_THREAD, wait_ms, lease_ms, NULL);
-    struct taken *t = taken_of(spec);
+    int64_t wait = wait_ms < 0 ? RLOCK_FOREVER : wait_ms, lease = lease_ms <= 0 ? RLOCK_FOREVER : lease_ms;
     rlock_result rc;
+    if (kind < KIND_SEM) {
+        rlock_lock *l = NULL;
+        rc = rlock_lock_new(client, name, kind, &l);
+        if (rc == RLOCK_OK) rc = rlock_lock_acquire(l, RLOCK_THREAD, wait, lease, NULL);
+        rlock_lock_free(l);
+        return rc;
+    }
+    struct taken *t = taken_of(spec);
     if (kind == KIND_SEM) {
-        rc = wait_ms < 0 ? rlock_semaphore_acquire(client, name, 1) : rlock_semaphore_try_acquire(client, name, 1, wait_ms);
+        rlock_semaphore *sem = NULL;
+        rc = rlock_semaphore_new(client, name, &sem);
+        if (rc == RLOCK_OK) rc = rlock_semaphore_acquire(sem, 1, wait);
+        rlock_semaphore_free(sem);
     } else if (kind == KIND_PES) {
         if (t->n == MAX_IDS) {
             fprintf(stderr, "worker: more than %d permits of %s held\n", MAX_IDS, name);
             exit(3);
         }
-        rc = wait_ms < 0 ? rlock_permit_semaphore_acquire(client, name, lease_ms, t->ids[t->n])
-                         : rlock_permit_semaphore_try_acquire(client, name, wait_ms, lease_ms, t->ids[t->n]);
+        rlock_permit_expirable_semaphore *sem = NULL;
+        rc = rlock_permit_expirable_semaphore_new(client, name, &sem);
+        if (rc == RLOCK_OK) rc = rlock_permit_expirable_semaphore_acquire(sem, wait, lease, &t->ids[t->n]);
+        rlock_permit_expirable_semaphore_free(sem);
     } else {
-        char x[300], y[300];
-        rlock_lock_ref m[2];
-        multi_members(name, x, y, sizeof x, m);
-        rc = wait_ms < 0 ? rlock_multi_acquire(m, 2, RLOCK_THREAD, lease_ms)
-                         : rlock_multi_try_acquire(m, 2, RLOCK_THREAD, wait_ms, lease_ms);
+        rlock_multi_lock *m = multi_of(name);
+        rc = m ? rlock_multi_lock_acquire(m, RLOCK_THREAD, wait, lease) : RLOCK_INVALID_ARGUMENT;
+        rlock_multi_lock_free(m);
     }
     if (rc == RLOCK_OK) t->n++;
     return rc;
@@ -168,7 +199,14 @@ static rlock_result acquire_spec(const char *spec, long long wait_ms, long long 
 static rlock_result release_spec(const char *spec, bool *unlocked) {
     const char *name;
     int kind = kind_of(spec, &name);
-    if (kind < KIND_SEM) return rlock_family_release(client, kind, name, RLOCK_THREAD, unlocked);
+    rlock_result rc;
+    if (kind < KIND_SEM) {
+        rlock_lock *l = NULL;
+        rc = rlock_lock_new(client, name, kind, &l);
+        if (rc == RLOCK_OK) rc = rlock_lock_release(l, RLOCK_THREAD, unlocked);
+        rlock_lock_free(l);
+        return rc;
+    }
     struct taken *t = taken_of(spec);
     if (t->n == 0) {
         own_error = "this worker holds none of it";
@@ -176,12 +214,24 @@ static rlock_result release_spec(const char *spec, bool *unlocked) {
     }
     t->n--;
     *unlocked = t->n == 0;
-    if (kind == KIND_SEM) return rlock_semaphore_release(client, name, 1, NULL);
-    if (kind == KIND_PES) return rlock_permit_semaphore_release(client, name, t->ids[t->n]);
-    char x[300], y[300];
-    rlock_lock_ref m[2];
-    multi_members(name, x, y, sizeof x, m);
-    return rlock_multi_release(m, 2, RLOCK_THREAD);
+    if (kind == KIND_SEM) {
+        rlock_semaphore *sem = NULL;
+        rc = rlock_semaphore_new(client, name, &sem);
+        if (rc == RLOCK_OK) rc = rlock_semaphore_release(sem, 1, NULL);
+        rlock_semaphore_free(sem);
+    } else if (kind == KIND_PES) {
+        rlock_permit_expirable_semaphore *sem = NULL;
+        rc = rlock_permit_expirable_semaphore_new(client, name, &sem);
+        if (rc == RLOCK_OK) rc = rlock_permit_expirable_semaphore_release(sem, t->ids[t->n]);
+        rlock_permit_expirable_semaphore_free(sem);
+        rlock_string_free(t->ids[t->n]);
+        t->ids[t->n] = NULL;
+    } else {
+        rlock_multi_lock *m = multi_of(name);
+        rc = m ? rlock_multi_lock_release(m, RLOCK_THREAD) : RLOCK_INVALID_ARGUMENT;
+        rlock_multi_lock_free(m);
+    }
+    return rc;
 }
 
 static uint64_t rng_state;
@@ -267,12 +317,13 @@ static int row(const char *input, rlock_result expected, rlock_result got) {
 
 struct waiter {
     rlock_client *c;
+    rlock_lock *l;
     rlock_result rc;
 };
 
 static void *wait_on_guard(void *arg) {
     struct waiter *w = arg;
-    w->rc = rlock_acquire(w->c, guard, 0);
+    w->rc = rlock_lock_acquire(w->l, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL);
     return NULL;
 }
 
@@ -318,31 +369,42 @@ static void bad(void) {
         emit("{\"event\":\"fatal\",\"message\":\"a failed rlock_client_new wrote its out-parameter\"}");
         return;
     }
-    ROW("rlock_acquire(client=NULL)", RLOCK_INVALID_ARGUMENT, rlock_acquire(NULL, guard, 0));
-    ROW("rlock_acquire(name=NULL)", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, NULL, 0));
-    ROW("rlock_acquire(name=\\\"\\\")", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, "", 0));
-    ROW("rlock_acquire(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, bad_utf8, 0));
-    ROW("rlock_acquire(guard, lease_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_acquire(client, guard, INT64_MAX));
-    ROW("rlock_try_acquire(guard, wait_ms=-1)", RLOCK_INVALID_ARGUMENT, rlock_try_acquire(client, guard, -1, 0));
-    ROW("rlock_try_acquire(guard, wait_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT, rlock_try_acquire(client, guard, INT64_MAX, 0));
-    ROW("rlock_try_acquire(guard held by another, wait_ms=50)", RLOCK_NOT_ACQUIRED, rlock_try_acquire(client, guard, 50, 0));
-    ROW("rlock_release(guard held by another)", RLOCK_NOT_HELD, rlock_release(client, guard, NULL));
-    ROW("rlock_release_as(guard held by another, owner 1)", RLOCK_NOT_HELD, rlock_release_as(client, guard, 1, NULL));
-    ROW("rlock_is_locked(guard, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_is_locked(client, guard, NULL));
-    ROW("rlock_hold_count(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_hold_count(client, bad_utf8, &n));
-    ROW("rlock_acquire(key of the wrong type)", RLOCK_REDIS, rlock_acquire(client, wrongtype, 0));
-    ROW("rlock_force_unlock(key of the wrong type)", RLOCK_REDIS, rlock_force_unlock(client, wrongtype, &b));
+    rlock_lock *l = NULL, *g = lock_of(guard, RLOCK_LOCK), *wt = lock_of(wrongtype, RLOCK_LOCK);
+    if (!g || !wt) {
+        emit("{\"event\":\"fatal\",\"message\":\"rlock_lock_new failed on the guard or the wrong-type key\"}");
+        return;
+    }
+    ROW("rlock_lock_new(client=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock_new(NULL, guard, RLOCK_LOCK, &l));
+    ROW("rlock_lock_new(name=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock_new(client, NULL, RLOCK_LOCK, &l));
+    ROW("rlock_lock_new(name=\\\"\\\")", RLOCK_INVALID_ARGUMENT, rlock_lock_new(client, "", RLOCK_LOCK, &l));
+    ROW("rlock_lock_new(name with invalid UTF-8)", RLOCK_INVALID_ARGUMENT, rlock_lock_new(client, bad_utf8, RLOCK_LOCK, &l));
+    ROW("rlock_lock_acquire(guard, lease_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT,
+        rlock_lock_acquire(g, RLOCK_THREAD, RLOCK_FOREVER, INT64_MAX, NULL));
+    ROW("rlock_lock_acquire(guard, wait_ms=-2)", RLOCK_INVALID_ARGUMENT, rlock_lock_acquire(g, RLOCK_THREAD, -2, RLOCK_FOREVER, NULL));
+    ROW("rlock_lock_acquire(guard, wait_ms=INT64_MAX)", RLOCK_INVALID_ARGUMENT,
+        rlock_lock_acquire(g, RLOCK_THREAD, INT64_MAX, RLOCK_FOREVER, NULL));
+    ROW("rlock_lock_acquire(guard held by another, wait_ms=50)", RLOCK_NOT_ACQUIRED,
+        rlock_lock_acquire(g, RLOCK_THREAD, 50, RLOCK_FOREVER, NULL));
+    ROW("rlock_lock_release(guard held by another)", RLOCK_NOT_HELD, rlock_lock_release(g, RLOCK_THREAD, NULL));
+    ROW("rlock_lock_release(guard held by another, owner 1)", RLOCK_NOT_HELD, rlock_lock_release(g, 1, NULL));
+    ROW("rlock_lock_is_locked(guard, out=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock_is_locked(g, NULL));
+    ROW("rlock_lock_hold_count(lock=NULL)", RLOCK_INVALID_ARGUMENT, rlock_lock_hold_count(NULL, RLOCK_THREAD, &n));
+    ROW("rlock_lock_acquire(key of the wrong type)", RLOCK_REDIS, rlock_lock_acquire(wt, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL));
+    ROW("rlock_lock_force_unlock(key of the wrong type)", RLOCK_REDIS, rlock_lock_force_unlock(wt, &b));
     ROW("rlock_result_str(12345)", RLOCK_OK,
         strcmp(rlock_result_str(12345), "RLOCK_UNKNOWN") == 0 ? RLOCK_OK : RLOCK_PANIC);
-    if (b != true || n != 77) {
+    rlock_lock_free(g);
+    rlock_lock_free(wt);
+    if (b != true || n != 77 || l != NULL) {
         emit("{\"event\":\"fatal\",\"message\":\"a failed call wrote its out-parameter\"}");
         return;
     }
 
     /* A client freed while another thread waits on the guard: the waiter gets RLOCK_CLOSED. */
-    struct waiter w = {NULL, RLOCK_OK};
+    struct waiter w = {NULL, NULL, RLOCK_OK};
     redisContext *data = data_connect(url);
     rlock_result rc = rlock_client_new(url, NULL, &w.c);
+    if (rc == RLOCK_OK) rc = rlock_lock_new(w.c, guard, RLOCK_LOCK, &w.l);
     pthread_t t;
     if (rc == RLOCK_OK && data && pthread_create(&t, NULL, wait_on_guard, &w) == 0) {
         if (guard_waiter_subscribed(data)) {
@@ -355,8 +417,9 @@ static void bad(void) {
             pthread_join(t, NULL);
         }
     }
+    rlock_lock_free(w.l);
     if (data) redisFree(data);
-    ROW("rlock_client_free while a thread waits in rlock_acquire(guard)", RLOCK_CLOSED, rc);
+    ROW("rlock_client_free while a thread waits in rlock_lock_acquire(guard)", RLOCK_CLOSED, rc);
 #undef ROW
     emit("{\"event\":\"bad_done\"}");
 }
@@ -425,8 +488,11 @@ int main(int argc, char **argv) {
             else emit("{\"event\":\"released\",\"free\":%s}", unlocked ? "true" : "false");
         } else if ((strcmp(cmd, "locked") == 0 || strcmp(cmd, "held") == 0) && nw == 2) {
             bool v = false;
-            rc = cmd[0] == 'l' ? rlock_family_is_locked(client, kind, bare, &v)
-                               : rlock_family_is_held(client, kind, bare, RLOCK_THREAD, &v);
+            rlock_lock *l = NULL;
+            rc = rlock_lock_new(client, bare, kind, &l);
+            if (rc == RLOCK_OK)
+                rc = cmd[0] == 'l' ? rlock_lock_is_locked(l, &v) : rlock_lock_is_held(l, RLOCK_THREAD, &v);
+            rlock_lock_free(l);
             if (rc == RLOCK_OK) emit("{\"event\":\"%s\",\"value\":%s}", cmd, v ? "true" : "false");
             else reply_error(cmd, rc);
         } else if (strcmp(cmd, "stats") == 0) {

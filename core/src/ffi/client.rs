@@ -33,32 +33,20 @@ impl rlock_client {
         &self.client
     }
 
+    /// Fails with `RLOCK_FORKED` in a process other than the one that made the client.
+    pub(crate) fn check_process(&self) -> Result<(), Failure> {
+        Ok(crate::runtime::check_process(self.pid, "rlock client")?)
+    }
+
     /// Blocks the calling thread on `fut` under the client's runtime.
     pub(crate) fn block_on<F: std::future::Future>(&self, fut: F) -> Result<F::Output, Failure> {
         block_on(&self.rt, fut)
     }
 }
 
-/// Takes a reference to the client behind a C pointer for the duration of a call. Fails with
-/// `RLOCK_INVALID_ARGUMENT` for NULL and `RLOCK_FORKED` in a process other than the client's
-/// (taking no reference then).
-/// Checks `client` and `name` and makes the handle `make` builds from them (a lock, a
-/// semaphore), with a reference to the client for the call.
-///
-/// # Safety
-/// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
-pub(crate) unsafe fn named<T>(
-    client: *const rlock_client,
-    name: *const std::ffi::c_char,
-    make: impl FnOnce(&Client, &str) -> crate::Result<T>,
-) -> Result<(Arc<rlock_client>, T), Failure> {
-    let c = client_ref(client)?;
-    // SAFETY: forwarded contract.
-    let name = unsafe { super::str_arg(name, "name") }?;
-    let handle = make(c.core(), name)?;
-    Ok((c, handle))
-}
-
+/// Takes a reference to the client behind a C pointer for the duration of a call (or, kept,
+/// for the life of a handle made on it). Fails with `RLOCK_INVALID_ARGUMENT` for NULL and
+/// `RLOCK_FORKED` in a process other than the client's (taking no reference then).
 pub(crate) fn client_ref(client: *const rlock_client) -> Result<Arc<rlock_client>, Failure> {
     if client.is_null() {
         return Err(Failure::invalid("client is NULL"));
@@ -66,7 +54,7 @@ pub(crate) fn client_ref(client: *const rlock_client) -> Result<Arc<rlock_client
     // SAFETY: a pointer from Arc::into_raw in rlock_client_new whose handle reference is still
     // alive: no call starts after rlock_client_free returned (the header's contract).
     let c = unsafe { &*client };
-    crate::runtime::check_process(c.pid, "rlock client")?;
+    c.check_process()?;
     // SAFETY: as above: the count is at least 1 (the handle's) while we take our own.
     Ok(unsafe {
         Arc::increment_strong_count(client);
@@ -77,7 +65,7 @@ pub(crate) fn client_ref(client: *const rlock_client) -> Result<Arc<rlock_client
 /// What `rlock_client_new` connected to, and what it decided there.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct rlock_client_info {
+pub struct rlock_connection_info {
     /// `RLOCK_TOPOLOGY_SINGLE`, `RLOCK_TOPOLOGY_CLUSTER` or `RLOCK_TOPOLOGY_SENTINEL`.
     pub topology: rlock_topology,
     /// Whether waiters use sharded pub/sub (SSUBSCRIBE / SPUBLISH).
@@ -145,9 +133,9 @@ pub unsafe extern "C" fn rlock_client_new(
 /// Writes what `client` connected to, and what it decided there, to `*out`. Does not block.
 /// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out), `RLOCK_FORKED`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_client_get_info(
+pub unsafe extern "C" fn rlock_client_info(
     client: *const rlock_client,
-    out: *mut rlock_client_info,
+    out: *mut rlock_connection_info,
 ) -> rlock_result {
     guard(|| {
         let c = client_ref(client)?;
@@ -159,7 +147,7 @@ pub unsafe extern "C" fn rlock_client_get_info(
             Topology::Sentinel => rlock_topology::RLOCK_TOPOLOGY_SENTINEL,
             _ => rlock_topology::RLOCK_TOPOLOGY_SINGLE,
         };
-        let info = rlock_client_info {
+        let info = rlock_connection_info {
             topology,
             sharded_pubsub: c.client.sharded_pubsub(),
             replica_sync: c.client.replica_sync(),
@@ -172,8 +160,8 @@ pub unsafe extern "C" fn rlock_client_get_info(
 
 /// Closes a client and gives up the caller's reference to it. Renewals stop (held locks expire
 /// within one watchdog timeout); calls in progress on other threads (e.g. waiting in
-/// `rlock_acquire`) return `RLOCK_CLOSED`, and the memory is freed when the last of them
-/// returns. Does not wait for them, but waits (at most 5 s) for the clean-up steps of calls
+/// `rlock_lock_acquire`) return `RLOCK_CLOSED`, as do later calls on handles made on it (free
+/// them too), and the memory is freed when the last of those calls and handles is gone. Does not wait for them, but waits (at most 5 s) for the clean-up steps of calls
 /// already cut off, so a program may exit right after: a fair-lock waiter leaving its queue, a
 /// release finishing. NULL is a no-op.
 ///
@@ -206,24 +194,35 @@ pub unsafe extern "C" fn rlock_client_free(client: *mut rlock_client) {
     });
 }
 
-/// Called when the watchdog loses a hold of the client: `name` is the lock (or semaphore) name,
-/// `owner` the owner as stored in Redis (`"<client uuid>:<id>"`) or, for a permit of a
-/// permit-expirable semaphore, the permit id (32 hex characters), `reason` `"gone"` (confirmed: a renewal
-/// found the lock no longer held by the owner: expired, force-unlocked or deleted),
-/// `"lease_doubt"` (no renewal was confirmed in time, so the lease may end within the
-/// `lease_doubt_margin_ms` option: told before another owner can acquire) or `"lease_ending"` (a
-/// lease nobody renews ends within that margin). The strings are valid only during the call.
-pub type rlock_lost_callback = Option<
-    unsafe extern "C" fn(
-        userdata: *mut c_void,
-        name: *const c_char,
-        owner: *const c_char,
-        reason: *const c_char,
-    ),
->;
+/// What the watchdog lost, for `rlock_lost_callback`: the same fields as the Python and Node
+/// lost-hold events. Every string is NUL-terminated and valid only during the callback.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct rlock_lost_event {
+    /// The primitive's name (a lock's or a permit-expirable semaphore's).
+    pub name: *const c_char,
+    /// The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"`, `"write"` (the
+    /// sides of a read-write lock) or `"permit"` (a permit of a permit-expirable semaphore).
+    pub kind: *const c_char,
+    /// The owner as stored in Redis, `"<client uuid>:<owner id>"` (for a permit, the client's
+    /// owner 0: permits have no owner).
+    pub owner: *const c_char,
+    /// `"gone"` (confirmed: a renewal found the hold no longer there: expired, force-unlocked
+    /// or deleted), `"lease_doubt"` (no renewal was confirmed in time, so the lease may end
+    /// within the `lease_doubt_margin_ms` option: told before another owner can acquire) or
+    /// `"lease_ending"` (a lease nobody renews ends within that margin).
+    pub reason: *const c_char,
+    /// For kind `"permit"` the permit id (32 hex characters); NULL otherwise.
+    pub permit_id: *const c_char,
+}
+
+/// Called when the watchdog loses a hold of the client, with the `userdata` given to
+/// `rlock_client_on_lost` and the event (valid only during the call).
+pub type rlock_lost_callback =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const rlock_lost_event)>;
 
 struct Callback {
-    f: unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *const c_char),
+    f: unsafe extern "C" fn(*mut c_void, *const rlock_lost_event),
     userdata: *mut c_void,
 }
 // SAFETY: the header requires the callback and its userdata to be usable from any thread.
@@ -256,12 +255,24 @@ pub unsafe extern "C" fn rlock_client_on_lost(
                 let cb = &cb;
                 let strings = (
                     CString::new(event.name.as_bytes()),
-                    CString::new(event.holder()),
+                    CString::new(event.kind),
+                    CString::new(event.owner.as_str()),
                     CString::new(event.reason.as_str()),
+                    event.permit_id.as_deref().map(CString::new).transpose(),
                 );
-                if let (Ok(name), Ok(owner), Ok(reason)) = strings {
-                    // SAFETY: the callback contract is the caller's (see above).
-                    unsafe { (cb.f)(cb.userdata, name.as_ptr(), owner.as_ptr(), reason.as_ptr()) };
+                // Strings with a NUL inside cannot reach C whole; such an event (none is
+                // expected: names come from C strings) is dropped rather than cut short.
+                if let (Ok(name), Ok(kind), Ok(owner), Ok(reason), Ok(permit_id)) = strings {
+                    let ev = rlock_lost_event {
+                        name: name.as_ptr(),
+                        kind: kind.as_ptr(),
+                        owner: owner.as_ptr(),
+                        reason: reason.as_ptr(),
+                        permit_id: permit_id.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+                    };
+                    // SAFETY: the callback contract is the caller's (see above); the strings
+                    // outlive the call.
+                    unsafe { (cb.f)(cb.userdata, &ev) };
                 }
             }));
         }

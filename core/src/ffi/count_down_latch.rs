@@ -1,133 +1,153 @@
-//! Count-down latch operations (Redisson `RCountDownLatch`). No owners: any thread may count
-//! down.
+//! `rlock_count_down_latch`: a handle on one count-down latch (Redisson `RCountDownLatch`). No
+//! owners: any thread may count down.
 
 use std::ffi::c_char;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::client::{client_ref, rlock_client};
-use super::{check_out, guard, rlock_result, str_arg, write_out, Failure};
+use super::handle::{give_up, hand_out, take, Handle};
+use super::{check_out, guard, rlock_result, str_arg, wait_arg, write_out};
 use crate::count_down_latch::CountDownLatch;
 use crate::semaphore::count_arg;
 
-/// Checks the client and name and makes the latch handle.
-///
-/// # Safety
-/// `client` is NULL or live; `name` is NULL or a NUL-terminated string.
-unsafe fn target(
-    client: *const rlock_client,
-    name: *const c_char,
-) -> Result<(Arc<rlock_client>, CountDownLatch), Failure> {
-    let c = client_ref(client)?;
-    // SAFETY: forwarded contract.
-    let name = unsafe { str_arg(name, "name") }?;
-    let latch = c.core().count_down_latch(name)?;
-    Ok((c, latch))
+/// An opaque handle on one count-down latch: `rlock_count_down_latch_new` makes it,
+/// `rlock_count_down_latch_free` frees it. Thread-safe, and free may race calls in progress
+/// (a thread waiting in `rlock_count_down_latch_wait` included), as `rlock_lock`.
+pub struct rlock_count_down_latch {
+    client: Arc<rlock_client>,
+    latch: CountDownLatch,
 }
 
-/// Sets count-down latch `name` to `count` (0 or more) when it does not exist (is open);
-/// `*out_set` (when not NULL) says whether it was set (false: it existed and nothing changed).
-/// The latch is the STRING key `name`, as in Redisson; a missing key is an open latch.
+impl Handle for rlock_count_down_latch {
+    const WHAT: &'static str = "latch";
+    fn client(&self) -> &rlock_client {
+        &self.client
+    }
+}
+
+/// Makes a handle on count-down latch `name` (the STRING key `name`, as in Redisson; a missing
+/// key is an open latch; `name` is only read during the call) on `client` and writes it to
+/// `*out`. Sends nothing. Free it with `rlock_count_down_latch_free`.
 ///
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative count, on a
-/// cluster a name with `{` or `}`), `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the
-/// name holds another kind of key), `RLOCK_CLOSED`, `RLOCK_FORKED`.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client, name or out; invalid UTF-8; an
+/// empty name; on a cluster a name with `{` or `}`), `RLOCK_FORKED`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_latch_try_set_count(
+pub unsafe extern "C" fn rlock_count_down_latch_new(
     client: *const rlock_client,
     name: *const c_char,
+    out: *mut *mut rlock_count_down_latch,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        let c = client_ref(client)?;
+        // SAFETY: NULL or NUL-terminated per the header.
+        let latch = c.core().count_down_latch(unsafe { str_arg(name, "name") }?)?;
+        // SAFETY: checked non-NULL; writable per the header.
+        unsafe { hand_out(rlock_count_down_latch { client: c, latch }, out) };
+        Ok(())
+    })
+}
+
+/// Frees a count-down latch handle; NULL is a no-op. Changes nothing in Redis. Calls in
+/// progress on other threads finish undisturbed; no call may start after this returned.
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_count_down_latch_free(latch: *mut rlock_count_down_latch) {
+    // SAFETY: NULL or from rlock_count_down_latch_new, freed once (the header's contract).
+    unsafe { give_up(latch) }
+}
+
+/// Sets `latch` to `count` (0 or more) when it does not exist (is open); `*out_set` (when not
+/// NULL) says whether it was set (false: it existed and nothing changed).
+///
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL latch, negative count),
+/// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the name holds another kind of key),
+/// `RLOCK_CLOSED`, `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_count_down_latch_try_set_count(
+    latch: *const rlock_count_down_latch,
     count: i64,
     out_set: *mut bool,
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("count", count, 0)?;
-        // SAFETY: forwarded contract.
-        let (c, latch) = unsafe { target(client, name) }?;
-        write_out(out_set, c.block_on(latch.try_set_count(n))??);
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(latch) }?;
+        write_out(out_set, l.client.block_on(l.latch.try_set_count(n))??);
         Ok(())
     })
 }
 
-/// Counts count-down latch `name` down by one; at zero it opens (the key is deleted and every
-/// waiter, Java's included, wakes). Counting down an open latch changes nothing. Never counts
-/// twice, also when retried after a connection error.
+/// Counts `latch` down by one; at zero it opens (the key is deleted and every waiter, Java's
+/// included, wakes). Counting down an open latch changes nothing. Never counts twice, also
+/// when retried after a connection error.
 ///
-/// Thread-safe. Errors as `rlock_latch_try_set_count`.
+/// Thread-safe. Errors as `rlock_count_down_latch_try_set_count`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_latch_count_down(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_count_down_latch_count_down(
+    latch: *const rlock_count_down_latch,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, latch) = unsafe { target(client, name) }?;
-        c.block_on(latch.count_down())??;
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(latch) }?;
+        l.client.block_on(l.latch.count_down())??;
         Ok(())
     })
 }
 
-/// Writes the count of count-down latch `name` to `*out_count` (0 when it is open or does not
-/// exist).
+/// Writes the count of `latch` to `*out_count` (0 when it is open or does not exist).
 ///
 /// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL `out_count`), and those of
-/// `rlock_latch_try_set_count`.
+/// `rlock_count_down_latch_try_set_count`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_latch_count(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_count_down_latch_count(
+    latch: *const rlock_count_down_latch,
     out_count: *mut u64,
 ) -> rlock_result {
     guard(|| {
         check_out(out_count)?;
-        // SAFETY: forwarded contract.
-        let (c, latch) = unsafe { target(client, name) }?;
-        write_out(out_count, c.block_on(latch.count())??);
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(latch) }?;
+        write_out(out_count, l.client.block_on(l.latch.count())??);
         Ok(())
     })
 }
 
-/// Blocks until count-down latch `name` is open (count 0) or `timeout_ms` milliseconds passed
-/// (-1: no limit; 0: look once). `*out_reached` (when not NULL) is true when the latch opened,
-/// false when the wait ran out. Woken by the count-down to zero of any client, Java's included.
+/// Blocks until `latch` is open (count 0), waiting `wait_ms` (`RLOCK_FOREVER`: as long as it
+/// takes; 0: looks once). `*out_opened` (when not NULL) is true when the latch opened, false
+/// when the wait ran out. Woken by the count-down to zero of any client, Java's included.
 ///
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` for a `timeout_ms` below -1, `RLOCK_CLOSED`
-/// when the client is freed meanwhile, and those of `rlock_latch_try_set_count`.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` for a bad `wait_ms`, `RLOCK_CLOSED` when the
+/// client is freed meanwhile, and those of `rlock_count_down_latch_try_set_count`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_latch_wait(
-    client: *const rlock_client,
-    name: *const c_char,
-    timeout_ms: i64,
-    out_reached: *mut bool,
+pub unsafe extern "C" fn rlock_count_down_latch_wait(
+    latch: *const rlock_count_down_latch,
+    wait_ms: i64,
+    out_opened: *mut bool,
 ) -> rlock_result {
     guard(|| {
-        let timeout = match timeout_ms {
-            -1 => None,
-            ms => Some(Duration::from_millis(u64::try_from(ms).map_err(|_| {
-                Failure::invalid(format!("timeout_ms must be -1 (no limit) or at least 0 (got {timeout_ms})"))
-            })?)),
-        };
-        // SAFETY: forwarded contract.
-        let (c, latch) = unsafe { target(client, name) }?;
-        write_out(out_reached, c.block_on(latch.wait(timeout))??);
+        let wait = wait_arg(wait_ms)?;
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(latch) }?;
+        write_out(out_opened, l.client.block_on(l.latch.wait(wait))??);
         Ok(())
     })
 }
 
-/// Deletes count-down latch `name` whatever its count; `*out_existed` (when not NULL) says
-/// whether it existed. rlock waiters wake and find it open; Redisson waiters do not (Redisson
-/// wakes them only on a count-down to zero).
+/// Deletes `latch` whatever its count; `*out_existed` (when not NULL) says whether it existed.
+/// rlock waiters wake and find it open; Redisson waiters do not (Redisson wakes them only on a
+/// count-down to zero).
 ///
-/// Thread-safe. Errors as `rlock_latch_try_set_count`.
+/// Thread-safe. Errors as `rlock_count_down_latch_try_set_count`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_latch_delete(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_count_down_latch_delete(
+    latch: *const rlock_count_down_latch,
     out_existed: *mut bool,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, latch) = unsafe { target(client, name) }?;
-        write_out(out_existed, c.block_on(latch.delete())??);
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(latch) }?;
+        write_out(out_existed, l.client.block_on(l.latch.delete())??);
         Ok(())
     })
 }

@@ -1,18 +1,10 @@
 //! `rlock_client_describe` and `rlock_client_list`: what lives under names, as core's JSON
-//! text, and `rlock_string_free` for the strings librlock returns.
+//! text (a string the caller frees with `rlock_string_free`).
 
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 
 use super::client::client_ref;
-use super::{check_out, guard, rlock_result, str_arg, Failure};
-
-/// Writes `json` to `*out` as a new NUL-terminated string (freed with `rlock_string_free`).
-fn write_string(out: *mut *mut c_char, json: String) -> Result<(), Failure> {
-    let s = CString::new(json).map_err(|_| Failure::invalid("the JSON text has a NUL byte"))?;
-    // SAFETY: `out` was checked non-NULL and is writable per the header.
-    unsafe { out.write(s.into_raw()) };
-    Ok(())
-}
+use super::{check_out, guard, rlock_result, str_arg, write_string};
 
 /// Describes what lives under `name`, reading without changing anything, and writes it to
 /// `*json_out` as a JSON object (a new NUL-terminated UTF-8 string the caller frees with
@@ -73,17 +65,4 @@ pub unsafe extern "C" fn rlock_client_list(
         let listed = c.block_on(c.core().list(pattern, limit))??;
         write_string(json_out, crate::describe::to_json(&listed))
     })
-}
-
-/// Frees a string librlock returned (`rlock_client_describe`, `rlock_client_list`). NULL is a
-/// no-op. Each string is freed once, and only with this function (not `free`). Thread-safe.
-#[no_mangle]
-pub unsafe extern "C" fn rlock_string_free(s: *mut c_char) {
-    let _ = guard(|| {
-        if !s.is_null() {
-            // SAFETY: made by CString::into_raw in this module, freed once (the header's contract).
-            drop(unsafe { CString::from_raw(s) });
-        }
-        Ok(())
-    });
 }

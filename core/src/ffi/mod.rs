@@ -7,8 +7,10 @@
 //! with `RLOCK_INVALID_ARGUMENT`; no panic ever unwinds into C (it becomes `RLOCK_PANIC`).
 //! One tokio runtime per process (one worker thread, made again in a forked child) runs every
 //! client's background work; blocking calls park the calling thread until their answer.
-//! A client handle is an `Arc` behind a raw pointer: each call holds a reference for its
-//! duration, so `rlock_client_free` may race calls in progress.
+//! Every handle (client, lock, semaphore, ...) is an `Arc` behind a raw pointer (`handle`):
+//! each call holds a reference for its duration, so a `_free` may race calls in progress.
+//! Functions are named `rlock_<primitive>_<operation>`; strings librlock returns are allocated
+//! by it and freed with [`rlock_string_free`].
 //!
 //! Safety contract of every `unsafe extern "C"` function here: each pointer argument is NULL or
 //! valid for the access its documentation describes (strings NUL-terminated, clients and
@@ -18,6 +20,7 @@
 mod client;
 mod count_down_latch;
 mod describe;
+mod handle;
 mod lock;
 mod multi_lock;
 mod options_object;
@@ -35,7 +38,7 @@ mod options;
 mod version;
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -44,10 +47,25 @@ use tokio::runtime::Handle;
 use crate::error::{Error, ErrorKind};
 
 pub use client::*;
+pub use count_down_latch::*;
+pub use describe::*;
 pub use lock::*;
+pub use multi_lock::*;
 pub use options::*;
 pub use options_object::*;
+pub use permit_semaphore::*;
+pub use semaphore::*;
+pub use stats::*;
 pub use version::*;
+
+/// The `owner` argument that means "the calling OS thread" (the same thread re-enters, other
+/// threads contend, as in Redisson). Any other value is an explicit owner id, below 2^61 (ids
+/// from 2^61 up are kept for threads): any thread may act for it, e.g. in an event loop.
+pub const RLOCK_THREAD: u64 = u64::MAX;
+
+/// The `wait_ms` that waits as long as it takes, and the `lease_ms` / `ttl_ms` that sets no
+/// fixed end: a hold is renewed by the watchdog until released (a semaphore never expires).
+pub const RLOCK_FOREVER: i64 = -1;
 
 /// Result of every fallible librlock call. The numbers are stable.
 #[repr(C)]
@@ -55,7 +73,8 @@ pub use version::*;
 pub enum rlock_result {
     /// Success.
     RLOCK_OK = 0,
-    /// `rlock_try_acquire`: the wait ran out while another owner held the lock.
+    /// An acquire or wait whose `wait_ms` ran out (another owner held the lock, no permits were
+    /// free): nothing was taken.
     RLOCK_NOT_ACQUIRED = 1,
     /// Release by a thread/owner that does not hold the lock (never did, or its lease ran out).
     RLOCK_NOT_HELD = 2,
@@ -128,32 +147,49 @@ fn set_last_error(message: &str) {
     });
 }
 
-/// A lease (or TTL) in ms from C: `<= 0` means none (the watchdog renews, or no expiry).
-pub(crate) fn lease(lease_ms: i64) -> Option<std::time::Duration> {
-    u64::try_from(lease_ms).ok().filter(|&ms| ms > 0).map(std::time::Duration::from_millis)
-}
-
-/// A wait in ms from C: `RLOCK_INVALID_ARGUMENT` when negative.
-pub(crate) fn wait_arg(wait_ms: i64) -> Result<std::time::Duration, Failure> {
-    u64::try_from(wait_ms)
-        .map(std::time::Duration::from_millis)
-        .map_err(|_| Failure::invalid(format!("wait_ms must not be negative (got {wait_ms})")))
-}
-
-/// Copies at most `len - 1` bytes of `text` and a terminating NUL to `buf`; nothing when `buf`
-/// is NULL or `len` is 0.
-///
-/// # Safety
-/// `buf` is NULL or has `len` writable bytes.
-pub(crate) unsafe fn copy_truncated(text: &[u8], buf: *mut c_char, len: usize) {
-    if !buf.is_null() && len > 0 {
-        let n = text.len().min(len - 1);
-        // SAFETY: `len` writable bytes at `buf` (the caller's contract); we write n + 1 <= len.
-        unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
-        }
+/// A lease or TTL in ms from C: `RLOCK_FOREVER` is `None` (the watchdog renews; no expiry),
+/// above 0 a fixed one; 0 and other negatives are `RLOCK_INVALID_ARGUMENT`.
+pub(crate) fn lease_arg(lease_ms: i64, what: &str) -> Result<Option<std::time::Duration>, Failure> {
+    match lease_ms {
+        RLOCK_FOREVER => Ok(None),
+        ms if ms > 0 => Ok(Some(std::time::Duration::from_millis(ms.unsigned_abs()))),
+        ms => Err(Failure::invalid(format!("{what} must be RLOCK_FOREVER (-1) or above 0 (got {ms})"))),
     }
+}
+
+/// A wait in ms from C: `RLOCK_FOREVER` is `None` (as long as it takes), 0 tries once; other
+/// negatives are `RLOCK_INVALID_ARGUMENT`.
+pub(crate) fn wait_arg(wait_ms: i64) -> Result<Option<std::time::Duration>, Failure> {
+    match wait_ms {
+        RLOCK_FOREVER => Ok(None),
+        ms => u64::try_from(ms).map(|ms| Some(std::time::Duration::from_millis(ms))).map_err(|_| {
+            Failure::invalid(format!("wait_ms must be RLOCK_FOREVER (-1) or at least 0 (got {ms})"))
+        }),
+    }
+}
+
+/// Writes `text` to the required out-parameter `out` (checked non-NULL) as a new
+/// NUL-terminated string the caller frees with `rlock_string_free`.
+pub(crate) fn write_string(out: *mut *mut c_char, text: String) -> Result<(), Failure> {
+    check_out(out)?;
+    let s = CString::new(text).map_err(|_| Failure::invalid("the text has a NUL byte"))?;
+    // SAFETY: `out` is non-NULL and writable per the header.
+    unsafe { out.write(s.into_raw()) };
+    Ok(())
+}
+
+/// Frees a string librlock returned (through a `char **` out-parameter, or from
+/// `rlock_last_error`). NULL is a no-op. Each string is freed once, and only with this
+/// function (not `free`). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_string_free(s: *mut c_char) {
+    let _ = guard(|| {
+        if !s.is_null() {
+            // SAFETY: made by CString::into_raw in this module, freed once (the header's contract).
+            drop(unsafe { CString::from_raw(s) });
+        }
+        Ok(())
+    });
 }
 
 /// Fails with `RLOCK_INVALID_ARGUMENT` for a NULL required out-parameter.
@@ -220,21 +256,17 @@ pub(crate) unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str
     s.to_str().map_err(|_| Failure::invalid(format!("{what} is not valid UTF-8")))
 }
 
-/// Copies the calling thread's last error message into `buf` (at most `len - 1` bytes and a
-/// terminating NUL; nothing when `buf` is NULL or `len` is 0) and returns its full length in
-/// bytes, without the NUL. Returns 0 when no call on this thread has failed yet. Thread-safe:
-/// each thread has its own message.
+/// The calling thread's last error message, as a new string to free with
+/// `rlock_string_free`: "" when no call on this thread has failed yet, NULL only when the
+/// memory for it could not be had. Does not change the message. Thread-safe: each thread has
+/// its own.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_last_error(buf: *mut c_char, len: usize) -> usize {
+pub extern "C" fn rlock_last_error() -> *mut c_char {
     catch_unwind(|| {
-        LAST_ERROR.with(|m| {
-            let m = m.borrow();
-            // SAFETY: forwarded contract.
-            unsafe { copy_truncated(&m, buf, len) };
-            m.len()
-        })
+        // set_last_error keeps interior NULs out, so this cannot fail; NULL if it did.
+        LAST_ERROR.with(|m| CString::new(m.borrow().clone()).map_or(std::ptr::null_mut(), CString::into_raw))
     })
-    .unwrap_or(0)
+    .unwrap_or(std::ptr::null_mut())
 }
 
 /// A static, NUL-terminated name for a result code, e.g. "RLOCK_NOT_HELD"; "RLOCK_UNKNOWN"
@@ -279,6 +311,68 @@ mod tests {
         assert_eq!(v.to_str().ok(), Some(env!("CARGO_PKG_VERSION")));
         let parts: Vec<u32> = env!("CARGO_PKG_VERSION").split('.').filter_map(|p| p.parse().ok()).collect();
         assert_eq!(parts, [RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH]);
+    }
+
+    #[test]
+    fn durations_follow_one_convention() {
+        use std::time::Duration;
+        assert!(matches!(wait_arg(RLOCK_FOREVER), Ok(None)));
+        assert!(matches!(wait_arg(0), Ok(Some(d)) if d.is_zero()));
+        assert!(matches!(wait_arg(250), Ok(Some(d)) if d == Duration::from_millis(250)));
+        assert!(wait_arg(-2).is_err());
+        assert!(matches!(lease_arg(RLOCK_FOREVER, "lease_ms"), Ok(None)));
+        assert!(matches!(lease_arg(1, "lease_ms"), Ok(Some(d)) if d == Duration::from_millis(1)));
+        for bad in [0, -2, i64::MIN] {
+            assert!(lease_arg(bad, "lease_ms").is_err(), "{bad}");
+        }
+    }
+
+    /// Reads the last error through the C function, freeing its string.
+    fn last_error() -> String {
+        let p = rlock_last_error();
+        assert!(!p.is_null());
+        // SAFETY: a NUL-terminated string from rlock_last_error, freed once right after.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        // SAFETY: as above.
+        unsafe { rlock_string_free(p) };
+        s
+    }
+
+    #[test]
+    fn last_error_is_an_allocated_string_and_handles_reject_null() {
+        std::thread::spawn(|| {
+            assert_eq!(last_error(), "");
+            let mut lock: *mut rlock_lock = std::ptr::null_mut();
+            // SAFETY: NULL client and a valid out-parameter: refused before anything is read.
+            let r = unsafe { rlock_lock_new(std::ptr::null(), c"x".as_ptr(), 0, &mut lock) };
+            assert_eq!(r, rlock_result::RLOCK_INVALID_ARGUMENT);
+            assert!(lock.is_null());
+            assert_eq!(last_error(), "client is NULL");
+            assert_eq!(last_error(), "client is NULL"); // reading does not clear it
+                                                        // SAFETY: a NULL handle is refused before anything is read.
+            let r = unsafe {
+                rlock_lock_acquire(
+                    std::ptr::null(),
+                    RLOCK_THREAD,
+                    RLOCK_FOREVER,
+                    RLOCK_FOREVER,
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(r, rlock_result::RLOCK_INVALID_ARGUMENT);
+            assert_eq!(last_error(), "lock is NULL");
+            // SAFETY: freeing NULL handles and strings is a no-op.
+            unsafe {
+                rlock_lock_free(std::ptr::null_mut());
+                rlock_semaphore_free(std::ptr::null_mut());
+                rlock_permit_expirable_semaphore_free(std::ptr::null_mut());
+                rlock_count_down_latch_free(std::ptr::null_mut());
+                rlock_multi_lock_free(std::ptr::null_mut());
+                rlock_string_free(std::ptr::null_mut());
+            }
+        })
+        .join()
+        .expect("the test thread panicked");
     }
 
     #[test]

@@ -1,118 +1,142 @@
-//! The multi-lock: several locks (any kinds, any clients) taken all-or-nothing by one owner.
+//! `rlock_multi_lock` (Redisson `RedissonMultiLock`): several lock handles (any kinds, any
+//! clients) taken all-or-nothing by one owner. Made over lock handles rather than names, so a
+//! member's kind and client are those of a handle the program already has.
 
-use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 
 use super::client::rlock_client;
-use super::lock::{kind_arg, owner, target_of, who};
-use super::{guard, lease, rlock_result, wait_arg, Failure};
+use super::handle::{give_up, hand_out, take, Handle};
+use super::lock::{owner_of, rlock_lock};
+use super::{check_out, guard, lease_arg, rlock_result, wait_arg, write_out, Failure};
 use crate::error::Error;
 use crate::multi_lock::MultiLock;
-use crate::owner::Owner;
 
-/// One member of a multi-lock: the lock `name` of `kind` (an `rlock_lock_kind`) on `client`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct rlock_lock_ref {
-    /// The client the lock lives on (members may use different clients and servers).
-    pub client: *const rlock_client,
-    /// The lock name (only read during the call).
-    pub name: *const c_char,
-    /// An `rlock_lock_kind`.
-    pub kind: c_int,
+/// An opaque multi-lock: `rlock_multi_lock_new` makes it over lock handles,
+/// `rlock_multi_lock_free` frees it. Thread-safe, and free may race calls in progress, as
+/// `rlock_lock`.
+pub struct rlock_multi_lock {
+    /// The member handles, kept so their clients outlive the multi-lock's calls.
+    members: Vec<Arc<rlock_lock>>,
+    multi: MultiLock,
 }
 
-/// Reads `count` members and the owner the call acts for. Keeps a reference to each client
-/// for the call.
-///
-/// # Safety
-/// `members` is NULL or points to `count` readable `rlock_lock_ref`s whose clients are NULL or
-/// live and whose names are NULL or NUL-terminated strings.
-unsafe fn multi(
-    members: *const rlock_lock_ref,
-    count: usize,
-    owner_id: u64,
-) -> Result<(Vec<Arc<rlock_client>>, MultiLock, Owner), Failure> {
-    if members.is_null() || count == 0 {
-        return Err(Failure::invalid("a multi-lock needs at least one member (members NULL or count 0)"));
+impl Handle for rlock_multi_lock {
+    const WHAT: &'static str = "multi_lock";
+    fn client(&self) -> &rlock_client {
+        // The first member's client: owners are named on it (the core multi-lock maps the id
+        // to each member's client).
+        self.members[0].client_arc()
     }
-    // SAFETY: the caller gives `count` readable members.
-    let refs = unsafe { std::slice::from_raw_parts(members, count) };
-    let mut clients = Vec::with_capacity(count);
-    let mut locks = Vec::with_capacity(count);
-    for r in refs {
-        // SAFETY: forwarded contract.
-        let (c, lock) = unsafe { target_of(r.client, r.name, kind_arg(r.kind)?) }?;
-        clients.push(c);
-        locks.push(lock);
-    }
-    let owner = owner(&clients[0], who(owner_id));
-    Ok((clients, MultiLock::new(locks)?, owner))
 }
 
-/// Blocks until `owner_id` (`RLOCK_THREAD`: the calling thread) holds every one of the `count`
-/// `members`, all-or-nothing: a round that finds a member held elsewhere gives back what it
-/// took and waits for that member, so owners taking the same locks in other orders never
-/// deadlock. `lease_ms <= 0`: the watchdog renews each hold; `> 0`: each member's lease.
+/// Makes a multi-lock over the `count` lock handles at `locks` (at least one; any kinds, on
+/// any clients; taken in this order) and writes it to `*out`. The multi-lock keeps its own
+/// reference to each member, so the member handles may be freed right after. Sends nothing.
+/// Free it with `rlock_multi_lock_free`.
 ///
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL or empty members, a NULL client or
-/// name, a bad kind), `RLOCK_WOULD_DEADLOCK`, `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`,
-/// `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`; nothing is held after an error.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL locks or out, count 0, a NULL member),
+/// `RLOCK_FORKED`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_multi_acquire(
-    members: *const rlock_lock_ref,
+pub unsafe extern "C" fn rlock_multi_lock_new(
+    locks: *const *mut rlock_lock,
     count: usize,
-    owner_id: u64,
-    lease_ms: i64,
+    out: *mut *mut rlock_multi_lock,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (clients, m, o) = unsafe { multi(members, count, owner_id) }?;
-        clients[0].block_on(m.acquire(&o, lease(lease_ms)))??;
+        check_out(out)?;
+        if locks.is_null() || count == 0 {
+            return Err(Failure::invalid("a multi-lock needs at least one lock (locks NULL or count 0)"));
+        }
+        // SAFETY: the caller gives `count` readable pointers (the header's contract).
+        let ptrs = unsafe { std::slice::from_raw_parts(locks, count) };
+        // SAFETY: each NULL or a live lock handle (the header's contract).
+        let members = ptrs.iter().map(|&p| unsafe { take(p.cast_const()) }).collect::<Result<Vec<_>, _>>()?;
+        let multi = MultiLock::new(members.iter().map(|m| m.core().clone()).collect())?;
+        // SAFETY: checked non-NULL; writable per the header.
+        unsafe { hand_out(rlock_multi_lock { members, multi }, out) };
         Ok(())
     })
 }
 
-/// Like `rlock_multi_acquire`, waiting at most `wait_ms` (0: one round): `RLOCK_NOT_ACQUIRED`
-/// when the wait ran out (no member held).
-///
-/// Thread-safe. Errors as `rlock_multi_acquire`, and `RLOCK_INVALID_ARGUMENT` for a negative
-/// `wait_ms`.
+/// Frees a multi-lock (and its references to the member handles); NULL is a no-op. Releases
+/// nothing. Calls in progress on other threads finish undisturbed; no call may start after
+/// this returned. Thread-safe.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_multi_try_acquire(
-    members: *const rlock_lock_ref,
-    count: usize,
-    owner_id: u64,
+pub unsafe extern "C" fn rlock_multi_lock_free(multi: *mut rlock_multi_lock) {
+    // SAFETY: NULL or from rlock_multi_lock_new, freed once (the header's contract).
+    unsafe { give_up(multi) }
+}
+
+/// Acquires every member of `multi` for `owner` (`RLOCK_THREAD` or an explicit id),
+/// all-or-nothing: a round that finds a member held elsewhere gives back what it took and
+/// waits for that member, so owners taking the same locks in other orders never deadlock.
+/// `wait_ms`: `RLOCK_FOREVER` as long as it takes, 0 one round, else at most that long.
+/// `lease_ms`: `RLOCK_FOREVER`, the watchdog renews each hold; above 0, each member's lease.
+///
+/// Returns `RLOCK_NOT_ACQUIRED` when the wait ran out (no member held). Thread-safe. Errors:
+/// `RLOCK_INVALID_ARGUMENT` (NULL multi, a bad `wait_ms` or `lease_ms`), `RLOCK_WOULD_DEADLOCK`,
+/// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`; nothing is
+/// held after an error.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_multi_lock_acquire(
+    multi: *const rlock_multi_lock,
+    owner: u64,
     wait_ms: i64,
     lease_ms: i64,
 ) -> rlock_result {
     guard(|| {
         let wait = wait_arg(wait_ms)?;
-        // SAFETY: forwarded contract.
-        let (clients, m, o) = unsafe { multi(members, count, owner_id) }?;
-        if clients[0].block_on(m.try_acquire(&o, wait, lease(lease_ms)))?? {
+        let lease = lease_arg(lease_ms, "lease_ms")?;
+        // SAFETY: NULL or live per the header.
+        let m = unsafe { take(multi) }?;
+        let o = owner_of(m.client(), owner);
+        let taken = match wait {
+            None => m.client().block_on(m.multi.acquire(&o, lease))?.map(|()| true)?,
+            Some(w) => m.client().block_on(m.multi.try_acquire(&o, w, lease))??,
+        };
+        if taken {
             Ok(())
         } else {
-            Err(Error::not_acquired(format!("the multi-lock of {count} members"), Some(wait)).into())
+            let n = m.members.len();
+            Err(Error::not_acquired(format!("the multi-lock of {n} members"), wait).into())
         }
     })
 }
 
-/// Releases every one of the `count` `members` held by `owner_id` (`RLOCK_THREAD`: the calling
-/// thread), all of them also when some fail; the last error names each member that failed and
-/// the result is the first failure's code (`RLOCK_NOT_HELD`, `RLOCK_LOST`, ...).
+/// Releases every member of `multi` held by `owner`, all of them also when some fail; the last
+/// error names each member that failed and the result is the first failure's code
+/// (`RLOCK_NOT_HELD`, `RLOCK_LOST`, ...).
 ///
-/// Thread-safe. Errors as `rlock_multi_acquire`, and those of `rlock_release`.
+/// Thread-safe. Errors as `rlock_multi_lock_acquire`, and those of `rlock_lock_release`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_multi_release(
-    members: *const rlock_lock_ref,
-    count: usize,
-    owner_id: u64,
+pub unsafe extern "C" fn rlock_multi_lock_release(
+    multi: *const rlock_multi_lock,
+    owner: u64,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (clients, m, o) = unsafe { multi(members, count, owner_id) }?;
-        clients[0].block_on(m.release(&o))??;
+        // SAFETY: NULL or live per the header.
+        let m = unsafe { take(multi) }?;
+        let o = owner_of(m.client(), owner);
+        m.client().block_on(m.multi.release(&o))??;
+        Ok(())
+    })
+}
+
+/// Writes whether `owner` holds every member of `multi` to `*out` (one query per member).
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL multi or out), and those of
+/// `rlock_multi_lock_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_multi_lock_is_held(
+    multi: *const rlock_multi_lock,
+    owner: u64,
+    out: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        // SAFETY: NULL or live per the header.
+        let m = unsafe { take(multi) }?;
+        let o = owner_of(m.client(), owner);
+        write_out(out, m.client().block_on(m.multi.is_held(&o))??);
         Ok(())
     })
 }

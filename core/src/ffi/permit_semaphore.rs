@@ -1,192 +1,197 @@
-//! Permit-expirable semaphore operations (Redisson `RPermitExpirableSemaphore`). Permits have
-//! ids (32 hex characters) and are not owned: any thread or process, Java's included, may
-//! release one by its id.
+//! `rlock_permit_expirable_semaphore`: a handle on one permit-expirable semaphore (Redisson
+//! `RPermitExpirableSemaphore`). Permits have ids (32 hex characters, returned as strings
+//! librlock allocates) and are not owned: any thread or process, Java's included, may release
+//! one by its id.
 
 use std::ffi::c_char;
-use std::time::Duration;
+use std::sync::Arc;
 
-use super::client::{named, rlock_client};
-use super::{check_out, guard, lease, rlock_result, str_arg, wait_arg, write_out, Failure};
+use super::client::{client_ref, rlock_client};
+use super::handle::{give_up, hand_out, take, Handle};
+use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string};
 use crate::error::Error;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
 
-/// Bytes of the buffer a permit id is written to: 32 hex characters and a NUL.
-pub const RLOCK_PERMIT_ID_SIZE: usize = 33;
+/// An opaque handle on one permit-expirable semaphore: `rlock_permit_expirable_semaphore_new`
+/// makes it, `rlock_permit_expirable_semaphore_free` frees it. Thread-safe, and free may race
+/// calls in progress, as `rlock_lock`.
+pub struct rlock_permit_expirable_semaphore {
+    client: Arc<rlock_client>,
+    sem: PermitExpirableSemaphore,
+}
 
-/// Sets permit-expirable semaphore `name` to `permits` when it does not exist yet (expiring
-/// after `ttl_ms` when `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set
-/// (false: it existed and nothing changed). A missing semaphore has 0 permits.
+impl Handle for rlock_permit_expirable_semaphore {
+    const WHAT: &'static str = "semaphore";
+    fn client(&self) -> &rlock_client {
+        &self.client
+    }
+}
+
+/// Makes a handle on permit-expirable semaphore `name` (Redisson's keys; a missing semaphore
+/// has 0 permits; `name` is only read during the call) on `client` and writes it to `*out`.
+/// Sends nothing. Free it with `rlock_permit_expirable_semaphore_free`.
 ///
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative permits),
-/// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client, name or out; invalid UTF-8; an
+/// empty name), `RLOCK_FORKED`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_try_set_permits(
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_new(
     client: *const rlock_client,
     name: *const c_char,
+    out: *mut *mut rlock_permit_expirable_semaphore,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        let c = client_ref(client)?;
+        // SAFETY: NULL or NUL-terminated per the header.
+        let sem = c.core().permit_expirable_semaphore(unsafe { str_arg(name, "name") }?)?;
+        // SAFETY: checked non-NULL; writable per the header.
+        unsafe { hand_out(rlock_permit_expirable_semaphore { client: c, sem }, out) };
+        Ok(())
+    })
+}
+
+/// Frees a permit-expirable semaphore handle; NULL is a no-op. Releases no permit (permits
+/// taken with a watchdog lease stay renewed until released by id). Calls in progress on other
+/// threads finish undisturbed; no call may start after this returned. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_free(sem: *mut rlock_permit_expirable_semaphore) {
+    // SAFETY: NULL or from rlock_permit_expirable_semaphore_new, freed once (the contract).
+    unsafe { give_up(sem) }
+}
+
+/// Sets `sem` to `permits` (0 or more) when it does not exist yet, expiring after `ttl_ms`
+/// (`RLOCK_FOREVER`: never); `*out_set` (when not NULL) says whether it was set (false: it
+/// existed and nothing changed).
+///
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem, negative permits, a bad `ttl_ms`),
+/// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_try_set_permits(
+    sem: *const rlock_permit_expirable_semaphore,
     permits: i64,
     ttl_ms: i64,
     out_set: *mut bool,
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("permits", permits, 0)?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        write_out(out_set, c.block_on(sem.try_set_permits(n, lease(ttl_ms)))??);
+        let ttl = lease_arg(ttl_ms, "ttl_ms")?;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_set, s.client.block_on(s.sem.try_set_permits(n, ttl))??);
         Ok(())
     })
 }
 
-/// Takes a permit of `sem`, waiting at most `wait` (`None`: as long as it takes), and writes
-/// its id to `out_id`.
+/// Takes a permit of `sem`, waiting `wait_ms` (`RLOCK_FOREVER`: as long as it takes; 0: tries
+/// once), and writes its id (32 lowercase hex characters) to `*id_out` as a new string the
+/// caller frees with `rlock_string_free`. `lease_ms`: above 0, the permit expires that long
+/// after it was taken unless released or updated; `RLOCK_FOREVER`, the watchdog renews it
+/// until it is released (so it comes back within the watchdog timeout if the process dies).
 ///
-/// # Safety
-/// `out_id` is NULL or a writable buffer of `RLOCK_PERMIT_ID_SIZE` bytes.
-unsafe fn take_permit(
-    c: &rlock_client,
-    sem: &PermitExpirableSemaphore,
-    wait: Option<Duration>,
-    lease_ms: i64,
-    out_id: *mut c_char,
-) -> Result<(), Failure> {
-    check_out(out_id)?;
-    let lease = lease(lease_ms);
-    let permit = match wait {
-        None => Some(c.block_on(sem.acquire(lease))??),
-        Some(w) => c.block_on(sem.try_acquire(w, lease))??,
-    };
-    let Some(permit) = permit else {
-        return Err(Error::not_acquired(format!("a permit of semaphore '{}'", sem.name()), wait).into());
-    };
-    let id = permit.keep();
-    let mut bytes = [0u8; RLOCK_PERMIT_ID_SIZE];
-    bytes[..id.len()].copy_from_slice(id.as_bytes());
-    // SAFETY: the caller gives a buffer of RLOCK_PERMIT_ID_SIZE bytes (see above).
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), out_id, RLOCK_PERMIT_ID_SIZE) };
-    Ok(())
-}
-
-/// Blocks until a permit of semaphore `name` is free, takes it and writes its id (32
-/// lowercase hex characters and a NUL) to `out_id`, a buffer of at least
-/// `RLOCK_PERMIT_ID_SIZE` bytes. `lease_ms > 0`: the permit expires that long after it was
-/// taken unless released or updated; `lease_ms <= 0`: the watchdog renews it until it is
-/// released, so it comes back within the watchdog timeout if the process dies.
-///
-/// Thread-safe. Errors as `rlock_permit_semaphore_try_set_permits` (`RLOCK_INVALID_ARGUMENT`
-/// also for a NULL `out_id`).
+/// Returns `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing taken, `*id_out` untouched).
+/// Thread-safe. Errors as `rlock_permit_expirable_semaphore_try_set_permits`
+/// (`RLOCK_INVALID_ARGUMENT` also for a NULL `id_out`, a bad `wait_ms` or `lease_ms`).
 #[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_acquire(
-    client: *const rlock_client,
-    name: *const c_char,
-    lease_ms: i64,
-    out_id: *mut c_char,
-) -> rlock_result {
-    guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        // SAFETY: forwarded contract.
-        unsafe { take_permit(&c, &sem, None, lease_ms, out_id) }
-    })
-}
-
-/// Like `rlock_permit_semaphore_acquire`, waiting at most `wait_ms` (0 tries once):
-/// `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing taken, `out_id` untouched).
-///
-/// Thread-safe. Errors as `rlock_permit_semaphore_acquire`, and `RLOCK_INVALID_ARGUMENT` for a
-/// negative `wait_ms`.
-#[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_try_acquire(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_acquire(
+    sem: *const rlock_permit_expirable_semaphore,
     wait_ms: i64,
     lease_ms: i64,
-    out_id: *mut c_char,
+    id_out: *mut *mut c_char,
 ) -> rlock_result {
     guard(|| {
+        check_out(id_out)?;
         let wait = wait_arg(wait_ms)?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        // SAFETY: forwarded contract.
-        unsafe { take_permit(&c, &sem, Some(wait), lease_ms, out_id) }
+        let lease = lease_arg(lease_ms, "lease_ms")?;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        let permit = match wait {
+            None => Some(s.client.block_on(s.sem.acquire(lease))??),
+            Some(w) => s.client.block_on(s.sem.try_acquire(w, lease))??,
+        };
+        let Some(permit) = permit else {
+            return Err(Error::not_acquired(format!("a permit of semaphore '{}'", s.sem.name()), wait).into());
+        };
+        write_string(id_out, permit.keep())
     })
 }
 
-/// Releases permit `id` (32 hex characters, NUL-terminated) of semaphore `name` and wakes a
-/// waiter. Never gives back twice, also when retried after a connection error.
+/// Releases permit `id` (32 hex characters, NUL-terminated) of `sem` and wakes a waiter. Never
+/// gives back twice, also when retried after a connection error.
 ///
 /// Thread-safe. Errors: `RLOCK_NOT_HELD` (unknown, released or expired id), `RLOCK_LOST` (this
 /// client's watchdog lost it), `RLOCK_INVALID_ARGUMENT` (NULL or malformed id; nothing sent),
-/// and those of `rlock_permit_semaphore_try_set_permits`.
+/// and those of `rlock_permit_expirable_semaphore_try_set_permits`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_release(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_release(
+    sem: *const rlock_permit_expirable_semaphore,
     id: *const c_char,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: NULL or NUL-terminated per the header.
         let id = unsafe { str_arg(id, "id") }?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        c.block_on(sem.release(id))??;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        s.client.block_on(s.sem.release(id))??;
         Ok(())
     })
 }
 
-/// Makes held permit `id` of semaphore `name` expire `lease_ms` from now (`lease_ms <= 0`:
-/// this client's watchdog renews it until it is released).
+/// Makes held permit `id` of `sem` expire `lease_ms` from now (`RLOCK_FOREVER`: this client's
+/// watchdog renews it until it is released).
 ///
-/// Thread-safe. Errors as `rlock_permit_semaphore_release`.
+/// Thread-safe. Errors as `rlock_permit_expirable_semaphore_release`, and
+/// `RLOCK_INVALID_ARGUMENT` for a bad `lease_ms`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_update_lease(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_update_lease(
+    sem: *const rlock_permit_expirable_semaphore,
     id: *const c_char,
     lease_ms: i64,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: NULL or NUL-terminated per the header.
         let id = unsafe { str_arg(id, "id") }?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        c.block_on(sem.update_lease(id, lease(lease_ms)))??;
+        let lease = lease_arg(lease_ms, "lease_ms")?;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        s.client.block_on(s.sem.update_lease(id, lease))??;
         Ok(())
     })
 }
 
-/// Writes the free permits of semaphore `name` (after expired permits came back; 0 when it
-/// does not exist) to `*out_available` and the held ones to `*out_acquired` (either may be
-/// NULL). Thread-safe. Errors as `rlock_permit_semaphore_try_set_permits`.
+/// Writes the free permits of `sem` (after expired permits came back; 0 when it does not
+/// exist) to `*out_available` and the held ones to `*out_acquired` (either may be NULL).
+/// Thread-safe. Errors as `rlock_permit_expirable_semaphore_try_set_permits`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_permits(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_permits(
+    sem: *const rlock_permit_expirable_semaphore,
     out_available: *mut i64,
     out_acquired: *mut i64,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        write_out(out_available, c.block_on(sem.available_permits())??);
-        write_out(out_acquired, c.block_on(sem.acquired_permits())??);
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        let available = s.client.block_on(s.sem.available_permits())??;
+        let acquired = s.client.block_on(s.sem.acquired_permits())??;
+        write_out(out_available, available);
+        write_out(out_acquired, acquired);
         Ok(())
     })
 }
 
-/// Adds `delta` permits to semaphore `name` (negative removes them) and wakes waiters;
-/// `*out_count` (when not NULL) receives the new count of free permits. Thread-safe. Errors as
-/// `rlock_permit_semaphore_try_set_permits`.
+/// Adds `delta` permits to `sem` (negative removes them) and wakes waiters; `*out_count` (when
+/// not NULL) receives the new count of free permits. Thread-safe. Errors as
+/// `rlock_permit_expirable_semaphore_try_set_permits`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_permit_semaphore_add_permits(
-    client: *const rlock_client,
-    name: *const c_char,
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_add_permits(
+    sem: *const rlock_permit_expirable_semaphore,
     delta: i64,
     out_count: *mut i64,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.permit_expirable_semaphore(n)) }?;
-        write_out(out_count, c.block_on(sem.add_permits(delta))??);
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_count, s.client.block_on(s.sem.add_permits(delta))??);
         Ok(())
     })
 }

@@ -1,151 +1,175 @@
-//! Semaphore operations (Redisson `RSemaphore`). Permits are not owned: any thread may give
-//! them back.
+//! `rlock_semaphore`: a handle on one semaphore (Redisson `RSemaphore`). Permits are not owned:
+//! any thread may give them back, so no call takes an owner.
 
 use std::ffi::c_char;
+use std::sync::Arc;
 
-use super::client::{named, rlock_client};
-use super::{check_out, guard, lease, rlock_result, wait_arg, write_out};
+use super::client::{client_ref, rlock_client};
+use super::handle::{give_up, hand_out, take, Handle};
+use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out};
 use crate::error::Error;
-use crate::semaphore::count_arg;
+use crate::semaphore::{count_arg, Semaphore};
 
-/// Sets semaphore `name` to `permits` when it does not exist yet (expiring after `ttl_ms` when
-/// `ttl_ms > 0`); `*out_set` (when not NULL) says whether it was set (false: it existed and
-/// nothing changed). The semaphore is the STRING key `name`; a missing key is 0 permits.
+/// An opaque handle on one semaphore: `rlock_semaphore_new` makes it, `rlock_semaphore_free`
+/// frees it. Thread-safe, and free may race calls in progress, as `rlock_lock`.
+pub struct rlock_semaphore {
+    client: Arc<rlock_client>,
+    sem: Semaphore,
+}
+
+impl Handle for rlock_semaphore {
+    const WHAT: &'static str = "semaphore";
+    fn client(&self) -> &rlock_client {
+        &self.client
+    }
+}
+
+/// Makes a handle on semaphore `name` (the STRING key `name`, Redisson's layout; a missing key
+/// is 0 permits; `name` is only read during the call) on `client` and writes it to `*out`.
+/// Sends nothing. Free it with `rlock_semaphore_free`.
 ///
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or name, negative permits),
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client, name or out; invalid UTF-8; an
+/// empty name), `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_new(
+    client: *const rlock_client,
+    name: *const c_char,
+    out: *mut *mut rlock_semaphore,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        let c = client_ref(client)?;
+        // SAFETY: NULL or NUL-terminated per the header.
+        let sem = c.core().semaphore(unsafe { str_arg(name, "name") }?)?;
+        // SAFETY: checked non-NULL; writable per the header.
+        unsafe { hand_out(rlock_semaphore { client: c, sem }, out) };
+        Ok(())
+    })
+}
+
+/// Frees a semaphore handle; NULL is a no-op. Gives back nothing (permits are not owned).
+/// Calls in progress on other threads finish undisturbed; no call may start after this
+/// returned. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_semaphore_free(sem: *mut rlock_semaphore) {
+    // SAFETY: NULL or from rlock_semaphore_new, freed once (the header's contract).
+    unsafe { give_up(sem) }
+}
+
+/// Sets `sem` to `permits` (0 or more) when it does not exist yet, expiring after `ttl_ms`
+/// (`RLOCK_FOREVER`: never); `*out_set` (when not NULL) says whether it was set (false: it
+/// existed and nothing changed).
+///
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem, negative permits, a bad `ttl_ms`),
 /// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS`, `RLOCK_CLOSED`, `RLOCK_FORKED`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_semaphore_try_set_permits(
-    client: *const rlock_client,
-    name: *const c_char,
+    sem: *const rlock_semaphore,
     permits: i64,
     ttl_ms: i64,
     out_set: *mut bool,
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("permits", permits, 0)?;
-        let ttl = lease(ttl_ms);
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        write_out(out_set, c.block_on(sem.try_set_permits(n, ttl))??);
+        let ttl = lease_arg(ttl_ms, "ttl_ms")?;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_set, s.client.block_on(s.sem.try_set_permits(n, ttl))??);
         Ok(())
     })
 }
 
-/// Blocks until `permits` (at least 1) of semaphore `name` are available and takes them.
+/// Takes `permits` (at least 1) of `sem`, waiting `wait_ms` (`RLOCK_FOREVER`: as long as it
+/// takes; 0: tries once): `RLOCK_OK` when taken, `RLOCK_NOT_ACQUIRED` when the wait ran out
+/// (nothing taken).
 ///
-/// Thread-safe. Errors as `rlock_semaphore_try_set_permits` (`RLOCK_INVALID_ARGUMENT` for
-/// permits below 1).
+/// Thread-safe. Errors as `rlock_semaphore_try_set_permits` (`RLOCK_INVALID_ARGUMENT` also for
+/// permits below 1 and a bad `wait_ms`).
 #[no_mangle]
 pub unsafe extern "C" fn rlock_semaphore_acquire(
-    client: *const rlock_client,
-    name: *const c_char,
-    permits: i64,
-) -> rlock_result {
-    guard(|| {
-        let n = count_arg("permits", permits, 1)?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        c.block_on(sem.acquire(n))??;
-        Ok(())
-    })
-}
-
-/// Takes `permits` of semaphore `name`, waiting at most `wait_ms` (0 tries once): `RLOCK_OK`
-/// when taken, `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing taken).
-///
-/// Thread-safe. Errors as `rlock_semaphore_acquire`, and `RLOCK_INVALID_ARGUMENT` for a
-/// negative `wait_ms`.
-#[no_mangle]
-pub unsafe extern "C" fn rlock_semaphore_try_acquire(
-    client: *const rlock_client,
-    name: *const c_char,
+    sem: *const rlock_semaphore,
     permits: i64,
     wait_ms: i64,
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("permits", permits, 1)?;
         let wait = wait_arg(wait_ms)?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        if c.block_on(sem.try_acquire(n, wait))?? {
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        let taken = match wait {
+            None => s.client.block_on(s.sem.acquire(n))?.map(|()| true)?,
+            Some(w) => s.client.block_on(s.sem.try_acquire(n, w))??,
+        };
+        if taken {
             Ok(())
         } else {
-            Err(Error::not_acquired(format!("{n} permit(s) of semaphore '{}'", sem.name()), Some(wait))
-                .into())
+            Err(Error::not_acquired(format!("{n} permit(s) of semaphore '{}'", s.sem.name()), wait).into())
         }
     })
 }
 
-/// Gives back `permits` (at least 1) of semaphore `name` and wakes waiters; `*out_count` (when
-/// not NULL) receives the new count. Never adds twice, also when retried after a connection
-/// error.
+/// Gives back `permits` (at least 1) of `sem` and wakes waiters; `*out_count` (when not NULL)
+/// receives the new count. Never adds twice, also when retried after a connection error.
 ///
 /// Thread-safe. Errors as `rlock_semaphore_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_semaphore_release(
-    client: *const rlock_client,
-    name: *const c_char,
+    sem: *const rlock_semaphore,
     permits: i64,
     out_count: *mut i64,
 ) -> rlock_result {
     guard(|| {
         let n = count_arg("permits", permits, 1)?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        write_out(out_count, c.block_on(sem.release(n))??);
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_count, s.client.block_on(s.sem.release(n))??);
         Ok(())
     })
 }
 
-/// Writes the available permits of semaphore `name` to `*out` (0 when it does not exist).
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL out), and those of
-/// `rlock_semaphore_acquire`.
+/// Writes the available permits of `sem` to `*out` (0 when it does not exist). Thread-safe.
+/// Errors: `RLOCK_INVALID_ARGUMENT` (NULL out), and those of `rlock_semaphore_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_semaphore_available_permits(
-    client: *const rlock_client,
-    name: *const c_char,
+    sem: *const rlock_semaphore,
     out: *mut i64,
 ) -> rlock_result {
     guard(|| {
         check_out(out)?;
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        write_out(out, c.block_on(sem.available_permits())??);
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out, s.client.block_on(s.sem.available_permits())??);
         Ok(())
     })
 }
 
-/// Adds `delta` permits to semaphore `name` (negative removes them) and wakes waiters;
-/// `*out_count` (when not NULL) receives the new count. Thread-safe. Errors as
-/// `rlock_semaphore_acquire`.
+/// Adds `delta` permits to `sem` (negative removes them) and wakes waiters; `*out_count` (when
+/// not NULL) receives the new count. Thread-safe. Errors as `rlock_semaphore_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_semaphore_add_permits(
-    client: *const rlock_client,
-    name: *const c_char,
+    sem: *const rlock_semaphore,
     delta: i64,
     out_count: *mut i64,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        write_out(out_count, c.block_on(sem.add_permits(delta))??);
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_count, s.client.block_on(s.sem.add_permits(delta))??);
         Ok(())
     })
 }
 
-/// Takes every available permit of semaphore `name`; `*out_drained` (when not NULL) receives
-/// how many there were. Thread-safe. Errors as `rlock_semaphore_acquire`.
+/// Takes every available permit of `sem`; `*out_drained` (when not NULL) receives how many
+/// there were. Thread-safe. Errors as `rlock_semaphore_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_semaphore_drain_permits(
-    client: *const rlock_client,
-    name: *const c_char,
+    sem: *const rlock_semaphore,
     out_drained: *mut i64,
 ) -> rlock_result {
     guard(|| {
-        // SAFETY: forwarded contract.
-        let (c, sem) = unsafe { named(client, name, |c, n| c.semaphore(n)) }?;
-        write_out(out_drained, c.block_on(sem.drain_permits())??);
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_drained, s.client.block_on(s.sem.drain_permits())??);
         Ok(())
     })
 }

@@ -1,10 +1,10 @@
-//! The client's figures for C: `rlock_client_get_stats` (a struct) and
-//! `rlock_client_prometheus_text` (the Prometheus text, into the caller's buffer).
+//! The client's figures for C: `rlock_client_stats` (a struct) and
+//! `rlock_client_prometheus_text` (the Prometheus text, a string librlock allocates).
 
 use std::ffi::c_char;
 
 use super::client::{client_ref, rlock_client};
-use super::{guard, rlock_result, Failure};
+use super::{guard, rlock_result, write_string};
 use crate::metrics::Summary;
 
 /// Length of `rlock_stats.errors`: one slot per result code (index 0, `RLOCK_OK`, and 9,
@@ -73,7 +73,7 @@ pub struct rlock_stats {
 /// Writes `client`'s figures to `*out`. Does not block and sends nothing. Thread-safe.
 /// Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or out), `RLOCK_FORKED`.
 #[no_mangle]
-pub unsafe extern "C" fn rlock_client_get_stats(
+pub unsafe extern "C" fn rlock_client_stats(
     client: *const rlock_client,
     out: *mut rlock_stats,
 ) -> rlock_result {
@@ -107,27 +107,18 @@ pub unsafe extern "C" fn rlock_client_get_stats(
     })
 }
 
-/// Renders `client`'s figures in the Prometheus text exposition format into `buf`: at most
-/// `len - 1` bytes and a terminating NUL (nothing when `buf` is NULL or `len` is 0), and the
-/// full length in bytes, without the NUL, to `*needed`. When `*needed >= len` the text was cut:
-/// call again with a buffer of `*needed + 1` bytes. Does not block and sends nothing.
-/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or needed), `RLOCK_FORKED`.
+/// Renders `client`'s figures in the Prometheus text exposition format and writes them to
+/// `*text_out` as a new NUL-terminated string the caller frees with `rlock_string_free`. Does
+/// not block and sends nothing. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client or
+/// text_out), `RLOCK_FORKED`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_client_prometheus_text(
     client: *const rlock_client,
-    buf: *mut c_char,
-    len: usize,
-    needed: *mut usize,
+    text_out: *mut *mut c_char,
 ) -> rlock_result {
     guard(|| {
         let c = client_ref(client)?;
-        if needed.is_null() {
-            return Err(Failure::invalid("needed is NULL"));
-        }
-        let text = c.core().prometheus_text();
-        // SAFETY: `buf` is NULL or has `len` writable bytes (the header's contract).
-        unsafe { super::copy_truncated(text.as_bytes(), buf, len) };
-        super::write_out(needed, text.len());
-        Ok(())
+        super::check_out(text_out)?;
+        write_string(text_out, c.core().prometheus_text())
     })
 }

@@ -6,8 +6,8 @@
 /// "MAJOR.MINOR.PATCH" made of these parts; `rlock_version()` gives the loaded library's).
 pub const RLOCK_VERSION_MAJOR: u32 = 0;
 /// The minor part of `RLOCK_VERSION`.
-pub const RLOCK_VERSION_MINOR: u32 = 1;
+pub const RLOCK_VERSION_MINOR: u32 = 2;
 /// The patch part of `RLOCK_VERSION`.
 pub const RLOCK_VERSION_PATCH: u32 = 0;
 /// `RLOCK_VERSION` as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if`.
-pub const RLOCK_VERSION_NUMBER: u32 = 100;
+pub const RLOCK_VERSION_NUMBER: u32 = 200;

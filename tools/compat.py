@@ -44,10 +44,12 @@ TESTBED = os.environ.get("RLOCK_TESTBED") or str(ROOT / "target/release/rlock-te
 VENV_PY = str(ROOT / ".venv/bin/python")
 
 CORE_MODE_FILES = {"cluster": ["cluster"], "sentinel": ["sentinel"], "tls": ["tls"]}
-# The chaos cases run against every server: the short ones (each well under 20 s here) that
-# exercise what differs between servers: scripts after a restart (NOSCRIPT), pub/sub wake-ups,
-# a killed or stopped server, bad input (script errors).
-CHAOS_CASES = ["sigkill", "restart", "restart-kept", "pubsub-kill", "sigstop", "bad-input"]
+# The chaos cases run against every server: the short ones (each under 10 s here, about 40 s
+# together) that exercise what differs between servers: scripts after a restart (NOSCRIPT),
+# pub/sub wake-ups, a killed or stopped server, bad input (script errors), and the SIGKILLed
+# holders of the read-write, fair and permit primitives.
+CHAOS_CASES = ["sigkill", "restart", "restart-kept", "pubsub-kill", "sigstop", "bad-input",
+               "sigkill-family", "fair-dead-waiter", "sigkill-permits"]
 SUITE_TIMEOUT = 1200
 # `--subset ci`: what fits in CI's spare time (docs/compatibility.md, "Time"). Core's tests on
 # every server in every mode (server differences are handled in core, rule 1 of the design), the

@@ -12,6 +12,8 @@ servers never outlive it.
         tb.kill(); tb.restart()
 
 The binary is $RLOCK_TESTBED (exported by make) or target/release/rlock-testbed (`make testbed`).
+It runs the server binary $RLOCK_SERVER names (a path, or NAME-VERSION from `make servers`' cache),
+else redis-server on PATH; the environment passes through, so every suite honours it.
 """
 
 from __future__ import annotations

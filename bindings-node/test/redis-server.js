@@ -80,7 +80,7 @@ async function startRedis(...args) {
     data,
     testbed,
     async stop() {
-      await data.quit().catch(() => {})
+      await data.disconnect().catch(() => {})
       await testbed.stop()
     },
   }
@@ -113,7 +113,7 @@ async function privateCluster() {
       throw new Error(`no master for slot ${slot}`)
     },
     async stop() {
-      await data.quit().catch(() => {})
+      await data.disconnect().catch(() => {})
     },
   }
 }

@@ -109,6 +109,16 @@ def restart_trial(ctx: Ctx, fsync_always: bool) -> bool:
     servers[2].testbed.restart()
     servers[1].restart(0)
     eventually(lambda: servers[1].conn().ping(), 10, "server 2 answers again")
+    # B's clients of the restarted servers find their connections broken on first use (no
+    # retries in these workers): a RedLock on another name shows when they are back.
+    def b_reconnected() -> bool:
+        b.send("acquire red@chaos:redrs-probe 1000")
+        _, e = b.reply(30)
+        if e.get("event") == "acquired":
+            b.call("release red@chaos:redrs-probe", "released")
+            return True
+        return False
+    eventually(b_reconnected, 10, "B's clients reconnected", step=0.05)
     b.send("acquire red@chaos:redrs 1000")
     _, e = b.reply(30)
     check(e.get("event") in ("acquired", "not_acquired"), f"{b.label}: {e}")

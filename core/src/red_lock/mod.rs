@@ -37,9 +37,13 @@ use crate::lock::{lock_message, Guard, Lock, Released};
 use crate::options::{check_duration, positive_ms};
 use crate::owner::Owner;
 use crate::pubsub::Membership;
-use crate::scripts;
 use crate::shared::remaining;
 use crate::watchdog::{ListenerId, LostEvent};
+
+mod fenced;
+mod strays;
+
+pub use fenced::FencedRedLock;
 
 /// Longest random pause after a round that split the servers with another owner: long enough
 /// for the other owner's round to end, short against a hand-off.
@@ -484,35 +488,6 @@ impl RedLock {
         first.options().command_timeout.map_or(limit, |t| limit.min(t))
     }
 
-    /// Lets `tries` (a round's member tries still under way, on the members `pending`) finish
-    /// on the first client's runtime, giving back every member one of them takes; until each
-    /// ends, its member is a stray of `owner` (see `RedInner::strays`).
-    fn finish_strays<F>(&self, owner: &Owner, pending: Vec<usize>, mut tries: FuturesUnordered<F>)
-    where
-        F: std::future::Future<Output = (usize, Result<std::result::Result<Guard, Option<Duration>>>)>
-            + Send
-            + 'static,
-    {
-        if tries.is_empty() {
-            return;
-        }
-        {
-            let mut strays = lock_map(&self.inner.strays);
-            for &i in &pending {
-                *strays.entry((owner.id(), i)).or_insert(0) += 1;
-            }
-        }
-        let mut marks = StrayMarks { inner: Arc::downgrade(&self.inner), id: owner.id(), left: pending };
-        self.inner.members[0].shared().cleanups().spawn(async move {
-            while let Some((i, r)) = tries.next().await {
-                if let Ok(Ok(g)) = r {
-                    give_back(vec![g]).await;
-                }
-                marks.end(i);
-            }
-        });
-    }
-
     /// The error of a step that failed on more than a minority of the servers.
     fn no_majority(&self, what: &str, failed: &[(usize, Error)]) -> Error {
         let inner = &self.inner;
@@ -530,68 +505,6 @@ impl RedLock {
                 detail.join("; ")
             ),
         )
-    }
-
-    /// The fenced RedLock's next token, through the quorum register: the largest counter a
-    /// majority reports, plus one, raised on a majority before it is returned.
-    async fn next_token(&self) -> Result<u64> {
-        let inner = &self.inner;
-        let key = inner.token_key.as_deref().unwrap_or_default();
-        let (n, q) = (inner.members.len(), inner.quorum);
-        let mut reads: FuturesUnordered<_> = inner
-            .members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let (m2, key) = (m.clone(), key.to_owned());
-                let read = on_runtime(m, async move { token_read(&m2, &key).await });
-                async move { (i, read.await.and_then(|r| r)) }
-            })
-            .collect();
-        let (mut top, mut answered, mut failed) = (0u64, 0, Vec::new());
-        while let Some((i, r)) = reads.next().await {
-            match r {
-                Ok(v) => {
-                    top = top.max(v);
-                    answered += 1;
-                }
-                Err(e) => failed.push((i, e)),
-            }
-            if answered >= q || failed.len() > n - q {
-                break;
-            }
-        }
-        drop(reads);
-        if answered < q {
-            return Err(self.no_majority("the token read", &failed));
-        }
-        let token = top + 1;
-        let mut writes: FuturesUnordered<_> = inner
-            .members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let (m2, key) = (m.clone(), key.to_owned());
-                let raised = on_runtime(m, async move { token_raise(&m2, &key, token).await });
-                async move { (i, raised.await.and_then(|r| r)) }
-            })
-            .collect();
-        let (mut acked, mut failed) = (0, Vec::new());
-        while let Some((i, r)) = writes.next().await {
-            match r {
-                Ok(()) => acked += 1,
-                Err(e) => failed.push((i, e)),
-            }
-            if acked >= q || failed.len() > n - q {
-                break;
-            }
-        }
-        // A write still under way may land later: raise-only, so it never lowers a counter.
-        drop(writes);
-        if acked < q {
-            return Err(self.no_majority("the token write", &failed));
-        }
-        Ok(token)
     }
 
     /// Releases `owner`'s holds on every member it holds through these clients (all of them,
@@ -798,76 +711,6 @@ impl Drop for RedInner {
     }
 }
 
-/// A RedLock whose every acquire hands out a fencing token that strictly increases across
-/// successful acquires, whichever majority granted them (see the module's doc). Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct FencedRedLock {
-    red: RedLock,
-}
-
-impl FencedRedLock {
-    /// A fenced RedLock on `name` over `clients` (as [`RedLock::new`]); each server keeps the
-    /// counter in `redisson_lock_token:{name}`, the fenced lock's key.
-    pub fn new(name: &str, clients: &[Client]) -> Result<FencedRedLock> {
-        Ok(FencedRedLock { red: RedLock::build(name, clients, true)? })
-    }
-
-    /// The RedLock underneath, for its queries (`is_held`, `is_lost`, `on_lost`, `members`).
-    pub fn red_lock(&self) -> &RedLock {
-        &self.red
-    }
-
-    /// Waits until `owner` holds a majority and returns the new token (see [`RedLock::acquire`]).
-    pub async fn acquire(&self, owner: &Owner) -> Result<u64> {
-        self.acquire_inner(owner, None, None).await?.ok_or_else(|| Error::not_acquired(self.describe(), None))
-    }
-
-    /// Like [`FencedRedLock::acquire`] with a fixed `lease` (no watchdog).
-    pub async fn acquire_with_lease(&self, owner: &Owner, lease: Duration) -> Result<u64> {
-        self.acquire_inner(owner, None, Some(lease))
-            .await?
-            .ok_or_else(|| Error::not_acquired(self.describe(), None))
-    }
-
-    /// Tries for at most `wait`; the new token, or `None` when the wait ran out.
-    pub async fn try_acquire(
-        &self,
-        owner: &Owner,
-        wait: Duration,
-        lease: Option<Duration>,
-    ) -> Result<Option<u64>> {
-        self.acquire_inner(owner, Some(wait), lease).await
-    }
-
-    async fn acquire_inner(
-        &self,
-        owner: &Owner,
-        wait: Option<Duration>,
-        lease: Option<Duration>,
-    ) -> Result<Option<u64>> {
-        Ok(self.red.acquire_guard(owner, wait, lease).await?.and_then(RedGuard::keep))
-    }
-
-    fn describe(&self) -> String {
-        format!("fenced RedLock '{}'", self.red.name())
-    }
-
-    /// Acquires as [`RedLock::acquire_guard`]; the guard carries the token.
-    pub async fn acquire_guard(
-        &self,
-        owner: &Owner,
-        wait: Option<Duration>,
-        lease: Option<Duration>,
-    ) -> Result<Option<RedGuard>> {
-        self.red.acquire_guard(owner, wait, lease).await
-    }
-
-    /// Releases as [`RedLock::release`].
-    pub async fn release(&self, owner: &Owner) -> Result<Released> {
-        self.red.release(owner).await
-    }
-}
-
 /// Runs `fut` as a task on `member`'s client runtime. A round stops listening to its members
 /// once it is decided; a call left running there finishes (and gives back what it took) on
 /// the tokio workers, never through a surface's own event-loop connection, which only its
@@ -878,69 +721,6 @@ fn on_runtime<T: Send + 'static>(
 ) -> impl std::future::Future<Output = Result<T>> {
     let task = member.shared().cleanups().handle().spawn(fut);
     async move { task.await.map_err(|_| Error::closed()) }
-}
-
-/// A member server's token counter (0 before the first token).
-async fn token_read(member: &Lock, key: &str) -> Result<u64> {
-    use redis::AsyncCommands as _;
-    member
-        .shared()
-        .retrying(|mut c| async move {
-            let v: Option<u64> = c.get(key).await.map_err(|e| Error::from_redis("token read failed", e))?;
-            Ok(v.unwrap_or(0))
-        })
-        .await
-}
-
-/// Raises a member server's token counter to `token` (never lowers it).
-async fn token_raise(member: &Lock, key: &str, token: u64) -> Result<()> {
-    member
-        .shared()
-        .retrying(|mut c| async move {
-            scripts::token_raise(&mut c, key, token)
-                .await
-                .map_err(|e| Error::from_redis("token write failed", e))
-        })
-        .await
-}
-
-/// The stray marks of one round's unfinished tries, each taken back when its try ends (the
-/// rest when the task finishing them is dropped).
-struct StrayMarks {
-    inner: Weak<RedInner>,
-    id: u64,
-    left: Vec<usize>,
-}
-
-impl StrayMarks {
-    fn end(&mut self, i: usize) {
-        if let Some(pos) = self.left.iter().position(|&x| x == i) {
-            self.left.swap_remove(pos);
-            if let Some(inner) = self.inner.upgrade() {
-                unmark_stray(&inner, self.id, i);
-            }
-        }
-    }
-}
-
-impl Drop for StrayMarks {
-    fn drop(&mut self) {
-        if let Some(inner) = self.inner.upgrade() {
-            for &i in &self.left {
-                unmark_stray(&inner, self.id, i);
-            }
-        }
-    }
-}
-
-fn unmark_stray(inner: &RedInner, id: u64, i: usize) {
-    let mut strays = lock_map(&inner.strays);
-    if let Some(n) = strays.get_mut(&(id, i)) {
-        *n -= 1;
-        if *n == 0 {
-            strays.remove(&(id, i));
-        }
-    }
 }
 
 /// Releases what a failed round took, before anything else is tried.

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import redis
 
 import red_lock  # noqa: E402
+from testbed import free_port  # noqa: E402
 from harness import (  # noqa: E402
     ROOT,
     SURFACES,

@@ -315,6 +315,7 @@ export declare class RedLock {
  * successful acquires, whichever majority granted them. Tokens are numbers, exact up to 2^53.
  */
 export declare class FencedRedLock extends RedLock {
+  /** A fenced RedLock on `name` over `clients` (an odd number, at least 3, one per server). */
   constructor(name: string, clients: Client[])
   /** Takes the lock on a majority; resolves the new token. */
   acquire(options?: MultiLockAcquireOptions): Promise<number>

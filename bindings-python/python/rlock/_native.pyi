@@ -2,7 +2,7 @@
 
 from typing import Awaitable, Callable, List, Literal, Optional, Tuple, final
 
-__all__ = ["__version__", "Client", "Lock", "Semaphore", "PermitExpirableSemaphore", "MultiLock", "CountDownLatch", "PendingAcquire", "thread_owner_id", "error_classes", "option_names"]
+__all__ = ["__version__", "Client", "Lock", "Semaphore", "PermitExpirableSemaphore", "MultiLock", "RedLock", "CountDownLatch", "PendingAcquire", "thread_owner_id", "error_classes", "option_names"]
 
 @final
 class Client:

@@ -17,14 +17,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::conn::Commands;
 use crate::error::{Error, Result};
 use crate::finish::Finish;
 use crate::keys;
 use crate::latches::request_latch;
-use crate::options::check_duration;
 use crate::pubsub::Wake;
 use crate::scripts;
 use crate::shared::{Attempt, Shared};
@@ -173,13 +170,7 @@ impl CountDownLatch {
     /// # Ok(()) }
     /// ```
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = match timeout {
-            Some(t) => {
-                check_duration("timeout", t)?;
-                Some(Instant::now() + t)
-            }
-            None => None,
-        };
+        let deadline = crate::shared::deadline("timeout", timeout)?;
         let i = &self.inner;
         i.shared.check_open()?;
         let open = i

@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
 use crate::latches::request_latch;
-use crate::options::{check_duration, positive_ms};
+use crate::options::positive_ms;
 use crate::owner::Owner;
 use crate::pubsub::{Meaning, Wake};
 use crate::replicas::Synced;
@@ -325,14 +325,20 @@ impl Lock {
         let shared = &self.inner.shared;
         shared.check_owner(owner)?;
         shared.check_open()?;
-        let (lease, renew) = match lease {
-            Some(l) => (l, false),
-            None => (shared.watchdog().lease(), true),
-        };
+        let (lease, renew) = self.lease_of(lease)?;
         Ok(match self.attempt(owner, lease, renew, 0, false).await? {
             Ok(token) => Ok(self.guard(owner, token)),
             Err((bound, _)) => Err(u64::try_from(bound).ok().map(|b| Duration::from_millis(b + 1))),
         })
+    }
+
+    /// The lease an acquire sets and whether the watchdog renews it: `lease` (at least 1 ms),
+    /// or the watchdog's when `None`.
+    fn lease_of(&self, lease: Option<Duration>) -> Result<(Duration, bool)> {
+        match lease {
+            Some(l) => positive_ms("lease", l).map(|_| (l, false)),
+            None => Ok((self.inner.shared.watchdog().lease(), true)),
+        }
     }
 
     /// The client state this lock runs on.
@@ -379,20 +385,8 @@ impl Lock {
     ) -> Result<Option<u64>> {
         let shared = &self.inner.shared;
         shared.check_owner(owner)?;
-        let (lease, renew) = match lease {
-            Some(l) => {
-                positive_ms("lease", l)?;
-                (l, false)
-            }
-            None => (shared.watchdog().lease(), true),
-        };
-        let deadline = match wait {
-            Some(w) => {
-                check_duration("wait", w)?;
-                Some(Instant::now() + w)
-            }
-            None => None,
-        };
+        let (lease, renew) = self.lease_of(lease)?;
+        let deadline = crate::shared::deadline("wait", wait)?;
         shared.check_open()?;
         let inner = &self.inner;
         // A fair waiter listens on its own channel, and queues with a wait: the caller's, else

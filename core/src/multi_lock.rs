@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Guard, Lock};
-use crate::options::{check_duration, positive_ms};
+use crate::options::positive_ms;
 use crate::owner::Owner;
 use crate::shared::remaining;
 
@@ -101,13 +101,7 @@ impl MultiLock {
         if let Some(l) = lease {
             positive_ms("lease", l)?;
         }
-        let deadline = match wait {
-            Some(w) => {
-                check_duration("wait", w)?;
-                Some(Instant::now() + w)
-            }
-            None => None,
-        };
+        let deadline = crate::shared::deadline("wait", wait)?;
         let mut first = 0;
         loop {
             match self.round(owner, first, deadline, lease).await? {

@@ -23,7 +23,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
 use crate::latches::request_latch;
-use crate::options::check_duration;
 use crate::owner::Owner;
 use crate::scripts;
 use crate::semaphore::{count_message, Semaphore};
@@ -165,13 +164,7 @@ impl PermitExpirableSemaphore {
             Some(l) => crate::options::positive_ms("lease", l)?,
             None => crate::options::positive_ms("watchdog lease", self.inner.shared.watchdog().lease())?,
         };
-        let deadline = match wait {
-            Some(w) => {
-                check_duration("wait", w)?;
-                Some(Instant::now() + w)
-            }
-            None => None,
-        };
+        let deadline = crate::shared::deadline("wait", wait)?;
         let i = &self.inner;
         i.shared.check_open()?;
         let id = self.new_id();

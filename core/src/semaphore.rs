@@ -13,13 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::error::{Error, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
 use crate::latches::request_latch;
-use crate::options::check_duration;
 use crate::pubsub::Wake;
 use crate::scripts;
 use crate::shared::{Acquiring, Attempt, Shared};
@@ -143,13 +140,7 @@ impl Semaphore {
 
     async fn acquire_inner(&self, permits: u64, wait: Option<Duration>) -> Result<Option<()>> {
         let permits = permits_arg(permits)?;
-        let deadline = match wait {
-            Some(w) => {
-                check_duration("wait", w)?;
-                Some(Instant::now() + w)
-            }
-            None => None,
-        };
+        let deadline = crate::shared::deadline("wait", wait)?;
         let i = &self.inner;
         i.shared.check_open()?;
         // One latch for the whole call: a retry of a step whose reply was lost finds it.

@@ -489,6 +489,12 @@ impl Shared {
     }
 }
 
+/// The deadline of a wait of at most `wait` from now (`None`: no deadline). `InvalidArgument`
+/// (named `what`) when the wait is over the longest duration options accept.
+pub(crate) fn deadline(what: &str, wait: Option<Duration>) -> Result<Option<Instant>> {
+    wait.map(|w| crate::options::check_duration(what, w).map(|()| Instant::now() + w)).transpose()
+}
+
 /// Time left until `deadline` (zero when passed); `None` without a deadline.
 pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{lock_message, Guard, Lock, Released};
-use crate::options::{check_duration, positive_ms};
+use crate::options::positive_ms;
 use crate::owner::Owner;
 use crate::pubsub::Membership;
 use crate::shared::remaining;
@@ -247,13 +247,7 @@ impl RedLock {
         if let Some(l) = lease {
             positive_ms("lease", l)?;
         }
-        let deadline = match wait {
-            Some(w) => {
-                check_duration("wait", w)?;
-                Some(Instant::now() + w)
-            }
-            None => None,
-        };
+        let deadline = crate::shared::deadline("wait", wait)?;
         let mut joined: Option<Vec<Membership>> = None;
         let mut unreachable_since: Option<Instant> = None;
         loop {

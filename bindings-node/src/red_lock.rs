@@ -23,12 +23,7 @@ pub fn red_lock(
         local::link(env, &c.client)?;
     }
     let natives: Vec<rlock::Client> = clients.iter().map(|c| c.client.clone()).collect();
-    let red = if fenced {
-        rlock::FencedRedLock::new(&name, &natives).map(|f| f.red_lock().clone())
-    } else {
-        rlock::RedLock::new(&name, &natives)
-    }
-    .map_err(js_error)?;
+    let red = rlock::surface::red_lock(&name, &natives, fenced).map_err(js_error)?;
     let owner = red.new_owner();
     Ok(NativeRedLock { red, owner })
 }

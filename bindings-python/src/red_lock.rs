@@ -45,12 +45,7 @@ impl RedLock {
     #[pyo3(signature = (name, clients, fenced = false))]
     fn new(name: &str, clients: Vec<PyRef<'_, Client>>, fenced: bool) -> PyResult<Self> {
         let natives: Vec<rlock::Client> = clients.iter().map(|c| c.inner.clone()).collect();
-        let inner = if fenced {
-            rlock::FencedRedLock::new(name, &natives).map(|f| f.red_lock().clone())
-        } else {
-            rlock::RedLock::new(name, &natives)
-        }
-        .map_err(map_err)?;
+        let inner = rlock::surface::red_lock(name, &natives, fenced).map_err(map_err)?;
         let first = &clients[0];
         Ok(RedLock { inner, client: first.inner.clone(), rt: first.rt.clone() })
     }

@@ -30,11 +30,6 @@ impl Cleanups {
         Cleanups { handle, running: Arc::new((AtomicUsize::new(0), Notify::new())) }
     }
 
-    /// The client's runtime.
-    pub(crate) fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
     pub(crate) fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
         let running = self.running.clone();
         running.0.fetch_add(1, Ordering::SeqCst);

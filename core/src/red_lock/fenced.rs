@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use super::{on_runtime, RedGuard, RedLock};
+use super::{RedGuard, RedLock};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::lock::{Lock, Released};
@@ -17,63 +17,56 @@ impl RedLock {
     /// The fenced RedLock's next token, through the quorum register: the largest counter a
     /// majority reports, plus one, raised on a majority before it is returned.
     pub(super) async fn next_token(&self) -> Result<u64> {
-        let inner = &self.inner;
-        let key = inner.token_key.as_deref().unwrap_or_default();
-        let (n, q) = (inner.members.len(), inner.quorum);
-        let mut reads: FuturesUnordered<_> = inner
-            .members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let (m2, key) = (m.clone(), key.to_owned());
-                let read = on_runtime(m, async move { token_read(&m2, &key).await });
-                async move { (i, read.await.and_then(|r| r)) }
-            })
-            .collect();
-        let (mut top, mut answered, mut failed) = (0u64, 0, Vec::new());
-        while let Some((i, r)) = reads.next().await {
-            match r {
-                Ok(v) => {
-                    top = top.max(v);
-                    answered += 1;
-                }
-                Err(e) => failed.push((i, e)),
-            }
-            if answered >= q || failed.len() > n - q {
-                break;
-            }
-        }
-        drop(reads);
-        if answered < q {
-            return Err(self.no_majority("the token read", &failed));
-        }
+        let key = self.inner.token_key.clone().unwrap_or_default();
+        let read = |m: Lock| {
+            let key = key.clone();
+            async move { token_read(&m, &key).await }
+        };
+        let top = self.on_majority("the token read", read).await?.into_iter().max().unwrap_or(0);
         let token = top + 1;
-        let mut writes: FuturesUnordered<_> = inner
+        // A write still under way when the majority acknowledged may land later or never:
+        // raise-only, so it never lowers a counter.
+        let raise = |m: Lock| {
+            let key = key.clone();
+            async move { token_raise(&m, &key, token).await }
+        };
+        self.on_majority("the token write", raise).await?;
+        Ok(token)
+    }
+
+    /// Runs `step` on every member at once until a majority succeeded, and returns their
+    /// results; the error of `what` when more than a minority failed. Steps still under way
+    /// then are dropped.
+    async fn on_majority<T, F, Fut>(&self, what: &str, step: F) -> Result<Vec<T>>
+    where
+        F: Fn(Lock) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let inner = &self.inner;
+        let (n, q) = (inner.members.len(), inner.quorum);
+        let mut calls: FuturesUnordered<_> = inner
             .members
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                let (m2, key) = (m.clone(), key.to_owned());
-                let raised = on_runtime(m, async move { token_raise(&m2, &key, token).await });
-                async move { (i, raised.await.and_then(|r| r)) }
+                let call = step(m.clone());
+                async move { (i, call.await) }
             })
             .collect();
-        let (mut acked, mut failed) = (0, Vec::new());
-        while let Some((i, r)) = writes.next().await {
+        let (mut done, mut failed) = (Vec::new(), Vec::new());
+        while let Some((i, r)) = calls.next().await {
             match r {
-                Ok(()) => acked += 1,
+                Ok(v) => done.push(v),
                 Err(e) => failed.push((i, e)),
             }
-            if acked >= q || failed.len() > n - q {
+            if done.len() >= q {
+                return Ok(done);
+            }
+            if failed.len() > n - q {
                 break;
             }
         }
-        // A write still under way may land later: raise-only, so it never lowers a counter.
-        drop(writes);
-        if acked < q {
-            return Err(self.no_majority("the token write", &failed));
-        }
-        Ok(token)
+        Err(self.no_majority(what, &failed))
     }
 }
 

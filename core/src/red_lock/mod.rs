@@ -95,6 +95,12 @@ impl std::fmt::Debug for RedLock {
     }
 }
 
+/// A RedLock on `name` over `clients`, fenced or not: for the surfaces that have one class for
+/// both (as [`RedLock::new`] and [`FencedRedLock::new`]).
+pub fn red_lock(name: &str, clients: &[Client], fenced: bool) -> Result<RedLock> {
+    RedLock::build(name, clients, fenced)
+}
+
 /// A RedLock's majority, held ([`RedLock::acquire_guard`]): released when dropped (in the
 /// background) unless [`kept`](RedGuard::keep).
 #[must_use = "dropping the guard releases every member at once"]
@@ -230,17 +236,6 @@ impl RedLock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<RedGuard>> {
-        let (red, owner) = (self.clone(), owner.clone());
-        self.on_workers(async move { red.acquire_here(&owner, wait, lease).await }).await
-    }
-
-    /// [`RedLock::acquire_guard`], polled where the caller polls it.
-    async fn acquire_here(
-        &self,
-        owner: &Owner,
-        wait: Option<Duration>,
-        lease: Option<Duration>,
-    ) -> Result<Option<RedGuard>> {
         let first = self.inner.members[0].shared();
         first.check_owner(owner)?;
         first.check_open()?;
@@ -330,26 +325,6 @@ impl RedLock {
         }
     }
 
-    /// Runs `fut` as a task on the first client's runtime, aborted (dropped at an await, which
-    /// every step here survives) when the returned future is dropped. A RedLock's calls span
-    /// several clients and leave member calls running once a round is decided: on the tokio
-    /// workers they take the clients' shared connections, never a surface's event-loop link,
-    /// which only that surface's thread drives.
-    async fn on_workers<T: Send + 'static>(
-        &self,
-        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
-    ) -> Result<T> {
-        struct AbortOnDrop(tokio::task::AbortHandle);
-        impl Drop for AbortOnDrop {
-            fn drop(&mut self) {
-                self.0.abort();
-            }
-        }
-        let task = self.inner.members[0].shared().cleanups().handle().spawn(fut);
-        let _abort = AbortOnDrop(task.abort_handle());
-        task.await.map_err(|_| Error::closed())?
-    }
-
     /// Joins every member's unlock channel and waits (at most the subscription timeout, or
     /// `left`) until each subscription is answered.
     async fn join(&self, left: Option<Duration>) -> Vec<Membership> {
@@ -385,8 +360,7 @@ impl RedLock {
             .filter(|(i, _)| !straying.contains(i))
             .map(|(i, m)| {
                 let (m, o) = (m.clone(), self.owner_on(i, owner));
-                let tried = on_runtime(&m.clone(), async move { m.try_once(&o, lease).await });
-                async move { (i, tried.await.and_then(|r| r)) }
+                async move { (i, m.try_once(&o, lease).await) }
             })
             .collect();
         let (mut held, mut busy, mut failed) = (Vec::new(), Vec::new(), Vec::new());
@@ -510,12 +484,6 @@ impl RedLock {
     /// logged only: a majority of the servers is free of this owner's hold, so others can
     /// take the lock.
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
-        let (red, owner) = (self.clone(), owner.clone());
-        self.on_workers(async move { red.release_here(&owner).await }).await
-    }
-
-    /// [`RedLock::release`], polled where the caller polls it.
-    async fn release_here(&self, owner: &Owner) -> Result<Released> {
         let inner = &self.inner;
         inner.members[0].shared().check_owner(owner)?;
         let tracked: Vec<usize> = (0..inner.members.len())
@@ -577,12 +545,6 @@ impl RedLock {
     /// Whether `owner` holds the lock on a majority of the servers (one query per server).
     /// Errors when fewer than a majority answered.
     pub async fn is_held(&self, owner: &Owner) -> Result<bool> {
-        let (red, owner) = (self.clone(), owner.clone());
-        self.on_workers(async move { red.is_held_here(&owner).await }).await
-    }
-
-    /// [`RedLock::is_held`], polled where the caller polls it.
-    async fn is_held_here(&self, owner: &Owner) -> Result<bool> {
         let inner = &self.inner;
         let results = futures_util::future::join_all(inner.members.iter().enumerate().map(|(i, m)| {
             let o = self.owner_on(i, owner);
@@ -703,18 +665,6 @@ impl Drop for RedInner {
             }
         }
     }
-}
-
-/// Runs `fut` as a task on `member`'s client runtime. A round stops listening to its members
-/// once it is decided; a call left running there finishes (and gives back what it took) on
-/// the tokio workers, never through a surface's own event-loop connection, which only its
-/// thread drives.
-fn on_runtime<T: Send + 'static>(
-    member: &Lock,
-    fut: impl std::future::Future<Output = T> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T>> {
-    let task = member.shared().cleanups().handle().spawn(fut);
-    async move { task.await.map_err(|_| Error::closed()) }
 }
 
 /// Releases what a failed round took, before anything else is tried.

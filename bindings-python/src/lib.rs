@@ -482,10 +482,7 @@ impl Semaphore {
         self.rt.check_pid()?;
         let sem = self.inner.clone();
         aio::future_into_py(py, &self.rt, &self.client, async move {
-            let got = sem
-                .acquire_guard(n, timeout)
-                .await
-                .map(|p| PendingAcquire(std::sync::Mutex::new(p.map(Taken::Permits))));
+            let got = sem.acquire_guard(n, timeout).await.map(|p| PendingAcquire::new(p.map(Taken::Permits)));
             Ok(Outcome(got))
         })
     }
@@ -587,8 +584,7 @@ impl PermitExpirableSemaphore {
         self.rt.check_pid()?;
         let sem = self.inner.clone();
         aio::future_into_py(py, &self.rt, &self.client, async move {
-            let got =
-                permit_future(sem, timeout, lease).await.map(|t| PendingAcquire(std::sync::Mutex::new(t)));
+            let got = permit_future(sem, timeout, lease).await.map(PendingAcquire::new);
             Ok(Outcome(got))
         })
     }
@@ -735,7 +731,7 @@ impl MultiLock {
             let got = multi
                 .acquire_guard(&owner, timeout, lease)
                 .await
-                .map(|g| PendingAcquire(std::sync::Mutex::new(g.map(Taken::Multi))));
+                .map(|g| PendingAcquire::new(g.map(Taken::Multi)));
             Ok(Outcome(got))
         })
     }
@@ -894,7 +890,7 @@ impl Lock {
         let owner = self.owner(Some(owner))?;
         let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
         aio::future_into_py(py, &self.rt, &self.client, async move {
-            Ok(Outcome(fut.await.map(|a| PendingAcquire(std::sync::Mutex::new(a.0)))))
+            Ok(Outcome(fut.await.map(|a| PendingAcquire::new(a.0))))
         })
     }
 

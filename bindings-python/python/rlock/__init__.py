@@ -350,7 +350,54 @@ def _wait_arg(blocking: bool, timeout: float) -> Optional[float]:
     return timeout
 
 
-class Lock:
+_H = TypeVar("_H", bound="_Holds")
+
+
+class _Holds:
+    """``with`` and ``async with`` for what holds a lock: the calling thread (or the current
+    task) acquires on entry and releases on exit, where a lost hold is loud unless another
+    exception is already on its way (:func:`_release_on_exit`)."""
+
+    __slots__ = ()
+
+    def acquire(self) -> Any:
+        raise NotImplementedError
+
+    def release(self) -> Any:
+        raise NotImplementedError
+
+    async def acquire_async(self) -> Any:
+        raise NotImplementedError
+
+    async def release_async(self) -> Any:
+        raise NotImplementedError
+
+    def __enter__(self: _H) -> _H:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        _release_on_exit(self.release, exc_type)
+
+    async def __aenter__(self: _H) -> _H:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await _release_on_exit_async(self.release_async, exc_type)
+
+
+class Lock(_Holds):
     """A distributed reentrant lock with ``threading.RLock``'s interface, plus asyncio.
 
     ``with lock:`` holds it for the calling thread, ``async with lock:`` for the current task.
@@ -392,18 +439,6 @@ class Lock:
         when its hold was lost."""
         return self._native.release(None)
 
-    def __enter__(self) -> Lock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        _release_on_exit(lambda: self._native.release(None), exc_type)
-
     async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
         """Acquires for the current asyncio task: waits up to ``timeout`` seconds (None:
         forever; 0: try once). Cancelling the call leaves no hold, renewal or subscription."""
@@ -417,17 +452,6 @@ class Lock:
         (errors as :meth:`release`)."""
         return await self._native.release_async(self._client._task_owner())
 
-    async def __aenter__(self) -> Lock:
-        await self.acquire_async()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await _release_on_exit_async(self.release_async, exc_type)
 
     def locked(self) -> bool:
         """Whether anyone holds the lock."""
@@ -737,7 +761,7 @@ class _PermitContext:
             await self._sem.release_async(permit_id)
 
 
-class MultiLock:
+class MultiLock(_Holds):
     """Several locks taken all-or-nothing (Redisson's ``RedissonMultiLock``): any mix of
     reentrant, fenced, fair, read and write locks, from one client or several (other servers
     included), under one wait. ``with multi:`` holds every member for the calling thread,
@@ -783,29 +807,6 @@ class MultiLock:
         """Whether the current owner (task or thread) holds every member."""
         return self._native.is_held(self._client()._current_owner())
 
-    def __enter__(self) -> MultiLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        _release_on_exit(self.release, exc_type)
-
-    async def __aenter__(self) -> MultiLock:
-        await self.acquire_async()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await _release_on_exit_async(self.release_async, exc_type)
 
     def __repr__(self) -> str:
         return f"<rlock.MultiLock {[lock.name for lock in self._locks]!r}>"
@@ -816,7 +817,7 @@ def multi_lock(locks: Iterable[Lock]) -> MultiLock:
     return MultiLock(locks)
 
 
-class RedLock:
+class RedLock(_Holds):
     """One lock name held by a majority of N independent servers (Redisson's
     ``RedissonRedLock``; antirez's algorithm), so it survives the loss of a minority of them.
     Each server stores an ordinary lock in Redisson's layout. ``with lock:`` holds it for the
@@ -886,29 +887,6 @@ class RedLock:
         unregisters it."""
         return _listen(self._native, callback, "RedLock")
 
-    def __enter__(self) -> RedLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        _release_on_exit(self.release, exc_type)
-
-    async def __aenter__(self) -> RedLock:
-        await self.acquire_async()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        await _release_on_exit_async(self.release_async, exc_type)
 
     def __repr__(self) -> str:
         return f"<rlock.{type(self).__name__} {self.name!r} on {len(self._clients)} servers>"

@@ -185,3 +185,50 @@ def test_a_new_loop_replaces_the_old_loops_link_and_a_few_calls_open_none(
     while second in clients(raw):
         assert time.monotonic() < deadline, "the link closed with its client"
         time.sleep(0.01)
+
+
+def test_a_cancelled_acquire_in_flight_when_its_loop_ends_gives_back_what_it_took(
+    url: str, raw: redis.Redis, name: str
+) -> None:
+    """The acquire's request is on the link when its task is cancelled and asyncio.run returns:
+    nobody reads the link any more, and Redis runs the acquire only after that. The call,
+    finishing on the client's runtime, gives up on the reply after command_timeout and gives
+    the permit back (before, it waited for ever and the permit stayed taken)."""
+
+    def scripts_run() -> int:
+        return int(raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    with rlock.Client(url, command_timeout=1.0, retry_attempts=0) as client:
+        lock, sem = client.lock(name), client.permit_expirable_semaphore(f"{name}:pes")
+        assert sem.try_set_permits(2)
+        known = set(clients(raw))
+
+        async def main() -> None:
+            await link_of(raw, lock, known)
+            permit = await sem.acquire_async()  # its script is loaded
+            assert permit is not None
+            await sem.release_async(permit)
+            raw.execute_command("CLIENT", "PAUSE", 5000, "WRITE")  # scripts wait
+            task = asyncio.create_task(sem.acquire_async())
+            await asyncio.sleep(0.05)  # the request goes out on the link
+            task.cancel()
+            try:
+                await task
+                raise AssertionError("the acquire returned on a paused server")
+            except asyncio.CancelledError:
+                pass
+
+        before = scripts_run()
+        try:
+            asyncio.run(main())
+        finally:
+            raw.execute_command("CLIENT", "UNPAUSE")  # the acquire runs now, unanswered
+        deadline = time.monotonic() + 10
+        while scripts_run() <= before + 2:  # the pair's two, then the cancelled acquire
+            assert time.monotonic() < deadline, "the cancelled acquire never ran"
+            time.sleep(0.01)
+        while raw.zcard(f"{{{name}:pes}}:timeout") != 0:
+            assert time.monotonic() < deadline, "the unanswered acquire's permit was never given back"
+            time.sleep(0.01)
+        assert sem.available_permits() == 2
+        assert client.tracked_holds() == 0

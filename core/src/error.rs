@@ -172,6 +172,23 @@ impl Error {
         Error { kind, message, source: Some(err) }
     }
 
+    /// Whether the command that failed with this error may have run on the server all the same:
+    /// its reply was lost (a timeout, a connection that dropped, or a link that ended, with it
+    /// in flight), so what it would have taken may be held now. Not for a refused connection
+    /// or a server's error answer (CLUSTERDOWN, LOADING, ...): nothing ran then, and a
+    /// give-back would only slow the retries of an outage down.
+    pub(crate) fn outcome_unknown(&self) -> bool {
+        match (self.kind, &self.source) {
+            (ErrorKind::Timeout, _) => true,
+            (ErrorKind::Connection, Some(e)) => {
+                (e.is_io_error() || e.is_connection_dropped())
+                    && !e.is_connection_refusal()
+                    && e.code().is_none()
+            }
+            _ => false,
+        }
+    }
+
     /// The category of this error.
     pub fn kind(&self) -> ErrorKind {
         self.kind

@@ -479,7 +479,30 @@ impl Lock {
                 // No later than the acquire's send: the lease it sets runs from then at the
                 // earliest.
                 let sent = Instant::now();
-                match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await? {
+                let acquired = match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await {
+                    Ok(acquired) => acquired,
+                    Err(e) => {
+                        if e.outcome_unknown() && !lock.is_tracked(&owner) {
+                            // Only the reply may be lost, and `owner` held nothing here before:
+                            // release what the script may have taken before anything retries
+                            // (a retry would count a second hold level). `NotHeld` when it took
+                            // nothing. A reentrant acquire cannot tell its level from an older
+                            // one's, so it keeps what it has.
+                            // One try: retries of its own would hold up the acquire's.
+                            if let Err(e) = lock.release_tries(&owner, false).await {
+                                if e.kind() != ErrorKind::NotHeld {
+                                    log::warn!(
+                                        "rlock: could not release what an unanswered acquire of '{}' may \
+                                         have taken ({e}); it ends with its lease",
+                                        lock.name()
+                                    );
+                                }
+                            }
+                        }
+                        return Err(e);
+                    }
+                };
+                match acquired {
                     Ok(token) => {
                         let key = lock.key(&owner);
                         inner.shared.watchdog().acquired(
@@ -550,8 +573,13 @@ impl Lock {
     fn undo(&self, owner: &Owner) -> Undo {
         let (lock, owner) = (self.clone(), owner.clone());
         Undo::new(self.inner.shared.cleanups(), async move {
-            if let Err(e) = lock.release_now(&owner).await {
-                log::warn!("rlock: could not undo an acquire nobody took on '{}': {e}", lock.name());
+            match lock.release_now(&owner).await {
+                // Nothing left to give back: the acquire took nothing, or the hold ended.
+                Err(e) if e.kind() == ErrorKind::NotHeld || e.kind() == ErrorKind::Lost => {}
+                Err(e) => {
+                    log::warn!("rlock: could not undo an acquire nobody took on '{}': {e}", lock.name())
+                }
+                Ok(_) => {}
             }
         })
     }
@@ -662,6 +690,11 @@ impl Lock {
     }
 
     async fn release_now(&self, owner: &Owner) -> Result<Released> {
+        self.release_tries(owner, true).await
+    }
+
+    /// [`Self::release_now`], retried after transient errors when `retry`, else tried once.
+    async fn release_tries(&self, owner: &Owner, retry: bool) -> Result<Released> {
         let inner = &self.inner;
         let shared = &inner.shared;
         let key = self.key(owner);
@@ -687,16 +720,13 @@ impl Lock {
         };
         shared.watchdog().release_started(&key);
         let sent = Instant::now();
-        let result = shared
-            .retrying(|mut conn| {
-                let call = &call;
-                async move {
-                    call.run(&mut conn).await.map_err(|e| {
-                        Error::from_redis(&format!("release of lock '{}' failed", inner.name), e)
-                    })
-                }
-            })
-            .await;
+        let call = &call;
+        let op = |mut conn: crate::conn::Commands| async move {
+            call.run(&mut conn)
+                .await
+                .map_err(|e| Error::from_redis(&format!("release of lock '{}' failed", inner.name), e))
+        };
+        let result = if retry { shared.retrying(op).await } else { shared.once_past_close(op).await };
         let outcome = match result {
             Ok(Some(free @ (scripts::RELEASE_FREE | scripts::RELEASE_LEFT))) => {
                 let lost = shared.watchdog().released(&key);

@@ -232,7 +232,28 @@ impl PermitExpirableSemaphore {
                     &[id],
                 )
                 .await
-                .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e))?;
+                .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e));
+                let taken = match taken {
+                    Ok(taken) => taken,
+                    Err(e) => {
+                        if e.outcome_unknown() {
+                            // Only the reply may be lost: give back what the script may have
+                            // taken under `id` (no one else uses it) before anything retries
+                            // with it. `NotHeld` when it took nothing.
+                            // One try: retries of its own would hold up the acquire's.
+                            if let Err(e) = sem.release_tries(id, false).await {
+                                if e.kind() != ErrorKind::NotHeld {
+                                    log::warn!(
+                                        "rlock: could not give back a permit an unanswered acquire of \
+                                         '{}' may have taken ({e}); it ends with its lease",
+                                        i.name
+                                    );
+                                }
+                            }
+                        }
+                        return Err(e);
+                    }
+                };
                 Ok(match taken {
                     Ok(()) => {
                         let hex: Arc<str> = format_id(&id).into();
@@ -289,6 +310,11 @@ impl PermitExpirableSemaphore {
     }
 
     async fn release_now(&self, id: [u8; 16]) -> Result<()> {
+        self.release_tries(id, true).await
+    }
+
+    /// [`Self::release_now`], retried after transient errors when `retry`, else tried once.
+    async fn release_tries(&self, id: [u8; 16], retry: bool) -> Result<()> {
         let i = &self.inner;
         let key = self.key(&id);
         let ours = self.tracked(&key, &id);
@@ -298,15 +324,14 @@ impl PermitExpirableSemaphore {
         let latch = request_latch(&i.latch_prefix, i.shared.id());
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
         let latch_ref = &latch;
-        let released = i
-            .shared
-            .retrying_past_close(|mut c| async move {
-                let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
-                scripts::pes_release(&mut c, keys, latch_ref, &id, publish, ttl)
-                    .await
-                    .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
-            })
-            .await;
+        let op = |mut c: crate::conn::Commands| async move {
+            let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
+            scripts::pes_release(&mut c, keys, latch_ref, &id, publish, ttl)
+                .await
+                .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
+        };
+        let released =
+            if retry { i.shared.retrying_past_close(op).await } else { i.shared.once_past_close(op).await };
         let wd = i.shared.watchdog();
         match released {
             Ok(true) => {

@@ -209,7 +209,18 @@ impl Semaphore {
                     i.shared.latch_ttl_ms(),
                 )
                 .await
-                .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e))?;
+                .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e));
+                let taken = match taken {
+                    Ok(taken) => taken,
+                    Err(e) => {
+                        if e.outcome_unknown() {
+                            // Only the answer may be lost: give back what the step may have
+                            // taken (its latch tells) before anything retries with the latch.
+                            sem.undo_lost(permits, &latch).await;
+                        }
+                        return Err(e);
+                    }
+                };
                 Ok(taken.then(|| sem.give_back(permits, Some(latch))))
             })
             .await;
@@ -221,6 +232,25 @@ impl Semaphore {
             }
             None => false,
         })
+    }
+
+    /// Gives back the `permits` the acquire step of `latch` took when its answer was lost (its
+    /// latch exists); logs what it could not do.
+    async fn undo_lost(&self, permits: u64, latch: &str) {
+        let i = &self.inner;
+        let publish = i.shared.publish_command();
+        // One try: retries of its own would hold up the acquire's.
+        let undone = i
+            .shared
+            .once_past_close(|mut c| async move {
+                scripts::sem_undo(&mut c, (&i.name, &i.channel, latch), permits, publish)
+                    .await
+                    .map_err(|e| Error::from_redis(&format!("give-back to semaphore '{}' failed", i.name), e))
+            })
+            .await;
+        if let Err(e) = undone {
+            log::warn!("rlock: could not give back permits an unanswered acquire may have taken: {e}");
+        }
     }
 
     /// Gives back `permits` (at least 1) and wakes up to the new count of waiters. Runs to the

@@ -2,7 +2,9 @@
 //! byte gets through either way and the sockets stay open (no FIN, no RST); when healed, what
 //! was sent meanwhile arrives, late, as TCP's retransmissions deliver it after a partition
 //! shorter than their timeout. For tests that need one client cut off from a server that other
-//! clients still reach; `make netfaults` uses toxiproxy for the richer faults.
+//! clients still reach. It can also hold back only the server's replies, so that commands run
+//! and their answers are lost (a reply lost after the server ran the command). `make
+//! netfaults` uses toxiproxy for the richer faults.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -15,12 +17,27 @@ use crate::{Error, Result, HOST};
 
 #[derive(Default)]
 struct State {
-    /// Whether the network is cut; `healed` is notified when it changes.
-    cut: Mutex<bool>,
+    /// What is held back; `healed` is notified when it changes.
+    cut: Mutex<Cut>,
     healed: Condvar,
     stop: AtomicBool,
     /// Every socket of every proxied connection, shut down when the proxy drops.
     sockets: Mutex<Vec<TcpStream>>,
+}
+
+/// What the proxy holds back.
+#[derive(Default, Clone, Copy)]
+struct Cut {
+    /// Both directions.
+    both: bool,
+    /// The server's replies only.
+    replies: bool,
+}
+
+impl Cut {
+    fn holds(self, reply: bool) -> bool {
+        self.both || (reply && self.replies)
+    }
 }
 
 /// A running proxy to `127.0.0.1:<upstream>`; stops (all its connections closed) when dropped.
@@ -68,7 +85,14 @@ impl Proxy {
     /// Cuts the network (`true`): nothing gets through either way, connections stay open.
     /// Heals it (`false`): what was held back is delivered, in order.
     pub fn cut(&self, on: bool) {
-        *self.state.cut.lock().unwrap_or_else(|p| p.into_inner()) = on;
+        self.state.cut.lock().unwrap_or_else(|p| p.into_inner()).both = on;
+        self.state.healed.notify_all();
+    }
+
+    /// Holds back the server's replies only (`true`): requests still reach the server and run,
+    /// their answers never come back while this lasts. `false` delivers them, in order.
+    pub fn cut_replies(&self, on: bool) {
+        self.state.cut.lock().unwrap_or_else(|p| p.into_inner()).replies = on;
         self.state.healed.notify_all();
     }
 }
@@ -80,14 +104,15 @@ fn pipe(st: &Arc<State>, client: TcpStream, server: TcpStream) -> std::io::Resul
         sockets.push(client.try_clone()?);
         sockets.push(server.try_clone()?);
     }
-    for (from, to) in [(client.try_clone()?, server.try_clone()?), (server, client)] {
+    for (from, to, reply) in [(client.try_clone()?, server.try_clone()?, false), (server, client, true)] {
         let st = st.clone();
-        thread::Builder::new().name("testbed-proxy-pipe".into()).spawn(move || copy(&st, from, to))?;
+        thread::Builder::new().name("testbed-proxy-pipe".into()).spawn(move || copy(&st, from, to, reply))?;
     }
     Ok(())
 }
 
-fn copy(st: &State, mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to`; `reply`: the server-to-client direction.
+fn copy(st: &State, mut from: TcpStream, mut to: TcpStream, reply: bool) {
     let mut buf = [0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
@@ -96,7 +121,7 @@ fn copy(st: &State, mut from: TcpStream, mut to: TcpStream) {
         };
         // Held back while cut (in this buffer, and in the socket's behind it).
         let mut cut = st.cut.lock().unwrap_or_else(|p| p.into_inner());
-        while *cut && !st.stop.load(Ordering::SeqCst) {
+        while cut.holds(reply) && !st.stop.load(Ordering::SeqCst) {
             cut = st.healed.wait(cut).unwrap_or_else(|p| p.into_inner());
         }
         drop(cut);
@@ -111,6 +136,7 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
         self.cut(false);
+        self.cut_replies(false);
         // Wakes the accept loop, which then sees the stop flag.
         let _ = TcpStream::connect((HOST, self.port()));
         for s in self.state.sockets.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {

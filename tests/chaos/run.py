@@ -655,7 +655,12 @@ def case_cancel_permits(ctx: Ctx) -> str:
         eventually(lambda: all(c == str(permits) and h == 0 for _, c, h in counts()), 10,
                    f"every semaphore back at {permits} available, 0 held")
     except Fail:
-        raise Fail(f"counts (name, available, held): {counts()}")
+        raw = redis.Redis(port=srv.port, password=srv.password)  # permit ids are 16 raw bytes
+        held = {f"{b}:{k}": [i.hex() for i in raw.zrange(f"{{{b}:{k}}}:timeout", 0, -1)]
+                for b in bases.values() for k in range(names)}
+        tracking = {w.label: w.call("stats", "stats")["tracked"] for w in workers.values()}
+        raise Fail(f"counts (name, available, held): {counts()}; held ids {held}; "
+                   f"permits each worker tracks {tracking}")
     try:
         eventually(lambda: not latches(r), 10, "every request latch deleted")
     except Fail:

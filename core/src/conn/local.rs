@@ -397,7 +397,8 @@ pub(crate) fn polling_call<R>(poll: impl FnOnce() -> R) -> R {
 pub(crate) async fn query(route: &Route, cmd: &Cmd) -> Option<RedisResult<Value>> {
     let (mut link, stall) = route.link()?;
     let waiting = Waiting::new(&stall);
-    let reply = link.send_packed_command(cmd).await;
+    let limit = route.response_timeout.unwrap_or(ABANDONED_LIMIT);
+    let reply = Abandonable::new(link.send_packed_command(cmd), limit).await;
     drop(waiting);
     Some(match reply {
         // Ended by the stall watch: every request it cut off timed out.
@@ -406,6 +407,53 @@ pub(crate) async fn query(route: &Route, cmd: &Cmd) -> Option<RedisResult<Value>
         }
         reply => reply,
     })
+}
+
+/// How long a request moved off its link's thread waits for its reply without a command
+/// timeout (the shared connection's stuck limit).
+const ABANDONED_LIMIT: Duration = Duration::from_secs(10);
+
+/// A link request's reply, with a timer once the request is polled off the link's thread: a
+/// call its caller gave up on finishes on a tokio task ([`crate::finish::Finish`]), and the
+/// link's driver (with its stall watch) is polled only by the surface's loop, which may have
+/// ended (an `asyncio.run` that returned). Without the timer such a request waited for ever,
+/// and what its acquire took was never given back. Polled on its own thread, no timer: the
+/// stall watch covers it.
+struct Abandonable<F> {
+    reply: Pin<Box<F>>,
+    home: std::thread::ThreadId,
+    limit: Duration,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<F> Abandonable<F> {
+    fn new(reply: F, limit: Duration) -> Self {
+        Abandonable { reply: Box::pin(reply), home: std::thread::current().id(), limit, timer: None }
+    }
+}
+
+impl<F: std::future::Future<Output = RedisResult<Value>>> std::future::Future for Abandonable<F> {
+    type Output = RedisResult<Value>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(reply) = self.reply.as_mut().poll(cx) {
+            return Poll::Ready(reply);
+        }
+        if self.timer.is_none() && std::thread::current().id() != self.home {
+            // Off the link's thread means on a tokio task: its runtime has the timer.
+            if tokio::runtime::Handle::try_current().is_ok() {
+                self.timer = Some(Box::pin(tokio::time::sleep(self.limit)));
+            }
+        }
+        match self.timer.as_mut().map(|t| t.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "Redis did not answer in time (the call's event loop has stopped)",
+            )
+            .into())),
+            _ => Poll::Pending,
+        }
+    }
 }
 
 /// Lists a link as up on this thread until dropped.

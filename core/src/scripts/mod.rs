@@ -52,6 +52,7 @@ static LATCH_COUNT_DOWN: Lua = lua!("lua/latch_count_down.lua");
 static LATCH_DELETE: Lua = lua!("lua/latch_delete.lua");
 static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
 static SEM_RELEASE: Lua = lua!("lua/sem_release.lua");
+static SEM_UNDO: Lua = lua!("lua/sem_undo.lua");
 static SEM_TRY_SET: Lua = lua!("lua/sem_try_set.lua");
 static SEM_ADD: Lua = lua!("lua/sem_add.lua");
 static SEM_DRAIN: Lua = lua!("lua/sem_drain.lua");
@@ -95,6 +96,20 @@ impl Lua {
             }
             other => other,
         }
+    }
+
+    /// Runs the script as `EVAL` with its source: for a script run rarely, and then while the
+    /// network is failing, one command that cannot meet NOSCRIPT (an `EVALSHA` whose NOSCRIPT
+    /// answer is lost never runs).
+    async fn eval<T: FromRedisValue, K: AsRef<str>>(
+        &self,
+        keys: &[K],
+        args: impl Fn(&mut Cmd),
+        conn: &mut Commands,
+    ) -> RedisResult<T> {
+        let mut cmd = self.cmd(keys, true);
+        args(&mut cmd);
+        conn.query(&cmd).await
     }
 }
 
@@ -583,6 +598,25 @@ pub(crate) async fn sem_release(
             &[name, channel, latch],
             |c| {
                 c.arg(permits).arg(publish).arg(latch_ttl_ms);
+            },
+            conn,
+        )
+        .await
+}
+
+/// Gives back the `permits` the acquire call of `latch` took, if its latch says it took them
+/// (its answer was lost), and publishes the new count. True when given back.
+pub(crate) async fn sem_undo(
+    conn: &mut Commands,
+    (name, channel, latch): (&str, &str, &str),
+    permits: u64,
+    publish: &str,
+) -> RedisResult<bool> {
+    SEM_UNDO
+        .eval(
+            &[name, channel, latch],
+            |c| {
+                c.arg(permits).arg(publish);
             },
             conn,
         )

@@ -1,0 +1,96 @@
+//! A reply lost after the server ran the command: the acquire fails with a typed timeout and
+//! leaves nothing held (what the script took is given back before the error is returned, so
+//! no retry can count it twice). The client reaches Redis through a proxy that delivers its
+//! requests and holds back every reply; the test inspects Redis directly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{eventually, Inspect as _, Proxy, Server};
+use redis::Commands as _;
+use rlock::{Client, ClientOptions, ErrorKind};
+
+/// A short command timeout and no retries: the first lost reply fails the call.
+fn options() -> ClientOptions {
+    ClientOptions::default()
+        .with_command_timeout(Some(Duration::from_millis(300)))
+        .with_retry_attempts(0)
+        .with_thread_connections(0)
+}
+
+#[tokio::test]
+async fn a_lock_acquire_whose_reply_is_lost_holds_nothing() {
+    let server = Server::start().unwrap();
+    let proxy = Proxy::start(server.port()).unwrap();
+    let client = Client::connect(&proxy.url(), options()).await.unwrap();
+    let (lock, owner) = (client.lock("lost-reply:lock").unwrap(), client.new_owner());
+    // The scripts are loaded first, so the cut acquire runs (not NOSCRIPT, then nothing).
+    lock.acquire(&owner).await.unwrap();
+    lock.release(&owner).await.unwrap();
+    proxy.cut_replies(true);
+    let err = lock.try_acquire(&owner, Duration::ZERO, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let mut conn = server.conn();
+    let freed =
+        eventually(Duration::from_secs(5), || !conn.exists::<_, bool>("lost-reply:lock").unwrap()).await;
+    assert!(
+        freed,
+        "the acquire ran and its hold was left behind: {:?}",
+        conn.hgetall::<_, Vec<String>>("lost-reply:lock")
+    );
+    proxy.cut_replies(false);
+    lock.acquire(&owner).await.unwrap();
+    assert_eq!(lock.release(&owner).await.unwrap(), rlock::Released::Unlocked);
+}
+
+#[tokio::test]
+async fn a_permit_acquire_whose_reply_is_lost_takes_no_permit() {
+    let server = Server::start().unwrap();
+    let proxy = Proxy::start(server.port()).unwrap();
+    let client = Client::connect(&proxy.url(), options()).await.unwrap();
+    let sem = client.permit_expirable_semaphore("lost-reply:pes").unwrap();
+    assert!(sem.try_set_permits(2, None).await.unwrap());
+    sem.acquire(None).await.unwrap().release().await.unwrap();
+    proxy.cut_replies(true);
+    let err = sem.try_acquire(Duration::ZERO, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let mut conn = server.conn();
+    let back = eventually(Duration::from_secs(5), || {
+        conn.zcard::<_, u64>("{lost-reply:pes}:timeout").unwrap() == 0
+            && conn.get::<_, u64>("lost-reply:pes").unwrap() == 2
+    })
+    .await;
+    assert!(back, "the acquire ran and its permit was left behind");
+    proxy.cut_replies(false);
+    let permit = sem.acquire(None).await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    permit.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_semaphore_acquire_whose_reply_is_lost_takes_no_permits() {
+    let server = Server::start().unwrap();
+    let proxy = Proxy::start(server.port()).unwrap();
+    let client = Client::connect(&proxy.url(), options()).await.unwrap();
+    let sem = client.semaphore("lost-reply:sem").unwrap();
+    assert!(sem.try_set_permits(3, None).await.unwrap());
+    sem.acquire(2).await.unwrap();
+    sem.release(2).await.unwrap();
+    proxy.cut_replies(true);
+    let err = sem.try_acquire(2, Duration::ZERO).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let mut conn = server.conn();
+    let back =
+        eventually(Duration::from_secs(5), || conn.get::<_, u64>("lost-reply:sem").unwrap() == 3).await;
+    assert!(
+        back,
+        "the acquire ran and its permits were left behind: {:?}",
+        conn.get::<_, u64>("lost-reply:sem")
+    );
+    proxy.cut_replies(false);
+    sem.acquire(3).await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 0);
+    sem.release(3).await.unwrap();
+}

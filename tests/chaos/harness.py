@@ -204,6 +204,8 @@ class Worker:
             )
         self.events: "queue.Queue[Tuple[float, Dict[str, Any]]]" = queue.Queue()
         self.lost: List[Tuple[float, str]] = []
+        # The same reports whole (with the reason where the worker gives one).
+        self.lost_events: List[Tuple[float, Dict[str, Any]]] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -217,6 +219,7 @@ class Worker:
                 event = {"event": "garbage", "line": line.rstrip()}
             if event.get("event") == "lost":
                 self.lost.append((now, event.get("name", "")))
+                self.lost_events.append((now, event))
             else:
                 self.events.put((now, event))
         self.events.put((time.monotonic(), {"event": "eof"}))

@@ -158,6 +158,9 @@ static rlock_multi_lock *multi_of(const char *name) {
 
 /* Acquires spec for the main thread: wait_ms < 0 waits as long as it takes (RLOCK_FOREVER);
  * lease_ms <= 0 lets the watchdog renew (a plain semaphore's permits have no lease). */
+/* The token of the last acquire of a fenced lock (0: none). */
+static uint64_t last_token;
+
 static rlock_result acquire_spec(const char *spec, long long wait_ms, long long lease_ms) {
     const char *name;
     int kind = kind_of(spec, &name);
@@ -166,7 +169,9 @@ static rlock_result acquire_spec(const char *spec, long long wait_ms, long long 
     if (kind < KIND_SEM) {
         rlock_lock *l = NULL;
         rc = rlock_lock_new(client, name, kind, &l);
-        if (rc == RLOCK_OK) rc = rlock_lock_acquire(l, RLOCK_THREAD, wait, lease, NULL);
+        last_token = 0;
+        if (rc == RLOCK_OK)
+            rc = rlock_lock_acquire(l, RLOCK_THREAD, wait, lease, kind == RLOCK_FENCED_LOCK ? &last_token : NULL);
         rlock_lock_free(l);
         return rc;
     }
@@ -478,7 +483,9 @@ int main(int argc, char **argv) {
         if (strcmp(cmd, "exit") == 0) break;
         if (strcmp(cmd, "acquire") == 0 && nw >= 2) {
             rc = acquire_spec(name, nw > 2 ? atoll(words[2]) : -1, nw > 3 ? atoll(words[3]) : 0);
-            if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\"}", name);
+            if (rc == RLOCK_OK && last_token != 0)
+                emit("{\"event\":\"acquired\",\"name\":\"%s\",\"token\":%llu}", name, (unsigned long long)last_token);
+            else if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\",\"token\":null}", name);
             else if (rc == RLOCK_NOT_ACQUIRED) emit("{\"event\":\"not_acquired\",\"name\":\"%s\"}", name);
             else reply_error("acquire", rc);
         } else if (strcmp(cmd, "release") == 0 && nw == 2) {

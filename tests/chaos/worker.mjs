@@ -79,6 +79,7 @@ function familyLock(spec) {
   if (kind === 'read') return client.readWriteLock(name).readLock()
   if (kind === 'write') return client.readWriteLock(name).writeLock()
   if (kind === 'fair') return client.fairLock(name)
+  if (kind === 'fenced') return client.fencedLock(name)
   if (kind === 'sem') return taking(name, client.semaphore(name), false)
   if (kind === 'pes') return taking(name, client.permitExpirableSemaphore(name), true)
   if (kind === 'multi') {
@@ -96,13 +97,15 @@ function lockOf(name) {
     l = familyLock(name)
     locks.set(name, l)
     // A lock reports through its lostSignal (watchLost), the permit semaphore through onLost.
-    if (!('lostSignal' in l)) l.onLost?.((e) => emit({ event: 'lost', name: e.name }))
+    // A fenced lock reports through onLost too, with the reason (the netfaults suite needs it).
+    if (!('lostSignal' in l) || l.fenced) l.onLost?.((e) => emit({ event: 'lost', name: e.name, reason: e.reason }))
   }
   return l
 }
 // The lost signal is renewed by each acquire after a loss, so listen after every acquire (a
 // permit-expirable semaphore reports through onLost instead).
 function watchLost(l) {
+  if (l.fenced) return // reported through onLost
   const s = l.lostSignal
   if (s && !s.aborted && !s.chaosWatched) {
     s.chaosWatched = true
@@ -249,7 +252,8 @@ async function command(words) {
         if (words[2] === undefined) await l.acquire({ leaseMs })
         else got = await l.tryAcquire({ waitMs: Number(words[2]), leaseMs })
         if (got) watchLost(l)
-        return { event: got ? 'acquired' : 'not_acquired', name }
+        const token = got && l.fenced ? await l.token() : null
+        return { event: got ? 'acquired' : 'not_acquired', name, token }
       }
       case 'release':
         return { event: 'released', free: await lockOf(name).release() }

@@ -94,6 +94,8 @@ def family_lock(client: rlock.Client, spec: str, label: str, others: Sequence[rl
         return client.read_write_lock(name).write_lock()
     if kind == "fair":
         return client.fair_lock(name)
+    if kind == "fenced":
+        return client.fenced_lock(name)
     if kind == "sem":
         return Taking(client.semaphore(name))
     if kind == "pes":
@@ -163,7 +165,7 @@ class Worker:
         lock = self.locks.get(name)
         if lock is None:
             lock = self.locks[name] = family_lock(self.client, name, self.label, self.others)
-            lock.on_lost(lambda e: emit(event="lost", name=e.name))
+            lock.on_lost(lambda e: emit(event="lost", name=e.name, reason=e.reason))
         return lock
 
     def command(self, words: List[str]) -> None:
@@ -174,7 +176,8 @@ class Worker:
                 wait = int(words[2]) / 1000 if len(words) > 2 else -1
                 lease = int(words[3]) / 1000 if len(words) > 3 else None
                 got = lock.acquire(timeout=wait, lease=lease)
-                emit(event="acquired" if got else "not_acquired", name=words[1])
+                token = lock.token if got and isinstance(lock, rlock.FencedLock) else None
+                emit(event="acquired" if got else "not_acquired", name=words[1], token=token)
             elif op == "release":
                 lock = self.lock(words[1])
                 lock.release()

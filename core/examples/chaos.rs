@@ -128,6 +128,7 @@ fn family_lock(client: &Client, others: &[Client], label: &str, spec: &str) -> r
         Some(("read", name)) => Ok(Target::Lock(client.read_write_lock(name)?.read_lock())),
         Some(("write", name)) => Ok(Target::Lock(client.read_write_lock(name)?.write_lock())),
         Some(("fair", name)) => Ok(Target::Lock(client.fair_lock(name)?)),
+        Some(("fenced", name)) => Ok(Target::Lock(client.fenced_lock(name)?.lock().clone())),
         Some(("sem", name)) => taking(Taker::Sem(client.semaphore(name)?)),
         Some(("pes", name)) => taking(Taker::Pes(client.permit_expirable_semaphore(name)?)),
         Some(("multi", name)) => {
@@ -237,12 +238,24 @@ impl Worker {
             ["acquire", name, rest @ ..] => {
                 let ms =
                     |i: usize| rest.get(i).and_then(|s| s.parse::<u64>().ok()).map(Duration::from_millis);
-                let result = match self.lock(name) {
-                    Ok(lock) => lock.acquire(&self.me, ms(0), ms(1)).await,
-                    Err(e) => Err(e),
+                let (result, token) = match self.lock(name) {
+                    Ok(lock) => {
+                        let result = lock.acquire(&self.me, ms(0), ms(1)).await;
+                        // A fenced lock's token, from its own acquire's reply.
+                        let token = match &lock {
+                            Target::Lock(l) => l.token_of(&self.me),
+                            Target::Taking(..) => None,
+                        };
+                        (result, token)
+                    }
+                    Err(e) => (Err(e), None),
                 };
                 match result {
-                    Ok(true) => format!(r#"{{"event":"acquired","name":{}}}"#, js(name)),
+                    Ok(true) => format!(
+                        r#"{{"event":"acquired","name":{},"token":{}}}"#,
+                        js(name),
+                        token.map_or("null".to_owned(), |t| t.to_string())
+                    ),
                     Ok(false) => format!(r#"{{"event":"not_acquired","name":{}}}"#, js(name)),
                     Err(e) => error_line("acquire", &e),
                 }
@@ -422,7 +435,7 @@ async fn run() -> Result<(), BoxError> {
     }
     let client = Client::connect(&url, opts).await?;
     client.on_lost(rlock::LostFilter::all(), |e| {
-        emit(&format!(r#"{{"event":"lost","name":{}}}"#, js(&e.name)))
+        emit(&format!(r#"{{"event":"lost","name":{},"reason":{}}}"#, js(&e.name), js(e.reason.as_str())))
     });
     let me = client.new_owner();
     let mut w = Worker { client, url, label, others, me, locks: HashMap::new(), data: None };

@@ -17,6 +17,9 @@ Scenarios:
 - lost-reply: the server's replies to the worker are held back while its acquire runs (a
   fenced lock, a permit-expirable semaphore, a semaphore): the acquire fails TIMEOUT, and
   Redis holds nothing afterwards.
+- latency: replies delayed below the command timeout (the calls succeed), then above it (the
+  acquire fails TIMEOUT and what it took is given back: another owner acquires at once); the
+  recovery time after the heal.
 
 The history checker reports, per scenario: overlapping holds (as each holder believed them),
 writes the store accepted from a holder after its hold was lost, writes refused, the token
@@ -303,12 +306,7 @@ def lost_reply(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
                 eventually(lambda: clean(spec), 5, f"{spec} back as before")
             except Fail:
                 raise Fail(f"{w.label}: the unanswered acquire of {spec} left it held")
-            # Healing may reset the connection, and this worker does not retry: one CONNECTION.
-            w.send(f"acquire {spec}")
-            _, again = w.reply(20)
-            if again.get("code") == "CONNECTION":
-                w.send(f"acquire {spec}")
-                _, again = w.reply(20)
+            again = reacquire(w, spec)
             check(again.get("event") == "acquired", f"{w.label} {spec} after the heal: {again}")
             w.call(f"release {spec}", "released")
             rows.append((surface, spec.partition("@")[0], time.monotonic() - started))
@@ -318,9 +316,70 @@ def lost_reply(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
             "nothing afterwards")
 
 
+def reacquire(w: Worker, spec: str) -> Dict[str, Any]:
+    """Acquires `spec` after a heal, which may have reset the worker's connection: a worker that
+    does not retry answers CONNECTION once."""
+    w.send(f"acquire {spec}")
+    _, got = w.reply(20)
+    if got.get("code") == "CONNECTION":
+        w.send(f"acquire {spec}")
+        _, got = w.reply(20)
+    return got
+
+
+def latency(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
+    """Replies delayed below, then above the command timeout: typed timeouts, nothing leaked."""
+    rows = []
+    for surface in SURFACES:
+        srv = ctx.server()
+        pname = f"latency-{surface}"
+        port = tox.proxy(pname, srv.port)
+        w = Worker(surface, f"redis://127.0.0.1:{port}/", ctx.tmp, f"{surface}-latency",
+                   command_timeout_ms=500, retry_attempts=0)
+        ctx.workers.append(w)
+        other = ctx.worker(NEXT[surface], srv, f"{NEXT[surface]}-direct")
+        ctx.ready(w, other)
+        key = f"nf:lat:{surface}"
+        spec = f"fenced@{key}"
+        w.call(f"acquire {spec}", "acquired")  # the scripts are loaded before the fault
+        w.call(f"release {spec}", "released")
+        tox.toxic(pname, "slow", "latency", "downstream", latency=200, jitter=50)
+        began = time.monotonic()
+        got = w.call(f"acquire {spec}", "acquired")
+        check(store.write(key, got["token"], w.label), "a write under latency was refused")
+        w.call(f"release {spec}", "released")
+        below = time.monotonic() - began
+        tox.heal(pname, "slow")
+        tox.toxic(pname, "slower", "latency", "downstream", latency=1500)
+        w.send(f"acquire {spec} 0")
+        _, late = w.reply(20)
+        tox.heal(pname, "slower")
+        healed = time.monotonic()
+        check(late.get("event") == "error" and late.get("code") == "TIMEOUT", f"{w.label} above: {late}")
+        # What the unanswered acquire took was given back: the other owner gets it at once.
+        other.send(f"acquire {spec} 5000")
+        t_other, got2 = other.expect("acquired", timeout=10)
+        check(store.write(key, got2["token"], other.label), "the other owner's write was refused")
+        other.call(f"release {spec}", "released")
+        back = reacquire(w, spec)
+        recovered = time.monotonic() - healed
+        check(back.get("event") == "acquired", f"{w.label} after the heal: {back}")
+        w.call(f"release {spec}", "released")
+        r = srv.conn()
+        check(not r.exists(key), f"{key} left behind: {r.hgetall(key)}")
+        rows.append((surface, below, t_other - healed, recovered))
+        w.exit()
+        other.exit()
+    parts = ", ".join(f"{s} {b * 1000:.0f} ms / {o * 1000:.0f} ms / {rc * 1000:.0f} ms" for s, b, o, rc in rows)
+    return ("replies 200 +/- 50 ms late (command timeout 500 ms): acquire and release held; 1500 ms late: the "
+            f"acquire failed TIMEOUT and left nothing (per surface: the slow pair / the other owner's acquire "
+            f"after the heal / this worker's own: {parts})")
+
+
 SCENARIOS: List[Tuple[str, int, Callable[[Ctx, Toxiproxy, FencedStore], str]]] = [
     ("partition", 300, partition),
     ("lost-reply", 200, lost_reply),
+    ("latency", 200, latency),
 ]
 
 

@@ -153,11 +153,11 @@ export declare class NativeLock {
 /** Several locks taken all-or-nothing by one owner (core `rlock::MultiLock`). */
 export declare class NativeMultiLock {
   /**
-   * Takes every member, waiting at most `waitMs` when given (then resolves false, nothing
-   * held); `leaseMs` fixes each member's lease (else the watchdog renews). Cancelling
-   * `cancel` leaves nothing held.
+   * Takes every member, waiting at most `waitMs` when given (then rejects
+   * `RLOCK_NOT_ACQUIRED`, or resolves false with `orFalse`; nothing held); `leaseMs` fixes
+   * each member's lease (else the watchdog renews). Cancelling `cancel` leaves nothing held.
    */
-  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<boolean>
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, orFalse: boolean, cancel: CancelToken): Promise<boolean>
   /** Releases every member; the error names each member that failed. */
   release(): Promise<void>
   /** Whether this handle's owner holds every member. */
@@ -207,11 +207,12 @@ export declare class NativePermitSemaphore {
 /** One lock name held by a majority of independent servers, by this handle's owner. */
 export declare class NativeRedLock {
   /**
-   * Takes the lock on a majority, waiting at most `waitMs` when given (then resolves null,
-   * nothing held); `leaseMs` fixes each member's lease (else the watchdogs renew). Resolves
-   * the fencing token (0 when not fenced). Cancelling `cancel` leaves nothing held.
+   * Takes the lock on a majority, waiting at most `waitMs` when given (then rejects
+   * `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`; nothing held); `leaseMs` fixes
+   * each member's lease (else the watchdogs renew). Resolves the fencing token (0 when not
+   * fenced). Cancelling `cancel` leaves nothing held.
    */
-  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number | null>
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, orNull: boolean, cancel: CancelToken): Promise<number | null>
   /** Releases this handle's holds on every server; resolves true when the lock is now free. */
   release(): Promise<boolean>
   /** Whether this handle holds the lock on a majority of the servers. */

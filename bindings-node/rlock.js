@@ -107,6 +107,34 @@ async function cancellable(signal, run) {
   }
 }
 
+// A native acquire taking (wait, lease, orNone, token) (multi-lock, RedLock, permit-expirable
+// semaphore): core rejects RLOCK_NOT_ACQUIRED when the wait runs out, or resolves its "none"
+// with `orNone`, whose default wait is 0 (one round).
+async function acquiring(nativePromise, options, orNone) {
+  const { waitMs, leaseMs, signal } = optionsObject(options)
+  const wait = optionalMs('waitMs', waitMs)
+  const lease = optionalMs('leaseMs', leaseMs)
+  checkSignal(signal)
+  const n = await nativePromise
+  return cancellable(signal, (token) => n.acquire(orNone && wait === undefined ? 0 : wait, lease, orNone, token))
+}
+
+// withLock: runs `fn()` while `holder` holds and releases afterwards, also when `fn` throws
+// (then `fn`'s error wins over a failed release).
+async function holding(holder, fn, options) {
+  if (typeof fn !== 'function') throw invalid('withLock needs a function')
+  await holder.acquire(options)
+  let result
+  try {
+    result = await fn()
+  } catch (e) {
+    await holder.release().catch(() => {})
+    throw e
+  }
+  await holder.release()
+  return result
+}
+
 // A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
 const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
 
@@ -366,27 +394,18 @@ class Semaphore extends Permits {
  * timeout. Made by `client.permitExpirableSemaphore(name)`.
  */
 class PermitExpirableSemaphore extends Permits {
-  async #acquireWith(options, orNull) {
-    const { waitMs, leaseMs, signal } = optionsObject(options)
-    const wait = optionalMs('waitMs', waitMs)
-    const lease = optionalMs('leaseMs', leaseMs)
-    checkSignal(signal)
-    const n = await this._native
-    return cancellable(signal, (token) => n.acquire(orNull && wait === undefined ? 0 : wait, lease, orNull, token))
-  }
-
   /**
    * Takes a permit and resolves its id. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it),
    * `leaseMs` (the permit expires then; absent: the watchdog renews it), `signal` (reject with
    * its AbortError; nothing taken).
    */
   async acquire(options) {
-    return this.#acquireWith(options, false)
+    return acquiring(this._native, options, false)
   }
 
   /** Like `acquire`, resolving `null` instead of waiting past `waitMs` (default 0: try once). */
   async tryAcquire(options) {
-    return this.#acquireWith(options, true)
+    return acquiring(this._native, options, true)
   }
 
   /** Releases permit `permitId`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the watchdog lost it. */
@@ -466,31 +485,18 @@ class MultiLock {
     this.#native.catch(() => {})
   }
 
-  async #acquireWith(options, orFalse) {
-    const { waitMs, leaseMs, signal } = optionsObject(options)
-    const wait = optionalMs('waitMs', waitMs)
-    const lease = optionalMs('leaseMs', leaseMs)
-    checkSignal(signal)
-    const n = await this.#native
-    const got = await cancellable(signal, (token) => n.acquire(orFalse && wait === undefined ? 0 : wait, lease, token))
-    if (!got && !orFalse) {
-      throw new RLockError(codes.NOT_ACQUIRED, `the multi-lock was not acquired within ${wait} ms`)
-    }
-    return got
-  }
-
   /**
    * Takes every member. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it, nothing held),
    * `leaseMs` (each member's lease; default: the watchdog), `signal` (reject with its
    * AbortError; nothing held).
    */
   async acquire(options) {
-    await this.#acquireWith(options, false)
+    await acquiring(this.#native, options, false)
   }
 
   /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round). */
   async tryAcquire(options) {
-    return this.#acquireWith(options, true)
+    return acquiring(this.#native, options, true)
   }
 
   /** Releases every member (all of them, also when some fail; the error names each failure). */
@@ -505,17 +511,7 @@ class MultiLock {
 
   /** Runs `fn()` holding every member and releases afterwards; resolves what `fn` resolves. */
   async withLock(fn, options) {
-    if (typeof fn !== 'function') throw invalid('withLock needs a function')
-    await this.acquire(options)
-    let result
-    try {
-      result = await fn()
-    } catch (e) {
-      await this.release().catch(() => {})
-      throw e
-    }
-    await this.release()
-    return result
+    return holding(this, fn, options)
   }
 }
 
@@ -626,19 +622,6 @@ class RedLock {
     this.#native.catch(() => {})
   }
 
-  async #acquireWith(options, orFalse) {
-    const { waitMs, leaseMs, signal } = optionsObject(options)
-    const wait = optionalMs('waitMs', waitMs)
-    const lease = optionalMs('leaseMs', leaseMs)
-    checkSignal(signal)
-    const n = await this.#native
-    const got = await cancellable(signal, (token) => n.acquire(orFalse && wait === undefined ? 0 : wait, lease, token))
-    if (got === null && !orFalse) {
-      throw new RLockError(codes.NOT_ACQUIRED, `RedLock '${this.name}' was not acquired within ${wait} ms`)
-    }
-    return got
-  }
-
   /**
    * Takes the lock on a majority. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it,
    * nothing held), `leaseMs` (each member's lease; default: the watchdogs), `signal` (reject
@@ -646,7 +629,7 @@ class RedLock {
    * than a minority of the servers failed. A `FencedRedLock` resolves the new token.
    */
   async acquire(options) {
-    const token = await this.#acquireWith(options, false)
+    const token = await acquiring(this.#native, options, false)
     if (this.#fenced) return token
   }
 
@@ -655,7 +638,7 @@ class RedLock {
    * `true` when held (a `FencedRedLock`: the new token).
    */
   async tryAcquire(options) {
-    const token = await this.#acquireWith(options, true)
+    const token = await acquiring(this.#native, options, true)
     if (token === null) return false
     return this.#fenced ? token : true
   }
@@ -694,17 +677,7 @@ class RedLock {
 
   /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */
   async withLock(fn, options) {
-    if (typeof fn !== 'function') throw invalid('withLock needs a function')
-    await this.acquire(options)
-    let result
-    try {
-      result = await fn()
-    } catch (e) {
-      await this.release().catch(() => {})
-      throw e
-    }
-    await this.release()
-    return result
+    return holding(this, fn, options)
   }
 }
 
@@ -861,16 +834,7 @@ class Client {
   async withLock(name, fn, options) {
     if (typeof fn !== 'function') throw invalid('withLock needs a function')
     const lock = this.lock(name)
-    await lock.acquire(options)
-    let result
-    try {
-      result = await fn(lock.lostSignal)
-    } catch (e) {
-      await lock.release().catch(() => {})
-      throw e
-    }
-    await lock.release()
-    return result
+    return holding(lock, () => fn(lock.lostSignal), options)
   }
 
   /**

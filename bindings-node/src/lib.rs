@@ -729,15 +729,16 @@ pub struct NativeMultiLock {
 
 #[napi]
 impl NativeMultiLock {
-    /// Takes every member, waiting at most `waitMs` when given (then resolves false, nothing
-    /// held); `leaseMs` fixes each member's lease (else the watchdog renews). Cancelling
-    /// `cancel` leaves nothing held.
+    /// Takes every member, waiting at most `waitMs` when given (then rejects
+    /// `RLOCK_NOT_ACQUIRED`, or resolves false with `orFalse`; nothing held); `leaseMs` fixes
+    /// each member's lease (else the watchdog renews). Cancelling `cancel` leaves nothing held.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
+        or_false: bool,
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
@@ -745,7 +746,14 @@ impl NativeMultiLock {
         local::spawn(env, async move {
             let (wait, lease) = parsed?;
             let work = async {
-                Ok(multi.acquire_guard(&owner, wait, lease).await?.map(rlock::MultiGuard::keep).is_some())
+                match multi.acquire_guard(&owner, wait, lease).await? {
+                    Some(held) => {
+                        held.keep();
+                        Ok(true)
+                    }
+                    None if or_false => Ok(false),
+                    None => Err(rlock::Error::not_acquired("the multi-lock", wait)),
+                }
             };
             cancellable(&token, work).await
         })

@@ -37,15 +37,17 @@ pub struct NativeRedLock {
 
 #[napi]
 impl NativeRedLock {
-    /// Takes the lock on a majority, waiting at most `waitMs` when given (then resolves null,
-    /// nothing held); `leaseMs` fixes each member's lease (else the watchdogs renew). Resolves
-    /// the fencing token (0 when not fenced). Cancelling `cancel` leaves nothing held.
+    /// Takes the lock on a majority, waiting at most `waitMs` when given (then rejects
+    /// `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`; nothing held); `leaseMs` fixes
+    /// each member's lease (else the watchdogs renew). Resolves the fencing token (0 when not
+    /// fenced). Cancelling `cancel` leaves nothing held.
     #[napi(ts_return_type = "Promise<number | null>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
+        or_null: bool,
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
@@ -53,8 +55,11 @@ impl NativeRedLock {
         local::spawn(env, async move {
             let (wait, lease) = parsed?;
             let work = async {
-                let got = red.acquire_guard(&owner, wait, lease).await?;
-                Ok(got.map(|g| g.keep().unwrap_or(0) as f64))
+                match red.acquire_guard(&owner, wait, lease).await? {
+                    Some(g) => Ok(Some(g.keep().unwrap_or(0) as f64)),
+                    None if or_null => Ok(None),
+                    None => Err(rlock::Error::not_acquired(format!("RedLock '{}'", red.name()), wait)),
+                }
             };
             cancellable(&token, work).await
         })

@@ -179,6 +179,11 @@ typedef struct rlock_options rlock_options;
 // calls in progress, as `rlock_lock`.
 typedef struct rlock_permit_expirable_semaphore rlock_permit_expirable_semaphore;
 
+// An opaque RedLock: `rlock_red_lock_new` makes it over client handles,
+// `rlock_red_lock_free` frees it. Thread-safe, and free may race calls in progress, as
+// `rlock_lock`.
+typedef struct rlock_red_lock rlock_red_lock;
+
 // An opaque handle on one semaphore: `rlock_semaphore_new` makes it, `rlock_semaphore_free`
 // frees it. Thread-safe, and free may race calls in progress, as `rlock_lock`.
 typedef struct rlock_semaphore rlock_semaphore;
@@ -640,6 +645,69 @@ enum rlock_result rlock_permit_expirable_semaphore_permits(const struct rlock_pe
 enum rlock_result rlock_permit_expirable_semaphore_add_permits(const struct rlock_permit_expirable_semaphore *sem,
                                                                int64_t delta,
                                                                int64_t *out_count);
+
+// Makes a RedLock named `name` (only read during the call) over the `count` client handles at
+// `clients` (an odd number, at least 3, each a different client of its own server), and
+// writes it to `*out`. `fenced`: every acquire hands out a fencing token (a quorum register
+// on each server's `redisson_lock_token:{name}`). Sends nothing. The RedLock keeps its own
+// reference to each client's memory; free it with `rlock_red_lock_free`.
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL clients, name or out, a NULL client, an
+// even count or fewer than 3, the same client twice, a bad name), `RLOCK_FORKED`.
+enum rlock_result rlock_red_lock_new(const struct rlock_client *const *clients,
+                                     size_t count,
+                                     const char *name,
+                                     bool fenced,
+                                     struct rlock_red_lock **out);
+
+// Frees a RedLock; NULL is a no-op. Releases nothing. Calls in progress on other threads
+// finish undisturbed; no call may start after this returned. Thread-safe.
+void rlock_red_lock_free(struct rlock_red_lock *red);
+
+// Acquires `red` for `owner` (`RLOCK_THREAD` or an explicit id): one round tries every server
+// at once and succeeds with a majority and validity left; a failed round gives back what it
+// took and waits on the busy servers' unlock messages. `wait_ms`: `RLOCK_FOREVER` as long as
+// it takes, 0 one round, else at most that long. `lease_ms`: `RLOCK_FOREVER`, each server's
+// watchdog renews its member; above 0, each member's lease.
+//
+// `out_token`: NULL, or for a fenced RedLock where the acquire's token goes (never 0 with
+// `RLOCK_OK`).
+//
+// Returns `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing held). Thread-safe. Errors:
+// `RLOCK_INVALID_ARGUMENT` (NULL red, a bad `wait_ms` or `lease_ms`, a non-NULL `out_token`
+// on a RedLock that is not fenced), `RLOCK_CONNECTION` (a majority refused),
+// `RLOCK_TIMEOUT` (a majority did not answer within the command timeout), `RLOCK_REDIS`,
+// `RLOCK_CLOSED`, `RLOCK_FORKED`; nothing is held after an error.
+enum rlock_result rlock_red_lock_acquire(const struct rlock_red_lock *red,
+                                         uint64_t owner,
+                                         int64_t wait_ms,
+                                         int64_t lease_ms,
+                                         uint64_t *out_token);
+
+// Releases `owner`'s holds on every server of `red`. On success `*out_unlocked` (when not
+// NULL) says whether the lock is free now.
+//
+// Thread-safe. Errors: `RLOCK_NOT_HELD` (the owner holds it on no server), `RLOCK_LOST` (fewer
+// than a majority were still held), and those of `rlock_red_lock_acquire`.
+enum rlock_result rlock_red_lock_release(const struct rlock_red_lock *red,
+                                         uint64_t owner,
+                                         bool *out_unlocked);
+
+// Writes whether `owner` holds `red` on a majority of its servers to `*out` (one query per
+// server). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or out), and those of
+// `rlock_red_lock_acquire`.
+enum rlock_result rlock_red_lock_is_held(const struct rlock_red_lock *red,
+                                         uint64_t owner,
+                                         bool *out);
+
+// Writes whether `owner`'s hold of `red` was lost to `*out`: a member's hold was lost and
+// fewer than a majority are left (until the owner's release; no query). Each member's loss
+// also reaches its client's `rlock_client_on_lost` listener (kind "lock").
+//
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or out), `RLOCK_FORKED`.
+enum rlock_result rlock_red_lock_is_lost(const struct rlock_red_lock *red,
+                                         uint64_t owner,
+                                         bool *out);
 
 // Makes a handle on semaphore `name` (the STRING key `name`, Redisson's layout; a missing key
 // is 0 permits; `name` is only read during the call) on `client` and writes it to `*out`.

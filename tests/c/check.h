@@ -100,6 +100,7 @@ void test_read_write_and_fair(void);
 void test_semaphore(void);
 void test_permit_semaphore(void);
 void test_multi_lock(void);
+void test_red_lock(void);
 void test_latch(void);
 void test_stats(void);
 void test_describe(void);

@@ -16,6 +16,13 @@ for kind in dynamic static; do
     unset REDIS_URL
     start_private_redis
     export RLOCK_TEST_REDIS_PID=$RLOCK_REDIS_PID
+    # RedLock's three independent servers: this one and two more.
+    RLOCK_RED_URLS=$REDIS_URL
+    for _ in 1 2; do
+      rlock_testbed single
+      RLOCK_RED_URLS="$RLOCK_RED_URLS,$(rlock_json "$RLOCK_TESTBED_JSON" url)"
+    done
+    export RLOCK_RED_URLS
     start_private_cluster
     redis-cli -u "$REDIS_URL" set wrongtype "not a lock" >/dev/null
     echo "== C tests, $kind, under valgrind"

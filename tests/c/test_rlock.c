@@ -358,6 +358,7 @@ int main(void) {
     test_semaphore();
     test_permit_semaphore();
     test_multi_lock();
+    test_red_lock();
     test_latch();
     test_stats();
     test_describe();

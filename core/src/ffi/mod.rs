@@ -25,6 +25,7 @@ mod lock;
 mod multi_lock;
 mod options_object;
 mod permit_semaphore;
+mod red_lock;
 mod semaphore;
 mod stats;
 
@@ -54,6 +55,7 @@ pub use multi_lock::*;
 pub use options::*;
 pub use options_object::*;
 pub use permit_semaphore::*;
+pub use red_lock::*;
 pub use semaphore::*;
 pub use stats::*;
 pub use version::*;
@@ -368,6 +370,7 @@ mod tests {
                 rlock_permit_expirable_semaphore_free(std::ptr::null_mut());
                 rlock_count_down_latch_free(std::ptr::null_mut());
                 rlock_multi_lock_free(std::ptr::null_mut());
+                rlock_red_lock_free(std::ptr::null_mut());
                 rlock_string_free(std::ptr::null_mut());
             }
         })

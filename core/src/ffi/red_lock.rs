@@ -1,0 +1,185 @@
+//! `rlock_red_lock` (Redisson `RedissonRedLock`, antirez's algorithm): one lock name held on a
+//! majority of N independent servers, one client each. Fenced or not, as the lock handle's
+//! kind: a fenced RedLock's acquire hands out a token that strictly increases across successful
+//! acquires, whichever majority granted them.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use super::client::{client_ref, rlock_client};
+use super::handle::{give_up, hand_out, take, Handle};
+use super::lock::owner_of;
+use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure};
+use crate::client::Client;
+use crate::error::Error;
+use crate::red_lock::{red_lock, RedLock};
+
+/// An opaque RedLock: `rlock_red_lock_new` makes it over client handles,
+/// `rlock_red_lock_free` frees it. Thread-safe, and free may race calls in progress, as
+/// `rlock_lock`.
+pub struct rlock_red_lock {
+    /// The clients, kept so their memory outlives the RedLock's calls; owners are named on the
+    /// first.
+    clients: Vec<Arc<rlock_client>>,
+    red: RedLock,
+    fenced: bool,
+}
+
+impl Handle for rlock_red_lock {
+    const WHAT: &'static str = "red_lock";
+    fn client(&self) -> &rlock_client {
+        &self.clients[0]
+    }
+}
+
+/// Makes a RedLock named `name` (only read during the call) over the `count` client handles at
+/// `clients` (an odd number, at least 3, each a different client of its own server), and
+/// writes it to `*out`. `fenced`: every acquire hands out a fencing token (a quorum register
+/// on each server's `redisson_lock_token:{name}`). Sends nothing. The RedLock keeps its own
+/// reference to each client's memory; free it with `rlock_red_lock_free`.
+///
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL clients, name or out, a NULL client, an
+/// even count or fewer than 3, the same client twice, a bad name), `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_new(
+    clients: *const *const rlock_client,
+    count: usize,
+    name: *const c_char,
+    fenced: bool,
+    out: *mut *mut rlock_red_lock,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        if clients.is_null() {
+            return Err(Failure::invalid("clients is NULL"));
+        }
+        // SAFETY: NULL or NUL-terminated per the header.
+        let name = unsafe { str_arg(name, "name") }?;
+        // SAFETY: the caller gives `count` readable pointers (the header's contract).
+        let ptrs = unsafe { std::slice::from_raw_parts(clients, count) };
+        let clients = ptrs.iter().map(|&p| client_ref(p)).collect::<Result<Vec<_>, _>>()?;
+        let cores: Vec<Client> = clients.iter().map(|c| c.core().clone()).collect();
+        let red = red_lock(name, &cores, fenced)?;
+        // SAFETY: checked non-NULL; writable per the header.
+        unsafe { hand_out(rlock_red_lock { clients, red, fenced }, out) };
+        Ok(())
+    })
+}
+
+/// Frees a RedLock; NULL is a no-op. Releases nothing. Calls in progress on other threads
+/// finish undisturbed; no call may start after this returned. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_free(red: *mut rlock_red_lock) {
+    // SAFETY: NULL or from rlock_red_lock_new, freed once (the header's contract).
+    unsafe { give_up(red) }
+}
+
+/// Acquires `red` for `owner` (`RLOCK_THREAD` or an explicit id): one round tries every server
+/// at once and succeeds with a majority and validity left; a failed round gives back what it
+/// took and waits on the busy servers' unlock messages. `wait_ms`: `RLOCK_FOREVER` as long as
+/// it takes, 0 one round, else at most that long. `lease_ms`: `RLOCK_FOREVER`, each server's
+/// watchdog renews its member; above 0, each member's lease.
+///
+/// `out_token`: NULL, or for a fenced RedLock where the acquire's token goes (never 0 with
+/// `RLOCK_OK`).
+///
+/// Returns `RLOCK_NOT_ACQUIRED` when the wait ran out (nothing held). Thread-safe. Errors:
+/// `RLOCK_INVALID_ARGUMENT` (NULL red, a bad `wait_ms` or `lease_ms`, a non-NULL `out_token`
+/// on a RedLock that is not fenced), `RLOCK_CONNECTION` (a majority refused),
+/// `RLOCK_TIMEOUT` (a majority did not answer within the command timeout), `RLOCK_REDIS`,
+/// `RLOCK_CLOSED`, `RLOCK_FORKED`; nothing is held after an error.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_acquire(
+    red: *const rlock_red_lock,
+    owner: u64,
+    wait_ms: i64,
+    lease_ms: i64,
+    out_token: *mut u64,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let r = unsafe { take(red) }?;
+        let wait = wait_arg(wait_ms)?;
+        let lease = lease_arg(lease_ms, "lease_ms")?;
+        if !out_token.is_null() && !r.fenced {
+            return Err(Failure::invalid("out_token is for a fenced RedLock only (pass NULL)"));
+        }
+        let o = owner_of(r.client(), owner);
+        let Some(held) = r.client().block_on(r.red.acquire_guard(&o, wait, lease))?? else {
+            return Err(Error::not_acquired(format!("RedLock '{}'", r.red.name()), wait).into());
+        };
+        if r.fenced {
+            // The guard of a fenced RedLock carries its token; without one the hold is given
+            // back (the unkept guard releases it) rather than reported with token 0.
+            let token = held.token().filter(|&t| t > 0).ok_or_else(|| {
+                Failure(
+                    rlock_result::RLOCK_PANIC,
+                    "a fenced acquire came back without its token (a bug)".into(),
+                )
+            })?;
+            write_out(out_token, token);
+        }
+        held.keep();
+        Ok(())
+    })
+}
+
+/// Releases `owner`'s holds on every server of `red`. On success `*out_unlocked` (when not
+/// NULL) says whether the lock is free now.
+///
+/// Thread-safe. Errors: `RLOCK_NOT_HELD` (the owner holds it on no server), `RLOCK_LOST` (fewer
+/// than a majority were still held), and those of `rlock_red_lock_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_release(
+    red: *const rlock_red_lock,
+    owner: u64,
+    out_unlocked: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let r = unsafe { take(red) }?;
+        let o = owner_of(r.client(), owner);
+        let released = r.client().block_on(r.red.release(&o))??;
+        write_out(out_unlocked, released.is_unlocked());
+        Ok(())
+    })
+}
+
+/// Writes whether `owner` holds `red` on a majority of its servers to `*out` (one query per
+/// server). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or out), and those of
+/// `rlock_red_lock_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_is_held(
+    red: *const rlock_red_lock,
+    owner: u64,
+    out: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        // SAFETY: NULL or live per the header.
+        let r = unsafe { take(red) }?;
+        let o = owner_of(r.client(), owner);
+        write_out(out, r.client().block_on(r.red.is_held(&o))??);
+        Ok(())
+    })
+}
+
+/// Writes whether `owner`'s hold of `red` was lost to `*out`: a member's hold was lost and
+/// fewer than a majority are left (until the owner's release; no query). Each member's loss
+/// also reaches its client's `rlock_client_on_lost` listener (kind "lock").
+///
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or out), `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_is_lost(
+    red: *const rlock_red_lock,
+    owner: u64,
+    out: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        // SAFETY: NULL or live per the header.
+        let r = unsafe { take(red) }?;
+        write_out(out, r.red.is_lost(&owner_of(r.client(), owner)));
+        Ok(())
+    })
+}

@@ -1,5 +1,5 @@
 """The fault suite's RedLock cases (run.py runs them; see README.md): three independent private
-servers, workers of the surfaces that have RedLock (Rust, Python, Node; C has none yet) taking
+servers, workers of every surface (Rust, Python, Node, C) taking
 `red@NAME` over all three, and a server killed, stopped or restarted empty under them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import List
 
 from harness import Ctx, Fail, Server, Worker, check, eventually, run_mx
 
-RED_SURFACES = ("rust", "python", "node")
+RED_SURFACES = ("rust", "python", "node", "c")
 # Short enough that an orphan left on a stopped server (an acquire it ran after its client gave
 # up on it) expires within the case; long against a renewal round trip.
 WATCHDOG_MS = 3000
@@ -65,7 +65,7 @@ def mx_with_fault(ctx: Ctx, prefix: str, fault: str) -> str:
         servers[2].signal(signal.SIGCONT)
         live = servers
     no_lock_keys(live, prefix, WATCHDOG_MS / 1000 + 10)
-    return (f"{len(workers)} processes (2 each of rust/python/node), {names} names, {total} sections in "
+    return (f"{len(workers)} processes (2 each of {'/'.join(RED_SURFACES)}), {names} names, {total} sections in "
             f"{took:.1f} s, server 3 {'SIGKILLed' if fault == 'kill' else 'SIGSTOPped'} after a third: "
             f"0 violations, counters exact, {crossings} hand-offs between surfaces")
 

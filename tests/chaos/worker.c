@@ -2,7 +2,7 @@
  * and hiredis (for the critical sections' marker and counter).
  *
  * Usage: worker <redis-url> [watchdog_ms=N] [command_timeout_ms=N] [retry_attempts=N]
- *        [retry_delay_ms=N] [label=S]
+ *        [retry_delay_ms=N] [label=S] [red_urls=U2,U3]
  * Connects, prints {"event":"ready",...}, then answers one command per stdin line with one JSON
  * line (see tests/chaos/README.md). Holds belong to the main thread (RLOCK_THREAD); a handle is
  * made for each operation and freed after it (holds live in Redis and the client, not in
@@ -25,6 +25,9 @@ static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static const char *url;
 static char label[64] = "c";
 static rlock_client *client;
+/* The RedLock's other two servers' clients (red_urls), NULL without them. */
+static rlock_client *red_clients[2];
+static char red_urls[1024];
 
 /* One line on stdout, whole and flushed (the lost callback prints from another thread). */
 static void emit(const char *fmt, ...) {
@@ -96,12 +99,12 @@ static redisContext *data_connect(const char *u) {
 /* A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that lock
  * of the family), sem@NAME, pes@NAME (one permit of a semaphore or of a permit-expirable
  * semaphore per acquire) or multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when
- * the label ends in an even digit, else y,x): the kind (an rlock_lock_kind or a KIND_*), and
- * *name set to the name. */
-enum { KIND_SEM = 5, KIND_PES, KIND_MULTI };
+ * the label ends in an even digit, else y,x) or red@NAME (the RedLock NAME over this server and
+ * those of red_urls): the kind (an rlock_lock_kind or a KIND_*), and *name set to the name. */
+enum { KIND_SEM = 5, KIND_PES, KIND_MULTI, KIND_RED };
 static int kind_of(const char *spec, const char **name) {
-    static const char *kinds[] = {"lock@", "fenced@", "read@", "write@", "fair@", "sem@", "pes@", "multi@"};
-    for (int k = 0; k < 8; k++) {
+    static const char *kinds[] = {"lock@", "fenced@", "read@", "write@", "fair@", "sem@", "pes@", "multi@", "red@"};
+    for (int k = 0; k < 9; k++) {
         size_t n = strlen(kinds[k]);
         if (strncmp(spec, kinds[k], n) == 0) {
             *name = spec + n;
@@ -156,6 +159,13 @@ static rlock_multi_lock *multi_of(const char *name) {
     return m;
 }
 
+/* The RedLock `name` over this worker's server and the two of red_urls (NULL on failure). */
+static rlock_red_lock *red_of(const char *name) {
+    const rlock_client *clients[3] = {client, red_clients[0], red_clients[1]};
+    rlock_red_lock *r = NULL;
+    return rlock_red_lock_new(clients, 3, name, false, &r) == RLOCK_OK ? r : NULL;
+}
+
 /* Acquires spec for the main thread: wait_ms < 0 waits as long as it takes (RLOCK_FOREVER);
  * lease_ms <= 0 lets the watchdog renew (a plain semaphore's permits have no lease). */
 /* The token of the last acquire of a fenced lock (0: none). */
@@ -190,6 +200,10 @@ static rlock_result acquire_spec(const char *spec, long long wait_ms, long long 
         rc = rlock_permit_expirable_semaphore_new(client, name, &sem);
         if (rc == RLOCK_OK) rc = rlock_permit_expirable_semaphore_acquire(sem, wait, lease, &t->ids[t->n]);
         rlock_permit_expirable_semaphore_free(sem);
+    } else if (kind == KIND_RED) {
+        rlock_red_lock *r = red_of(name);
+        rc = r ? rlock_red_lock_acquire(r, RLOCK_THREAD, wait, lease, NULL) : RLOCK_INVALID_ARGUMENT;
+        rlock_red_lock_free(r);
     } else {
         rlock_multi_lock *m = multi_of(name);
         rc = m ? rlock_multi_lock_acquire(m, RLOCK_THREAD, wait, lease) : RLOCK_INVALID_ARGUMENT;
@@ -231,6 +245,10 @@ static rlock_result release_spec(const char *spec, bool *unlocked) {
         rlock_permit_expirable_semaphore_free(sem);
         rlock_string_free(t->ids[t->n]);
         t->ids[t->n] = NULL;
+    } else if (kind == KIND_RED) {
+        rlock_red_lock *r = red_of(name);
+        rc = r ? rlock_red_lock_release(r, RLOCK_THREAD, NULL) : RLOCK_INVALID_ARGUMENT;
+        rlock_red_lock_free(r);
     } else {
         rlock_multi_lock *m = multi_of(name);
         rc = m ? rlock_multi_lock_release(m, RLOCK_THREAD) : RLOCK_INVALID_ARGUMENT;
@@ -453,6 +471,7 @@ int main(int argc, char **argv) {
         else if (strcmp(key, "retry_delay_ms") == 0) set = rlock_options_set_retry_delay_ms(options, v);
         else if (strcmp(key, "fair_wait_ms") == 0) set = rlock_options_set_fair_lock_wait_timeout_ms(options, v);
         else if (strcmp(key, "label") == 0) snprintf(label, sizeof label, "%s", eq + 1);
+        else if (strcmp(key, "red_urls") == 0) snprintf(red_urls, sizeof red_urls, "%s", eq + 1);
         else {
             fprintf(stderr, "unknown option %s\n", key);
             return 2;
@@ -464,6 +483,10 @@ int main(int argc, char **argv) {
     }
     rng_state = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ 0x9E3779B97F4A7C15ull;
     rlock_result rc = rlock_client_new(url, options, &client);
+    char *save = NULL;
+    int nred = 0;
+    for (char *u = strtok_r(red_urls, ",", &save); u && nred < 2 && rc == RLOCK_OK; u = strtok_r(NULL, ",", &save))
+        rc = rlock_client_new(u, options, &red_clients[nred++]);
     rlock_options_free(options);
     if (rc != RLOCK_OK) {
         emit("{\"event\":\"fatal\",\"message\":\"connect: %s %s\"}", code(rc), last_error());
@@ -517,6 +540,8 @@ int main(int argc, char **argv) {
         }
     }
     rlock_client_free(client);
+    rlock_client_free(red_clients[0]);
+    rlock_client_free(red_clients[1]);
     emit("{\"event\":\"bye\"}");
     return 0;
 }

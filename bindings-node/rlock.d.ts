@@ -106,7 +106,8 @@ export interface AcquireOptions {
 
 /** A handle on one lock. Each handle is its own owner: it re-enters, other handles contend. */
 export declare class Lock {
-  private constructor()
+  /** Made by a `Client` (`lock`, `fencedLock`, `fairLock`) or a `ReadWriteLock`, not directly. */
+  protected constructor()
   /** The lock name (its Redis key). */
   readonly name: string
   /** Aborts (reason: an RLockError with code RLOCK_LOST) when the watchdog loses the hold. */
@@ -137,6 +138,19 @@ export declare class Lock {
   remainingTtl(): Promise<number | null>
   /** Deletes the lock whoever holds it and wakes a waiter; resolves whether it existed. */
   forceUnlock(): Promise<boolean>
+}
+
+/** A fenced lock (Redisson's RFencedLock), made by `client.fencedLock`: every acquire takes a fencing token, strictly larger than any before for that name, from the acquire's own reply. */
+export declare class FencedLock extends Lock {
+  private constructor()
+  /** Always `'fenced'`. */
+  readonly kind: 'fenced'
+  /** Always `true`. */
+  readonly fenced: true
+  /** Resolves the new fencing token once this handle holds the lock (re-entries take one too). */
+  acquire(options?: AcquireOptions): Promise<number>
+  /** Resolves the new token, or false when `waitMs` (default 0: try once) ran out. */
+  tryAcquire(options?: AcquireOptions): Promise<number | false>
 }
 
 /**
@@ -292,10 +306,10 @@ export declare class RedLock {
   readonly name: string
   /** The clients, one per server. */
   readonly clients: readonly Client[]
-  /** Takes the lock on a majority, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED). */
-  acquire(options?: MultiLockAcquireOptions): Promise<void>
-  /** Resolves whether it was taken within `waitMs` (default 0: one round). */
-  tryAcquire(options?: MultiLockAcquireOptions): Promise<boolean>
+  /** Takes the lock on a majority, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED); a `FencedRedLock` resolves the new token. */
+  acquire(options?: MultiLockAcquireOptions): Promise<void | number>
+  /** Resolves whether it was taken within `waitMs` (default 0: one round); a `FencedRedLock` resolves the token instead of `true`. */
+  tryAcquire(options?: MultiLockAcquireOptions): Promise<boolean | number>
   /** Releases this handle's holds on every server; resolves true when the lock is now free. Rejects RLOCK_LOST when fewer than a majority were left. */
   release(): Promise<boolean>
   /** Whether this handle holds the lock on a majority of the servers. */
@@ -513,7 +527,7 @@ export declare class Client {
   /** A new handle (a new owner) on lock `name`. */
   lock(name: string): Lock
   /** A new handle on the fenced lock `name`: `acquire()` resolves a fencing token. */
-  fencedLock(name: string): Lock
+  fencedLock(name: string): FencedLock
   /** A new handle on the fair lock `name`: granted in arrival order across all clients; a waiter that stops waiting leaves the queue. */
   fairLock(name: string): Lock
   /** A new handle on the read-write lock `name`. */

@@ -564,6 +564,13 @@ class CountDownLatch {
 }
 
 /**
+ * A fenced lock (Redisson's RFencedLock), made by `client.fencedLock(name)`: a `Lock` whose
+ * `acquire()` resolves a fencing token, strictly larger than any before for that name, and
+ * whose `tryAcquire()` resolves the token or `false`.
+ */
+class FencedLock extends Lock {}
+
+/**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
  * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
  * waits forever); nothing changes in Redis.
@@ -817,7 +824,8 @@ class Client {
   }
 
   #handle(name, kind) {
-    return new Lock(this.#native(name, (c) => c.lock(name, kind)), name, kind)
+    const make = kind === 'fenced' ? FencedLock : Lock
+    return new make(this.#native(name, (c) => c.lock(name, kind)), name, kind)
   }
 
   /** Acquires `name` on a new handle; the result releases with `release()` or `await using`. */
@@ -925,4 +933,4 @@ class Client {
 /** The rlock version, "MAJOR.MINOR.PATCH" (the addon's; the package's own version is the same). */
 const version = native.version()
 
-module.exports = { version, Client, Lock, ReadWriteLock, MultiLock, RedLock, FencedRedLock, redLock, fencedRedLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }
+module.exports = { version, Client, Lock, FencedLock, ReadWriteLock, MultiLock, RedLock, FencedRedLock, redLock, fencedRedLock, Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes }

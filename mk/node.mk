@@ -27,5 +27,8 @@ build-node: node-deps ## Build the Node addon and regenerate bindings-node/index
 test-node: deps build-node testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \
 	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
+	@# rlock.d.ts compiles under --strict, and the shapes users write type-check (test/types.check.ts).
+	cd $(NODE_DIR) && node_modules/.bin/tsc --noEmit --strict --lib esnext --types node --module nodenext \
+	  --moduleResolution nodenext rlock.d.ts test/types.check.ts
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
 	. examples/redis.sh && start_private_cluster && cd $(NODE_DIR) && $(NPM) test

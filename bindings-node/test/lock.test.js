@@ -6,7 +6,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { once } = require('node:events')
 const { startRedis, eventually } = require('./redis-server.js')
-const { Client, RLockError, codes } = require('../rlock.js')
+const { Client, FencedLock, Lock, RLockError, codes } = require('../rlock.js')
 
 let redis
 let client
@@ -371,6 +371,9 @@ test('a fenced lock resolves strictly larger tokens, re-entries included', async
   const n = name('fenced')
   const a = client.fencedLock(n)
   const b = other.fencedLock(n)
+  assert.ok(a instanceof FencedLock && a instanceof Lock, 'client.fencedLock makes a FencedLock')
+  assert.equal(client.lock(n) instanceof FencedLock, false)
+  assert.equal(a.kind, 'fenced')
   assert.equal(a.fenced, true)
   assert.equal(await a.token(), null)
   const t1 = await a.acquire()

@@ -28,7 +28,7 @@ export interface ClientOptions {
   leaseDoubtMarginMs?: number
   /** PEM file of the CA that signed the servers' certificates, for `rediss://` URLs (and the `rediss+cluster://` / `rediss+sentinel://` variants). None trusts the system's roots. */
   tlsCaFile?: string | null
-  /** Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off. Every client sharing locks must make the same choice. Ignored off a cluster. */
+  /** Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off. Forced on where the cluster does not answer it, connect fails `InvalidArgument`. Every client sharing locks must make the same choice. Ignored off a cluster. */
   shardedPubsub?: boolean | null
   /** After each acquire, `WAIT` until at least one replica has the hold, and undo and retry the acquire when none acknowledged within `replica_sync_timeout`. None (the default) decides as Redisson does: on for Cluster and Sentinel URLs, off for a single server. Masters without connected replicas are never waited on. This narrows, but does not close, the window in which a failover loses a fresh hold. */
   replicaSync?: boolean | null

@@ -870,6 +870,7 @@ enum rlock_result rlock_options_set_tls_ca_file(struct rlock_options *options,
 
 // Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides
 // as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off.
+// Forced on where the cluster does not answer it, connect fails `InvalidArgument`.
 // Every client sharing locks must make the same choice. Ignored off a cluster.
 //
 // -1: none (auto), 0: off, 1: on. Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value

@@ -112,6 +112,35 @@ async function privateCluster() {
       }
       throw new Error(`no master for slot ${slot}`)
     },
+    /** Whether the cluster has sharded pub/sub (Redis 7 and later answer PUBSUB SHARDNUMSUB, 6.2 does not). */
+    async answersShardNumSub() {
+      try {
+        await data.sendCommand(['PUBSUB', 'SHARDNUMSUB'])
+        return true
+      } catch {
+        return false
+      }
+    },
+    /** Subscribers of `channel`: sharded on the master of its slot, classic on any master. */
+    async subscribers(channel, sharded, key) {
+      if (sharded) {
+        const { conn } = await this.ownerOf(key)
+        try {
+          return (await conn.sendCommand(['PUBSUB', 'SHARDNUMSUB', channel]))[1]
+        } finally {
+          await conn.quit()
+        }
+      }
+      let n = 0
+      for (const [, , master] of await data.sendCommand(['CLUSTER', 'SLOTS'])) {
+        const c = createClient({ url: `redis://127.0.0.1:${master[1]}` })
+        c.on('error', () => {})
+        await c.connect()
+        n += (await c.sendCommand(['PUBSUB', 'NUMSUB', channel]))[1]
+        await c.quit()
+      }
+      return n
+    },
     async stop() {
       await data.disconnect().catch(() => {})
     },

@@ -81,6 +81,20 @@ class RedisCluster:
                 return redis.Redis(port=int(master[1]))
         raise AssertionError(f"no master for slot {slot}")
 
+    def masters(self) -> list[redis.Redis]:
+        """A plain connection to each master."""
+        seed = redis.Redis(port=self.seed)
+        return [redis.Redis(port=int(master[1])) for _, _, master, *_ in seed.execute_command("CLUSTER", "SLOTS")]
+
+    def answers_shardnumsub(self) -> bool:
+        """Whether the cluster has sharded pub/sub (Redis 7 and later answer PUBSUB SHARDNUMSUB,
+        6.2 does not): what decides rlock's choice, and Redisson's."""
+        try:
+            redis.Redis(port=self.seed).execute_command("PUBSUB", "SHARDNUMSUB")
+            return True
+        except redis.ResponseError:
+            return False
+
 
 @pytest.fixture(scope="session")
 def cluster() -> RedisCluster:

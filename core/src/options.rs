@@ -367,6 +367,7 @@ options! {
     tls_ca_file, with_tls_ca_file: Option<PathBuf> = None;
     /// Sharded pub/sub (SSUBSCRIBE / SPUBLISH) on a Redis Cluster. None (the default) decides
     /// as Redisson does: on when the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7+), else off.
+    /// Forced on where the cluster does not answer it, connect fails `InvalidArgument`.
     /// Every client sharing locks must make the same choice. Ignored off a cluster.
     sharded_pubsub, with_sharded_pubsub: Option<bool> = None;
     /// After each acquire, `WAIT` until at least one replica has the hold, and undo and retry

@@ -16,6 +16,28 @@ fn slot_of(cluster: &Cluster, key: &str) -> u16 {
     redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut c).unwrap()
 }
 
+/// Whether the cluster answers `PUBSUB SHARDNUMSUB` (Redis 7 and later; not 6.2): what decides
+/// sharded pub/sub, for rlock and for Redisson.
+fn answers_shardnumsub(cluster: &Cluster) -> bool {
+    let mut c = conn_to(cluster.nodes()[0].port());
+    redis::cmd("PUBSUB").arg("SHARDNUMSUB").query::<redis::Value>(&mut c).is_ok()
+}
+
+/// A client with `sharded_pubsub` forced to `sharded`; `None` when the cluster has no sharded
+/// pub/sub, after checking that the forced option is refused there (typed, at connect).
+async fn forced(cluster: &Cluster, options: ClientOptions, sharded: bool) -> Option<Client> {
+    let options = options.with_sharded_pubsub(Some(sharded));
+    if sharded && !answers_shardnumsub(cluster) {
+        let Err(err) = Client::connect(&cluster.url(), options).await else {
+            panic!("sharded_pubsub forced on a cluster without it connected");
+        };
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(err.to_string().contains("SHARDNUMSUB"), "{err}");
+        return None;
+    }
+    Some(Client::connect(&cluster.url(), options).await.unwrap())
+}
+
 fn lost_events(client: &Client) -> Arc<Mutex<Vec<LostEvent>>> {
     let events = Arc::new(Mutex::new(Vec::new()));
     let e = events.clone();
@@ -32,7 +54,11 @@ async fn locks_on_many_names_across_all_slots() {
     let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
     let b = Client::connect(&cluster.url(), options).await.unwrap();
     assert_eq!(a.topology(), Topology::Cluster);
-    assert!(a.sharded_pubsub(), "Redis 7 answers PUBSUB SHARDNUMSUB: sharded pub/sub, as Redisson");
+    assert_eq!(
+        a.sharded_pubsub(),
+        answers_shardnumsub(&cluster),
+        "sharded pub/sub exactly when the cluster answers PUBSUB SHARDNUMSUB, as Redisson"
+    );
     assert!(a.replica_sync(), "on by default off a single server");
     let lost = lost_events(&a);
 
@@ -130,9 +156,8 @@ async fn wait_subscribed(cluster: &Cluster, name: &str, sharded: bool) {
 async fn hand_off_wakes_through_sharded_and_classic_pubsub() {
     let cluster = Cluster::start(3, 0).unwrap();
     for sharded in [true, false] {
-        let options = ClientOptions::default().with_sharded_pubsub(Some(sharded));
-        let holder = Client::connect(&cluster.url(), options.clone()).await.unwrap();
-        let waiter = Client::connect(&cluster.url(), options).await.unwrap();
+        let Some(holder) = forced(&cluster, ClientOptions::default(), sharded).await else { continue };
+        let waiter = forced(&cluster, ClientOptions::default(), sharded).await.unwrap();
         assert_eq!(holder.sharded_pubsub(), sharded);
         let name = if sharded { "orders" } else { "invoices" };
         let (h, w) = (holder.new_owner(), waiter.new_owner());
@@ -219,7 +244,7 @@ async fn killing_a_master_with_and_without_replica_sync() {
         let (l, o) = (b_lock.clone(), b_owner.clone());
         tokio::spawn(async move { l.acquire(&o).await.map(|_| Instant::now()) })
     };
-    wait_subscribed(&cluster, &names[0], true).await;
+    wait_subscribed(&cluster, &names[0], a.sharded_pubsub()).await;
 
     let killed = Instant::now();
     cluster.node(victim.master).unwrap().kill();
@@ -330,9 +355,8 @@ async fn killing_a_master_with_and_without_replica_sync() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_write_and_fair_locks_hand_off_through_sharded_pubsub() {
     let cluster = Cluster::start(3, 0).unwrap();
-    let options = ClientOptions::default().with_sharded_pubsub(Some(true));
-    let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
-    let b = Client::connect(&cluster.url(), options).await.unwrap();
+    let Some(a) = forced(&cluster, ClientOptions::default(), true).await else { return };
+    let b = forced(&cluster, ClientOptions::default(), true).await.unwrap();
     for name in ["rw:orders", "rw{user7}:cart"] {
         let (rwa, rwb) = (a.read_write_lock(name).unwrap(), b.read_write_lock(name).unwrap());
         let (w, r) = (a.new_owner(), b.new_owner());
@@ -400,11 +424,9 @@ async fn read_write_and_fair_locks_hand_off_through_sharded_pubsub() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semaphores_wake_through_sharded_pubsub_and_permits_renew_across_slots() {
     let cluster = Cluster::start(3, 0).unwrap();
-    let options = ClientOptions::default()
-        .with_sharded_pubsub(Some(true))
-        .with_watchdog_timeout(Duration::from_millis(900));
-    let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
-    let b = Client::connect(&cluster.url(), options).await.unwrap();
+    let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(900));
+    let Some(a) = forced(&cluster, options.clone(), true).await else { return };
+    let b = forced(&cluster, options, true).await.unwrap();
     for name in ["sem:orders", "sem{user7}:cart"] {
         let (sa, sb) = (a.semaphore(name).unwrap(), b.semaphore(name).unwrap());
         sa.try_set_permits(0, None).await.unwrap();
@@ -461,9 +483,8 @@ async fn semaphores_wake_through_sharded_pubsub_and_permits_renew_across_slots()
 async fn count_down_latches_open_through_sharded_and_classic_pubsub() {
     let cluster = Cluster::start(3, 0).unwrap();
     for sharded in [true, false] {
-        let options = ClientOptions::default().with_sharded_pubsub(Some(sharded));
-        let a = Client::connect(&cluster.url(), options.clone()).await.unwrap();
-        let b = Client::connect(&cluster.url(), options).await.unwrap();
+        let Some(a) = forced(&cluster, ClientOptions::default(), sharded).await else { continue };
+        let b = forced(&cluster, ClientOptions::default(), sharded).await.unwrap();
         let names: Vec<String> = (0..6).map(|i| format!("latch:{sharded}:{i}")).collect();
         let masters: HashSet<u16> = names.iter().map(|n| cluster.shard_of(n).unwrap().master).collect();
         assert!(masters.len() > 1, "the names spread over several masters");

@@ -29,7 +29,7 @@ use cluster::ClusterLink;
 use open::{observed, Observe, Opener, Use};
 use sentinel::Link;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
 use crate::options::ClientOptions;
 use crate::url::Target;
@@ -394,8 +394,20 @@ pub(crate) async fn connect(
             let pubsub = link(pubsub, options.subscription_timeout, "cluster pub/sub connection").await?;
             let mut commands = Commands::Cluster(main);
             let sharded = match options.sharded_pubsub {
-                Some(s) => s,
-                None => supports_sharded_pubsub(&mut commands).await,
+                Some(false) => false,
+                Some(true) => {
+                    if !supports_sharded_pubsub(&mut commands).await? {
+                        // Every SPUBLISH in the scripts would fail: refuse now, typed.
+                        return Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            "sharded_pubsub is on, but this cluster does not answer PUBSUB SHARDNUMSUB \
+                             (sharded pub/sub needs Redis 7 or Valkey 7 and later); leave the option \
+                             unset to use classic pub/sub here",
+                        ));
+                    }
+                    true
+                }
+                None => supports_sharded_pubsub(&mut commands).await?,
             };
             let epoch = pubsub.epochs();
             Ok(Connections {
@@ -425,8 +437,19 @@ pub(crate) async fn connect(
 }
 
 /// Redisson's probe: sharded pub/sub when the cluster knows `PUBSUB SHARDNUMSUB` (Redis 7+).
-async fn supports_sharded_pubsub(conn: &mut Commands) -> bool {
-    redis::cmd("PUBSUB").arg("SHARDNUMSUB").query_async::<Value>(conn).await.is_ok()
+/// An error answer means it does not; getting no answer is an error (a guess could leave this
+/// client and Redisson's on different kinds of channels).
+async fn supports_sharded_pubsub(conn: &mut Commands) -> Result<bool> {
+    match redis::cmd("PUBSUB").arg("SHARDNUMSUB").query_async::<Value>(conn).await {
+        Ok(_) => Ok(true),
+        // No answer at all: unknown.
+        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+            Err(Error::from_redis("probing for sharded pub/sub (PUBSUB SHARDNUMSUB) failed", e))
+        }
+        // An error answer (ERR unknown subcommand; through the cluster client, a reply of the
+        // wrong shape): not supported.
+        Err(_) => Ok(false),
+    }
 }
 
 #[cfg(test)]

@@ -190,6 +190,15 @@ class History:
                 "writes_refused": refused, "tokens": tokens, "tokens_increase": ordered}
 
 
+def proxied(ctx: Ctx, tox: Toxiproxy, srv: Any, proxy: str, surface: str, label: str, **options: Any) -> Worker:
+    """A worker of `surface` that reaches `srv` through a new toxiproxy proxy named `proxy`
+    (stopped with the case)."""
+    port = tox.proxy(proxy, srv.port)
+    w = Worker(surface, f"redis://127.0.0.1:{port}/", ctx.tmp, label, **options)
+    ctx.workers.append(w)
+    return w
+
+
 HISTORIES: List[History] = []
 # One report row per checked run.
 CHECKED: List[str] = []
@@ -207,10 +216,7 @@ def partition(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
         for mode in ("watchdog", "lease"):
             srv = ctx.server()
             pname = f"partition-{surface}-{mode}"
-            port = tox.proxy(pname, srv.port)
-            holder = Worker(surface, f"redis://127.0.0.1:{port}/", ctx.tmp, f"{surface}-holder-{mode}",
-                            watchdog_ms=3000)
-            ctx.workers.append(holder)
+            holder = proxied(ctx, tox, srv, pname, surface, f"{surface}-holder-{mode}", watchdog_ms=3000)
             other = ctx.worker(NEXT[surface], srv, f"{NEXT[surface]}-other-{mode}")
             ctx.ready(holder, other)
             key = f"nf:{surface}:{mode}"
@@ -275,10 +281,7 @@ def lost_reply(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
     for surface in SURFACES:
         srv = ctx.server()
         pname = f"lost-reply-{surface}"
-        port = tox.proxy(pname, srv.port)
-        w = Worker(surface, f"redis://127.0.0.1:{port}/", ctx.tmp, f"{surface}-lostreply",
-                   command_timeout_ms=500, retry_attempts=0)
-        ctx.workers.append(w)
+        w = proxied(ctx, tox, srv, pname, surface, f"{surface}-lostreply", command_timeout_ms=500, retry_attempts=0)
         ctx.ready(w)
         r = srv.conn()
         base = f"nf:lr:{surface}"
@@ -335,10 +338,7 @@ def latency(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
     for surface in SURFACES:
         srv = ctx.server()
         pname = f"latency-{surface}"
-        port = tox.proxy(pname, srv.port)
-        w = Worker(surface, f"redis://127.0.0.1:{port}/", ctx.tmp, f"{surface}-latency",
-                   command_timeout_ms=500, retry_attempts=0)
-        ctx.workers.append(w)
+        w = proxied(ctx, tox, srv, pname, surface, f"{surface}-latency", command_timeout_ms=500, retry_attempts=0)
         other = ctx.worker(NEXT[surface], srv, f"{NEXT[surface]}-direct")
         ctx.ready(w, other)
         key = f"nf:lat:{surface}"
@@ -385,12 +385,10 @@ def slow_network(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
     for surface in SURFACES:
         for i in range(2):
             pname = f"slow-{surface}-{i}"
-            port = tox.proxy(pname, srv.port)
+            w = proxied(ctx, tox, srv, pname, surface, f"{surface}-slow{i}")
             for stream in ("upstream", "downstream"):
                 tox.toxic(pname, f"narrow-{stream}", "bandwidth", stream, rate=64)  # KB/s
                 tox.toxic(pname, f"sliced-{stream}", "slicer", stream, average_size=16, size_variation=8, delay=50)
-            w = Worker(surface, f"redis://127.0.0.1:{port}/", ctx.tmp, f"{surface}-slow{i}")
-            ctx.workers.append(w)
             workers.append(w)
     ctx.ready(*workers)
     total, names = 800, 4

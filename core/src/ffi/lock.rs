@@ -18,6 +18,17 @@ pub(crate) fn owner_of(c: &rlock_client, owner: u64) -> Owner {
     c.core().owner(if owner == RLOCK_THREAD { thread_owner_id() } else { owner })
 }
 
+/// Writes a fenced acquire's token to `out_token` (NULL: not wanted). A fenced guard always
+/// carries its acquire's token; without one this fails `RLOCK_PANIC` (a bug), and the caller's
+/// unkept guard gives the hold back rather than report it with token 0.
+pub(crate) fn write_token(token: Option<u64>, out_token: *mut u64) -> Result<(), Failure> {
+    let token = token.filter(|&t| t > 0).ok_or_else(|| {
+        Failure(rlock_result::RLOCK_PANIC, "a fenced acquire came back without its token (a bug)".into())
+    })?;
+    write_out(out_token, token);
+    Ok(())
+}
+
 /// Which lock of the family an `rlock_lock` is (Redisson's names).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,15 +166,7 @@ pub unsafe extern "C" fn rlock_lock_acquire(
             return Err(Error::not_acquired(format!("lock '{}'", l.lock.name()), wait).into());
         };
         if fenced {
-            // A fenced lock's guard always carries its acquire's token; without one the hold
-            // is given back (the unkept guard releases it) rather than reported with token 0.
-            let token = held.token().filter(|&t| t > 0).ok_or_else(|| {
-                Failure(
-                    rlock_result::RLOCK_PANIC,
-                    "a fenced acquire came back without its token (a bug)".into(),
-                )
-            })?;
-            write_out(out_token, token);
+            write_token(held.token(), out_token)?;
         }
         held.keep();
         Ok(())

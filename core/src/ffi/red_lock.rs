@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
-use super::lock::owner_of;
+use super::lock::{owner_of, write_token};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure};
 use crate::client::Client;
 use crate::error::Error;
@@ -109,15 +109,7 @@ pub unsafe extern "C" fn rlock_red_lock_acquire(
             return Err(Error::not_acquired(format!("RedLock '{}'", r.red.name()), wait).into());
         };
         if r.fenced {
-            // The guard of a fenced RedLock carries its token; without one the hold is given
-            // back (the unkept guard releases it) rather than reported with token 0.
-            let token = held.token().filter(|&t| t > 0).ok_or_else(|| {
-                Failure(
-                    rlock_result::RLOCK_PANIC,
-                    "a fenced acquire came back without its token (a bug)".into(),
-                )
-            })?;
-            write_out(out_token, token);
+            write_token(held.token(), out_token)?;
         }
         held.keep();
         Ok(())

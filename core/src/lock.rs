@@ -726,7 +726,7 @@ impl Lock {
                 .await
                 .map_err(|e| Error::from_redis(&format!("release of lock '{}' failed", inner.name), e))
         };
-        let result = if retry { shared.retrying(op).await } else { shared.once_past_close(op).await };
+        let result = if retry { shared.retrying(op).await } else { op(shared.conn()).await };
         let outcome = match result {
             Ok(Some(free @ (scripts::RELEASE_FREE | scripts::RELEASE_LEFT))) => {
                 let lost = shared.watchdog().released(&key);

@@ -330,8 +330,7 @@ impl PermitExpirableSemaphore {
                 .await
                 .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
         };
-        let released =
-            if retry { i.shared.retrying_past_close(op).await } else { i.shared.once_past_close(op).await };
+        let released = if retry { i.shared.retrying_past_close(op).await } else { op(i.shared.conn()).await };
         let wd = i.shared.watchdog();
         match released {
             Ok(true) => {

@@ -240,14 +240,9 @@ impl Semaphore {
         let i = &self.inner;
         let publish = i.shared.publish_command();
         // One try: retries of its own would hold up the acquire's.
-        let undone = i
-            .shared
-            .once_past_close(|mut c| async move {
-                scripts::sem_undo(&mut c, (&i.name, &i.channel, latch), permits, publish)
-                    .await
-                    .map_err(|e| Error::from_redis(&format!("give-back to semaphore '{}' failed", i.name), e))
-            })
-            .await;
+        let undone = scripts::sem_undo(&mut i.shared.conn(), (&i.name, &i.channel, latch), permits, publish)
+            .await
+            .map_err(|e| Error::from_redis(&format!("give-back to semaphore '{}' failed", i.name), e));
         if let Err(e) = undone {
             log::warn!("rlock: could not give back permits an unanswered acquire may have taken: {e}");
         }

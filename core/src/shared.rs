@@ -324,16 +324,6 @@ impl Shared {
         retry_transient(o.retry_attempts, o.retry_delay, None, || op(self.commands.clone())).await
     }
 
-    /// Runs `op` once, also after the client closed: the give-back of an acquire whose answer
-    /// was lost, which must not hold up the acquire's own retries with retries of its own.
-    pub(crate) async fn once_past_close<T, F, Fut>(&self, op: F) -> Result<T>
-    where
-        F: FnOnce(Commands) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        op(self.commands.clone()).await
-    }
-
     /// [`Self::wait_until`] for an acquire: counted in the metrics (wait time, contention,
     /// timeouts, errors) and traced as an `rlock.acquire` span with the name, kind and owner.
     pub(crate) async fn acquire_until<T, F, Fut>(

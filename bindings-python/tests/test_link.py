@@ -210,7 +210,11 @@ def test_a_cancelled_acquire_in_flight_when_its_loop_ends_gives_back_what_it_too
             await sem.release_async(permit)
             raw.execute_command("CLIENT", "PAUSE", 5000, "WRITE")  # scripts wait
             task = asyncio.create_task(sem.acquire_async())
-            await asyncio.sleep(0.05)  # the request goes out on the link
+
+            async def postponed() -> bool:  # the request reached Redis, which holds it back
+                return int(raw.info("clients")["blocked_clients"]) == 1
+
+            await eventually(postponed, "the acquire to reach the paused server")
             task.cancel()
             try:
                 await task

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "chaos"))
-from harness import NEXT, ROOT, SURFACES, Ctx, Fail, Worker, check, eventually, free_port, run_mx  # noqa: E402
+from harness import (  # noqa: E402
+    NEXT, ROOT, SURFACES, CaseTimeout, Ctx, Fail, Worker, check, eventually, free_port, run_mx,
+)
 
 OUT = HERE / "out"
 
@@ -441,6 +444,12 @@ def main(argv: List[str]) -> int:
     if not toxiproxy_binary().exists():
         print(f"missing {toxiproxy_binary()}: run 'make toxiproxy'")
         return 2
+    # The fault suite's time bound: SIGALRM unwinds the scenario through its cleanup (a SIGTERM
+    # from outside too), so no worker, server or proxy outlives it.
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise CaseTimeout()
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     results = []
     start = time.monotonic()
     for name, limit, fn in SCENARIOS:
@@ -449,25 +458,27 @@ def main(argv: List[str]) -> int:
         print(f"== {name}: {(fn.__doc__ or '').strip().splitlines()[0]}", flush=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"rlock-netfaults-{name}-"))
         ctx = Ctx(tmp)
-        tox = Toxiproxy(tmp)
-        store = FencedStore()
+        tox: Optional[Toxiproxy] = None
         began = time.monotonic()
         ok, detail = False, ""
-        timer = threading.Timer(limit, lambda: os.kill(os.getpid(), 15))
-        timer.start()
         try:
-            detail = fn(ctx, tox, store)
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            tox = Toxiproxy(tmp)
+            detail = fn(ctx, tox, FencedStore())
             ok = True
+        except CaseTimeout:
+            detail = f"did not finish within its {limit} s bound"
         except Fail as e:
             detail = str(e)
         except Exception:
             detail = "driver error: " + traceback.format_exc()
         finally:
-            timer.cancel()
+            signal.setitimer(signal.ITIMER_REAL, 0)
             if not ok:
                 detail += "".join(w.stderr_tail() for w in ctx.workers)
             ctx.cleanup()
-            tox.stop()
+            if tox is not None:
+                tox.stop()
             shutil.rmtree(tmp, ignore_errors=True)
         secs = time.monotonic() - began
         print(f"{'PASS' if ok else 'FAIL'} {name} ({secs:.1f} s): {detail}", flush=True)

@@ -122,8 +122,12 @@ fn a_lost_hold_stops_the_command_and_exits_76() {
 fn semaphore_runs_share_a_name_up_to_n() {
     let server = Server::start().unwrap();
     let args = ["run", "gpu", "--semaphore", "2"];
-    let (mut a, _oa) = holder(&server, &args, "sleep 30");
-    let (mut b, _ob) = holder(&server, &args, "sleep 30");
+    // The command traps SIGINT itself: `sh -c` catches SIGINT until it execs its last command,
+    // so a SIGINT that lands between `echo running` and that exec was swallowed, and a plain
+    // `sleep 30` then ran to its end and exited 0 (seen once in CI).
+    let script = "trap 'exit 130' INT; while :; do sleep 0.05; done";
+    let (mut a, _oa) = holder(&server, &args, script);
+    let (mut b, _ob) = holder(&server, &args, script);
     let o = output(&server, &["run", "gpu", "--semaphore", "2", "--wait", "200ms", "--", "true"]);
     assert_eq!(code(&o), 75, "a third run waits for a permit: {o:?}");
     for c in [&mut a, &mut b] {

@@ -23,6 +23,11 @@ fn queue(conn: &mut redis::Connection) -> Vec<String> {
     conn.lrange(QUEUE, 0, -1).unwrap()
 }
 
+/// Neither the queue nor the deadlines hold anyone.
+fn nobody_queued(conn: &mut redis::Connection) -> bool {
+    queue(conn).is_empty() && !conn.exists::<_, bool>(TIMEOUTS).unwrap()
+}
+
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
@@ -124,7 +129,7 @@ async fn every_way_of_giving_up_leaves_the_queue() {
     // A dropped acquire.
     let t = queue_up(&server, &lock_b, &b.new_owner(), None).await;
     t.abort();
-    assert!(common::eventually(Duration::from_secs(5), || queue(&mut conn).is_empty()).await);
+    assert!(common::eventually(Duration::from_secs(5), || nobody_queued(&mut conn)).await);
 
     // A waiter whose client closes.
     let c = client(&server).await;
@@ -132,8 +137,10 @@ async fn every_way_of_giving_up_leaves_the_queue() {
     let t = queue_up(&server, &lock_c, &c.new_owner(), None).await;
     c.close();
     assert_eq!(t.await.unwrap().unwrap_err().kind(), rlock::ErrorKind::Closed);
-    assert!(common::eventually(Duration::from_secs(5), || queue(&mut conn).is_empty()).await);
-    assert!(!conn.exists::<_, bool>(TIMEOUTS).unwrap());
+    // Both keys, polled together: an attempt still in flight when the client closed finishes
+    // after the first give-up (queueing again, then giving up again), so an empty queue alone
+    // can be seen in between (seen once in CI under load).
+    assert!(common::eventually(Duration::from_secs(5), || nobody_queued(&mut conn)).await);
 
     // The waiter behind a cancelled one is not held up: it is next when the lock frees.
     let first = queue_up(&server, &lock_b, &b.new_owner(), None).await;

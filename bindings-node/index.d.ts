@@ -258,11 +258,11 @@ export declare class NativeSemaphore {
 }
 
 /**
- * Connects to Redis at `url` (`undefined`: `REDIS_URL`, else `redis://127.0.0.1:6379`) and
- * starts the client's watchdog and pub/sub tasks on napi's tokio runtime (core needs a runtime
- * and creates none).
+ * Connects to Redis at `url` (`undefined`: `redisUrlEnv`, the runtime's `process.env.REDIS_URL`,
+ * else `redis://127.0.0.1:6379`) and starts the client's watchdog and pub/sub tasks on napi's
+ * tokio runtime (core needs a runtime and creates none).
  */
-export declare function connect(url?: string | undefined | null, options?: Record<string, unknown> | undefined | null): Promise<NativeClient>
+export declare function connect(url?: string | undefined | null, options?: Record<string, unknown> | undefined | null, redisUrlEnv?: string | undefined | null): Promise<NativeClient>
 
 /** Every error code (`RLOCK_NOT_HELD`, ...), from core's one list of error kinds. */
 export declare function errorCodes(): Array<string>
@@ -281,6 +281,13 @@ export declare function optionNames(): Array<string>
  * with a fresh owner of its own; `fenced` hands out fencing tokens.
  */
 export declare function redLock(name: string, clients: Array<NativeClient>, fenced: boolean): NativeRedLock
+
+/**
+ * Tells the addon which JS runtime loaded it: `'node'`, `'bun'`, `'deno'` or another name
+ * (`rlock.js` calls it once at load). Off Node, calls skip the event-loop-polled local link,
+ * which needs Node's libuv, and use the client's shared connection.
+ */
+export declare function setRuntime(name: string): void
 
 /** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version, Cargo.toml). */
 export declare function version(): string

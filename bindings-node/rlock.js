@@ -5,6 +5,10 @@
 
 const native = require('./index.js')
 
+// Which runtime loaded us: off Node (Bun, Deno), the addon keeps calls off libuv's poll handles.
+const runtime = process.versions.bun ? 'bun' : process.versions.deno ? 'deno' : 'node'
+native.setRuntime(runtime)
+
 /** An rlock failure; `code` is one of the `RLOCK_*` strings listed in `codes`. */
 class RLockError extends Error {
   constructor(code, message, options) {
@@ -736,7 +740,7 @@ class Client {
     }
     let connecting
     try {
-      connecting = native.connect(url ?? undefined, opts)
+      connecting = native.connect(url ?? undefined, opts, process.env.REDIS_URL)
     } catch (e) {
       // napi rejects a wrongly typed option (e.g. a string for a number) synchronously.
       const m = mapError(e)

@@ -3,9 +3,9 @@
 NODE_DIR := bindings-node
 NPM ?= npm
 
-.PHONY: build-node test-node node-deps
+.PHONY: build-node test-node node-deps test-bun test-deno
 BUILD_TARGETS += build-node
-TEST_TARGETS += test-node
+TEST_TARGETS += test-node test-bun test-deno
 
 node-deps: ## Install node/npm when missing (apt-get), then the package's npm dependencies
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
@@ -32,3 +32,18 @@ test-node: deps build-node testbed ## Node tests (node --test) against private r
 	  --moduleResolution nodenext rlock.d.ts test/types.check.ts
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
 	. examples/redis.sh && start_private_cluster && cd $(NODE_DIR) && $(NPM) test
+
+# The Node suite on Bun and Deno (issue 30), each from the npm registry into the cache outside
+# the clone (tools/runtime.sh). Every test file runs but link.test.js: it tests the local link
+# (calls polled on libuv's own loop), which only Node has; on Bun and Deno calls use the client's
+# shared connection (setRuntime in bindings-node/src/lib.rs).
+ALT_RUNTIME_TESTS := $(patsubst $(NODE_DIR)/%,%,$(filter-out $(NODE_DIR)/test/link.test.js,\
+  $(sort $(wildcard $(NODE_DIR)/test/*.test.js $(NODE_DIR)/test/*.test.mjs))))
+
+test-bun: deps build-node testbed ## The Node suite on Bun (but the Node-only local link tests)
+	@bun=$$(tools/runtime.sh bun) && . examples/redis.sh && start_private_cluster && cd $(NODE_DIR) && \
+	  echo "bun $$($$bun --version)" && $$bun test --timeout 120000 $(ALT_RUNTIME_TESTS)
+
+test-deno: deps build-node testbed ## The Node suite on Deno (but the Node-only local link tests)
+	@deno=$$(tools/runtime.sh deno) && . examples/redis.sh && start_private_cluster && cd $(NODE_DIR) && \
+	  $$deno --version | head -1 && $$deno test -A --no-check --unstable-detect-cjs $(ALT_RUNTIME_TESTS)

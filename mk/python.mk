@@ -26,3 +26,5 @@ test-python: build-python testbed ## Python tests, stub check (mypy.stubtest), m
 	$(VENV)/bin/python -m mypy.stubtest rlock._native
 	$(VENV)/bin/python -m mypy --strict examples/python
 	$(VENV)/bin/python -m mypy --strict -p rlock
+	@# The other side of rlock/_typing.py's version split (typing, not typing_extensions).
+	$(VENV)/bin/python -m mypy --strict --python-version 3.13 -p rlock

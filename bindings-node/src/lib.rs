@@ -64,18 +64,19 @@ fn client_options(
     Ok(o)
 }
 
-/// Connects to Redis at `url` (`undefined`: `REDIS_URL`, else `redis://127.0.0.1:6379`) and
-/// starts the client's watchdog and pub/sub tasks on napi's tokio runtime (core needs a runtime
-/// and creates none).
+/// Connects to Redis at `url` (`undefined`: `redisUrlEnv`, the runtime's `process.env.REDIS_URL`,
+/// else `redis://127.0.0.1:6379`) and starts the client's watchdog and pub/sub tasks on napi's
+/// tokio runtime (core needs a runtime and creates none).
 #[napi(
-    ts_args_type = "url?: string | undefined | null, options?: Record<string, unknown> | undefined | null"
+    ts_args_type = "url?: string | undefined | null, options?: Record<string, unknown> | undefined | null, redisUrlEnv?: string | undefined | null"
 )]
 pub async fn connect(
     url: Option<String>,
     options: Option<serde_json::Map<String, serde_json::Value>>,
+    redis_url_env: Option<String>,
 ) -> napi::Result<NativeClient> {
     let options = client_options(options)?;
-    let url = url.unwrap_or_else(rlock::default_url);
+    let url = url.unwrap_or_else(|| rlock::default_url_from(redis_url_env));
     let client = rlock::Client::connect(&url, options).await.map_err(js_error)?;
     Ok(NativeClient { client })
 }
@@ -90,6 +91,14 @@ pub fn version() -> String {
 #[napi]
 pub fn error_codes() -> Vec<String> {
     rlock::ErrorKind::ALL.iter().map(|k| k.code_name()).collect()
+}
+
+/// Tells the addon which JS runtime loaded it: `'node'`, `'bun'`, `'deno'` or another name
+/// (`rlock.js` calls it once at load). Off Node, calls skip the event-loop-polled local link,
+/// which needs Node's libuv, and use the client's shared connection.
+#[napi]
+pub fn set_runtime(name: String) {
+    local::set_runtime(&name);
 }
 
 /// The option names core knows, in Node spelling (checked against the `.d.ts` by the tests).

@@ -20,7 +20,7 @@ use std::ffi::c_void;
 use std::future::Future;
 use std::panic::catch_unwind;
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
@@ -60,6 +60,8 @@ struct Executor {
     /// Calls with their promise; a null deferred marks a background call (a local link),
     /// which keeps no event loop alive and settles nothing.
     calls: LocalCalls<napi::Result<Settle>, sys::napi_deferred>,
+    /// napi's tokio runtime while this environment lives (see [`current_runtime`]).
+    runtime: tokio::runtime::Handle,
     /// How many of the calls are background calls.
     background: usize,
     /// Calls made since the last drain.
@@ -82,11 +84,14 @@ thread_local! {
     static EXECUTOR: RefCell<Option<Executor>> = const { RefCell::new(None) };
 }
 
-/// napi's tokio runtime, which the core futures need as their context (timers, spawned
-/// clean-ups) even when polled on the JS thread.
-fn runtime() -> &'static tokio::runtime::Handle {
-    static HANDLE: OnceLock<tokio::runtime::Handle> = OnceLock::new();
-    HANDLE.get_or_init(|| napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current))
+/// napi's tokio runtime as it is now, which the core futures need as their context (timers,
+/// spawned clean-ups) even when polled on the JS thread. Not cached for the process: napi shuts
+/// its runtime down when the last environment that loaded the addon ends and makes a new one
+/// for the next (Deno runs each test file in a worker of its own), and a future polled in the
+/// old one's context panicked at its first timer. An executor keeps the handle of its
+/// environment's lifetime, during which the runtime stays.
+fn current_runtime() -> tokio::runtime::Handle {
+    napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
 }
 
 fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
@@ -155,10 +160,26 @@ fn with_executor<R>(env: sys::napi_env, f: impl FnOnce(&mut Executor) -> R) -> n
     })
 }
 
+/// Whether local links may be made: only under Node, whose libuv watches their sockets (see
+/// [`set_runtime`]).
+static LINKS: AtomicBool = AtomicBool::new(true);
+
+/// Records which JS runtime loaded the addon (`rlock.js` tells it at load, from
+/// `process.versions`). Local links need a real libuv poll handle, which only Node has: Bun
+/// aborts the process at `uv_poll_init` (oven-sh/bun#18546), and Deno's handle never reports
+/// readiness, so a waiter's wake-up sat unread until a timeout. Elsewhere every call uses the
+/// client's shared connection (napi's threadsafe functions work on all three).
+pub(crate) fn set_runtime(name: &str) {
+    LINKS.store(name == "node", Ordering::Relaxed);
+}
+
 /// Starts `client`'s local link on this JS thread, once per client (see
 /// `rlock::Client::local_link`): its commands then go out and come back on this thread's event
-/// loop. Nothing happens for a client that cannot have one, or off Unix.
+/// loop. Nothing happens for a client that cannot have one, off Unix, or off Node.
 pub(crate) fn link(env: &Env, client: &rlock::Client) -> napi::Result<()> {
+    if !LINKS.load(Ordering::Relaxed) {
+        return Ok(());
+    }
     let raw = env.raw();
     let id = client.id().as_u128();
     if with_executor(raw, |ex| ex.linked.contains(&id))? {
@@ -229,7 +250,16 @@ impl Executor {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(torn_down), env as *mut c_void);
         }
-        Ok(Executor { env, tsfn, calls, background: 0, unflushed: 0, linked: Vec::new(), scope: None })
+        Ok(Executor {
+            env,
+            tsfn,
+            calls,
+            runtime: current_runtime(),
+            background: 0,
+            unflushed: 0,
+            linked: Vec::new(),
+            scope: None,
+        })
     }
 }
 
@@ -238,7 +268,7 @@ fn poll(env: sys::napi_env, key: CallKey) {
     let ended = EXECUTOR.with(|cell| {
         let mut cell = cell.borrow_mut();
         let ex = cell.as_mut().filter(|e| e.env == env)?;
-        let ended = match ex.calls.poll(key, runtime())? {
+        let ended = match ex.calls.poll(key, &ex.runtime)? {
             Polled::Pending => return None,
             Polled::Ready(result, deferred) => (deferred, result),
             Polled::Panicked(deferred) => (
@@ -340,7 +370,8 @@ unsafe extern "C" fn torn_down(env: *mut c_void) {
         });
         if let Some(ex) = ex {
             ex.calls.closer().close();
-            let _context = runtime().enter();
+            let runtime = ex.runtime.clone();
+            let _context = runtime.enter();
             drop(ex);
         }
     });

@@ -43,8 +43,15 @@ test('version is the workspace version and the package version', () => {
 // Runs `body` (CommonJS, `rlock` and `url` in scope) in a child node; resolves its exit code and
 // output. The child never calls process.exit: it must end because nothing keeps it alive.
 function child(body, onStdout) {
-  const src = `const rlock = require('rlock'); const url = process.env.REDIS_URL;
-    (async () => { ${body} })().catch((e) => { console.error(e); process.exitCode = 3 })`
+  return childSource(
+    `const rlock = require('rlock'); const url = process.env.REDIS_URL;
+    (async () => { ${body} })().catch((e) => { console.error(e); process.exitCode = 3 })`,
+    onStdout,
+  )
+}
+
+// Runs the CommonJS program `src` in a child of this runtime (Node, Bun or Deno).
+function childSource(src, onStdout) {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, ['-e', src], {
       cwd: pkgDir,
@@ -126,4 +133,39 @@ test('a pending acquire keeps the process alive until it resolves', async () => 
   assert.equal(r.code, 0, r.err)
   assert.match(r.out, /got/)
   await holder.close()
+})
+
+test('workers that load rlock one after another, never the main thread, each have a working runtime', async () => {
+  // napi shuts its tokio runtime down when the last environment that loaded the addon ends, and
+  // makes a new one for the next. The second worker's calls must run on the new one: a handle
+  // kept from the first panicked at the first timer (Deno runs every test file in such a worker).
+  const worker = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const { Client } = require(workerData.module)
+    ;(async () => {
+      const c = new Client(workerData.url)
+      const a = c.lock('exit:workers')
+      await a.acquire()
+      // Another handle waits 50 ms on a timer of the runtime, then gives up.
+      const got = await c.lock('exit:workers').tryAcquire({ waitMs: 50 })
+      await a.release()
+      await c.close()
+      parentPort.postMessage(got)
+    })().catch((e) => parentPort.postMessage(String(e)))`
+  const r = await childSource(`
+    const { Worker } = require('node:worker_threads')
+    const { once } = require('node:events')
+    ;(async () => {
+      for (let i = 0; i < 2; i++) {
+        const w = new Worker(${JSON.stringify(worker)}, {
+          eval: true,
+          workerData: { module: ${JSON.stringify(require.resolve('rlock'))}, url: process.env.REDIS_URL },
+        })
+        const [got] = await once(w, 'message')
+        console.log(got)
+        await once(w, 'exit')
+      }
+    })().catch((e) => { console.error(e); process.exitCode = 3 })`)
+  assert.equal(r.code, 0, r.err)
+  assert.equal(r.out, 'false\nfalse\n', r.err)
 })

@@ -61,7 +61,7 @@ fn python_options() -> String {
     let mut out = format!(
         "\"\"\"The options of :class:`rlock.Client` (seconds as floats).\n\n{HEADER}\n\"\"\"\n\n\
          from __future__ import annotations\n\nfrom typing import Optional, Tuple\n\n\
-         from typing_extensions import TypedDict\n\n__all__ = [\"ClientOptions\", \"OPTION_NAMES\"]\n\n\n\
+         from ._typing import TypedDict\n\n__all__ = [\"ClientOptions\", \"OPTION_NAMES\"]\n\n\n\
          class ClientOptions(TypedDict, total=False):\n    \"\"\"Options of :class:`rlock.Client`; every key is optional.\"\"\"\n"
     );
     for o in OPTIONS {

@@ -89,7 +89,7 @@ pub use read_write_lock::ReadWriteLock;
 pub use records::{HolderRecord, RecordedHold};
 pub use red_lock::{FencedRedLock, RedGuard, RedLock, RED_LOCK_KIND};
 pub use semaphore::{Permits, Semaphore};
-pub use url::{default_url, DEFAULT_URL};
+pub use url::{default_url, default_url_from, DEFAULT_URL};
 pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 
 /// What the surfaces are built from beside the user API above: the event-loop links and their

@@ -19,11 +19,14 @@ pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 /// The URL a client connects to when its user names none: the `REDIS_URL` environment
 /// variable when set and not empty, else [`DEFAULT_URL`]. Every surface uses this.
 pub fn default_url() -> String {
-    url_or_default(std::env::var("REDIS_URL").ok())
+    default_url_from(std::env::var("REDIS_URL").ok())
 }
 
-fn url_or_default(env: Option<String>) -> String {
-    env.filter(|u| !u.is_empty()).unwrap_or_else(|| DEFAULT_URL.to_owned())
+/// [`default_url`] with `REDIS_URL`'s value as the caller's runtime sees it: a JS runtime's
+/// `process.env` is not always the process environment (Bun and Deno keep their own copy).
+/// `None` or an empty value gives [`DEFAULT_URL`].
+pub fn default_url_from(redis_url: Option<String>) -> String {
+    redis_url.filter(|u| !u.is_empty()).unwrap_or_else(|| DEFAULT_URL.to_owned())
 }
 
 /// Default port of a Redis node (cluster seed nodes without a port).
@@ -222,9 +225,9 @@ mod tests {
 
     #[test]
     fn default_url_policy() {
-        assert_eq!(url_or_default(None), DEFAULT_URL);
-        assert_eq!(url_or_default(Some(String::new())), DEFAULT_URL);
-        assert_eq!(url_or_default(Some("redis://h:1/".into())), "redis://h:1/");
+        assert_eq!(default_url_from(None), DEFAULT_URL);
+        assert_eq!(default_url_from(Some(String::new())), DEFAULT_URL);
+        assert_eq!(default_url_from(Some("redis://h:1/".into())), "redis://h:1/");
     }
 
     fn parse_ok(url: &str) -> Target {

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Generic, Iterable, List, Literal, Optional, Protocol, Type, TypeVar, cast
 
-from typing_extensions import Unpack
+from ._typing import Unpack
 
 from . import _native
 from ._errors import (

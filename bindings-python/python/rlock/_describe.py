@@ -4,7 +4,7 @@ apply); times are Unix milliseconds (``*_ms``), durations milliseconds."""
 
 from typing import List, Literal, Optional
 
-from typing_extensions import TypedDict
+from ._typing import TypedDict
 
 Kind = Literal[
     "lock",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from typing_extensions import TypedDict
+from ._typing import TypedDict
 
 __all__ = ["ClientOptions", "OPTION_NAMES"]
 

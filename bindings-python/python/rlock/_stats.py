@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from typing_extensions import TypedDict
+from ._typing import TypedDict
 
 __all__ = ["Stats", "StatsSummary"]
 

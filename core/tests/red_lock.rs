@@ -253,3 +253,39 @@ async fn a_silent_majority_fails_with_timeout_after_a_command_timeout() {
         "the live server's member was given back"
     );
 }
+
+/// One server silent and another slow: it answers every try, later than a round waits for it
+/// (the member limit, 50 ms here), and its strays' answers keep it counted as reachable. The
+/// acquire goes on trying until its wait runs out: not `Timeout`, which it failed with after a
+/// command timeout before (seen in the chaos suite, from a client slowed by load). Once the
+/// server answers in time again, the next acquire gets the majority.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_member_beside_a_silent_one_is_not_a_timeout() {
+    let servers: Vec<Server> = (0..3).map(|_| Server::start().unwrap()).collect();
+    let slow = rlock_testbed::Proxy::start(servers[1].port()).unwrap();
+    let options = ClientOptions::default()
+        .with_command_timeout(Some(Duration::from_secs(1)))
+        .with_retry_attempts(0)
+        .with_watchdog_timeout(Duration::from_secs(3));
+    let mut clients = Vec::new();
+    for url in [servers[0].url(), slow.url(), servers[2].url()] {
+        clients.push(Client::connect(&url, options.clone()).await.unwrap());
+    }
+    let red = RedLock::new("red:slow", &clients).unwrap();
+    let me = red.new_owner();
+    servers[2].sigstop().unwrap();
+    slow.delay_replies(Duration::from_millis(150));
+    let started = std::time::Instant::now();
+    let got = red.try_acquire(&me, Duration::from_millis(2500), None).await;
+    let took = started.elapsed();
+    slow.delay_replies(Duration::ZERO);
+    assert!(!got.as_ref().is_ok_and(|&g| g), "no round had a majority in time: {got:?}");
+    assert!(got.is_ok(), "a slow member is not an unreachable one: {got:?} after {took:?}");
+    assert!(took >= Duration::from_millis(2500), "the wait ran out: {took:?}");
+    assert!(
+        red.try_acquire(&me, Duration::from_secs(5), None).await.unwrap(),
+        "granted once it answers in time"
+    );
+    red.release(&me).await.unwrap();
+    servers[2].sigcont().unwrap();
+}

@@ -32,6 +32,8 @@ struct Cut {
     both: bool,
     /// The server's replies only.
     replies: bool,
+    /// How late each read of the server's replies is passed on.
+    reply_delay: std::time::Duration,
 }
 
 impl Cut {
@@ -95,6 +97,12 @@ impl Proxy {
         self.state.cut.lock().unwrap_or_else(|p| p.into_inner()).replies = on;
         self.state.healed.notify_all();
     }
+
+    /// Passes the server's replies on `delay` late (each read of them; zero: at once): a slow
+    /// server or link that still answers.
+    pub fn delay_replies(&self, delay: std::time::Duration) {
+        self.state.cut.lock().unwrap_or_else(|p| p.into_inner()).reply_delay = delay;
+    }
 }
 
 /// Forwards both directions of one connection, each on a thread of its own.
@@ -124,7 +132,11 @@ fn copy(st: &State, mut from: TcpStream, mut to: TcpStream, reply: bool) {
         while cut.holds(reply) && !st.stop.load(Ordering::SeqCst) {
             cut = st.healed.wait(cut).unwrap_or_else(|p| p.into_inner());
         }
+        let delay = if reply { cut.reply_delay } else { std::time::Duration::ZERO };
         drop(cut);
+        if !delay.is_zero() {
+            thread::sleep(delay);
+        }
         if to.write_all(&buf[..n]).is_err() {
             break;
         }

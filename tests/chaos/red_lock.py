@@ -78,10 +78,11 @@ def case_red_lock(ctx: Ctx) -> str:
 
 def case_red_lock_stop(ctx: Ctx) -> str:
     """RedLock over three servers, one SIGSTOPped mid-run: rounds go on with the other two."""
-    # Without C: with C's two workers too (8 processes), a C acquire once failed TIMEOUT in a
-    # clean-clone run, its client to a live server answering no round within the 50 ms member
-    # limit for a whole command timeout (issue 32, open). Rust, Python and Node as before.
-    return mx_with_fault(ctx, "chaos:redstop", "stop", ("rust", "python", "node"))
+    # Every surface, C included (8 processes): a C acquire once failed TIMEOUT here, a loaded
+    # client's live member missing the 50 ms member limit round after round while its strays
+    # answered, and the first wait for every subscription (the stopped server's too) taking
+    # rounds away (core/tests/red_lock.rs: a_slow_member_beside_a_silent_one_is_not_a_timeout).
+    return mx_with_fault(ctx, "chaos:redstop", "stop")
 
 
 def case_red_lock_majority(ctx: Ctx) -> str:

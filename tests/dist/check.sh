@@ -2,9 +2,10 @@
 # make dist-check: each artifact of dist/ installed the way a user installs it, with no Rust
 # toolchain reachable (a PATH without cargo or rustc, no CARGO_HOME or RUSTUP_HOME), then the
 # README's example for that surface against a private redis-server:
-#   Python: a fresh venv, `pip install dist/rlock-*.whl`, `with rlock.lock(...)` and `async with`;
+#   Python: a fresh venv per CPython 3.9 to 3.13 (pyenv's), `pip install dist/rlock-*.whl`,
+#         `with rlock.lock(...)` and `async with`;
 #   Node: an empty npm project, `npm install` of the two tarballs, `await lock.acquire()` from
-#         CommonJS and from ESM;
+#         CommonJS and from ESM, on Node 18, 20, 22 and 24, Bun and Deno (from the npm registry);
 #   C: the tarball unpacked to a prefix, `cc example.c $(pkg-config --cflags --libs rlock)`
 #      linked dynamically and statically, both run; the tarball's `rlock` guards a job.
 # It also checks the glibc symbol versions of the wheel's module and the addon against the
@@ -43,6 +44,14 @@ NORUST=(env -u CARGO -u CARGO_HOME -u RUSTUP_HOME -u RUSTC -u RUSTFLAGS -u CARGO
 "${NORUST[@]}" bash -c '! command -v cargo && ! command -v rustc' >/dev/null ||
   { echo "dist-check: cargo or rustc is still reachable"; exit 1; }
 
+# Fails unless `file` is a static executable (no program interpreter, no shared library needed).
+static_check() {
+  if objdump -p "$1" | grep -q 'NEEDED' || readelf -l "$1" | grep -q 'INTERP'; then
+    echo "dist-check: $(basename "$1") is not static:"; objdump -p "$1" | grep NEEDED; exit 1
+  fi
+  echo "static: $(basename "$1") needs no shared library"
+}
+
 # The newest GLIBC_x.y a shared object needs; fails above the floor.
 glibc_floor_check() {
   local file=$1 newest
@@ -55,10 +64,13 @@ glibc_floor_check() {
   echo "glibc: $(basename "$file") needs at most GLIBC_$newest (floor $GLIBC_FLOOR)"
 }
 
-echo "== dist-check: Python wheel in a fresh venv"
-"${NORUST[@]}" python3 -m venv "$WORK/venv"
-"${NORUST[@]}" "$WORK/venv/bin/python" -m pip install -q --only-binary ':all:' "$WHEEL"
-glibc_floor_check "$(ls "$WORK"/venv/lib/python3*/site-packages/rlock/_native*.so)"
+# The CPythons the abi3 wheel is checked on: pyenv's (the machine's), each minor version's newest.
+PYTHONS=${RLOCK_DIST_PYTHONS:-3.9 3.10 3.11 3.12 3.13}
+pyenv_python() {
+  local root=${PYENV_ROOT:-$HOME/.pyenv}
+  find "$root/versions" -maxdepth 3 -path "*/versions/$1.*/bin/python$1" 2>/dev/null | sort -V | tail -1
+}
+
 cat >"$WORK/example.py" <<'EOF'
 import asyncio
 
@@ -80,9 +92,24 @@ async def main() -> None:
 asyncio.run(main())
 print(rlock.__version__)
 EOF
-out=$(cd "$WORK" && "${NORUST[@]}" "$WORK/venv/bin/python" example.py)
-[ "$out" = "$V" ] || { echo "dist-check: the Python example printed: $out"; exit 1; }
-echo "python: pip install of the wheel, with and async with: ok (rlock.__version__ $out)"
+for pv in $PYTHONS; do
+  echo "== dist-check: Python wheel in a fresh venv of CPython $pv"
+  py=$(pyenv_python "$pv")
+  [ -n "$py" ] || { echo "dist-check: no CPython $pv under ${PYENV_ROOT:-$HOME/.pyenv}/versions" \
+    "(RLOCK_DIST_PYTHONS narrows the list)"; exit 1; }
+  venv=$WORK/venv-$pv
+  "${NORUST[@]}" "$py" -m venv "$venv"
+  "${NORUST[@]}" "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary ':all:' "$WHEEL"
+  glibc_floor_check "$(ls "$venv"/lib/python3*/site-packages/rlock/_native*.so)"
+  # typing_extensions comes along only where typing lacks what rlock uses (before 3.12).
+  has_te=$("$venv/bin/python" -c 'import importlib.util as u; print(u.find_spec("typing_extensions") is not None)')
+  want_te=$("$venv/bin/python" -c 'import sys; print(sys.version_info < (3, 12))')
+  [ "$has_te" = "$want_te" ] ||
+    { echo "dist-check: CPython $pv: typing_extensions installed: $has_te, expected $want_te"; exit 1; }
+  out=$(cd "$WORK" && "${NORUST[@]}" "$venv/bin/python" example.py)
+  [ "$out" = "$V" ] || { echo "dist-check: the Python example on $pv printed: $out"; exit 1; }
+  echo "python $("$venv/bin/python" -V 2>&1 | cut -d' ' -f2): pip install of the wheel, with and async with: ok"
+done
 
 echo "== dist-check: npm packages in an empty project (CommonJS and ESM)"
 mkdir -p "$WORK/node"
@@ -119,11 +146,21 @@ assert.equal(await client.withLock('orders', async () => 42), 42)
 await client.close()
 console.log(version)
 EOF
-for f in example.cjs example.mjs; do
-  out=$(cd "$WORK/node" && "${NORUST[@]}" node "$f")
-  [ "$out" = "$V" ] || { echo "dist-check: node $f printed: $out"; exit 1; }
+# The runtimes the installed packages are checked on: Node 18 to 24, Bun and Deno, each from the
+# npm registry into the cache (tools/runtime.sh).
+RUNTIMES=${RLOCK_DIST_RUNTIMES:-node18 node20 node22 node24 bun deno}
+for rt in $RUNTIMES; do
+  bin=$(tools/runtime.sh "$rt")
+  case "$rt" in
+    deno) run=("$bin" run -A) ;;
+    *) run=("$bin") ;;
+  esac
+  for f in example.cjs example.mjs; do
+    out=$(cd "$WORK/node" && "${NORUST[@]}" "${run[@]}" "$f")
+    [ "$out" = "$V" ] || { echo "dist-check: $rt $f printed: $out"; exit 1; }
+  done
+  echo "$rt ($("$bin" --version | head -1)): the installed packages, CommonJS and ESM: ok (version $V)"
 done
-echo "node: npm install of the two tarballs, CommonJS and ESM: ok (version $V)"
 
 echo "== dist-check: C tarball unpacked to a prefix, pkg-config, dynamic and static"
 mkdir -p "$WORK/c"
@@ -136,7 +173,7 @@ done
 soname=$(objdump -p "$P/lib/librlock.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = librlock.so.0 ] || { echo "dist-check: librlock.so's SONAME is '$soname'"; exit 1; }
 glibc_floor_check "$P/lib/librlock.so.$V"
-glibc_floor_check "$P/bin/rlock"
+static_check "$P/bin/rlock"
 cp examples/c/example.c "$WORK/c/"
 cat >"$WORK/c/version.c" <<'EOF'
 #include <stdio.h>
@@ -169,6 +206,53 @@ out=$("${NORUST[@]}" "$P/bin/rlock" run dist-check --wait 5s -- echo guarded)
 out=$("${NORUST[@]}" "$P/bin/rlock" --version)
 [ "$out" = "rlock $V" ] || { echo "dist-check: rlock --version printed: $out"; exit 1; }
 echo "c: pkg-config build, dynamic and static, rlock_version() $V, bin/rlock: ok"
+
+# The targets make dist built (tools/dist.sh); each one's artifacts are checked.
+TARGETS=${RLOCK_DIST_TARGETS:-x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl}
+built() { [[ " $TARGETS " == *" $1 "* ]]; }
+
+if built x86_64-unknown-linux-musl; then
+echo "== dist-check: musl (x86_64): the static command, static and dynamic C programs"
+# No musl Python or Node comes from the registries: the musllinux wheel and the musl addon are
+# checked by auditwheel (make dist) and by their NEEDED libraries here; librlock.so, built the
+# same way, is loaded by a program linked against musl (Debian's musl-gcc, the host's musl
+# loader).
+CM=rlock-$V-x86_64-linux-musl
+mkdir -p "$WORK/musl"
+tar -C "$WORK/musl" -xzf "$DIST/$CM.tar.gz"
+PM=$WORK/musl/$CM
+static_check "$DIST/rlock-cli-$V-x86_64-linux"
+cmp -s "$DIST/rlock-cli-$V-x86_64-linux" "$PM/bin/rlock" || { echo "dist-check: the musl tarball's rlock is not the static one"; exit 1; }
+out=$("${NORUST[@]}" "$DIST/rlock-cli-$V-x86_64-linux" run dist-check-musl --wait 5s -- echo guarded)
+[ "$out" = guarded ] || { echo "dist-check: the static rlock run printed: $out"; exit 1; }
+ZIG=("$ROOT/build/dist-tools/bin/python" -m ziglang)
+(
+  cd "$WORK/musl"
+  cp "$ROOT/examples/c/example.c" .
+  "${ZIG[@]}" cc -target x86_64-linux-musl -static -O2 example.c -I"$PM/include" "$PM/lib/librlock.a" -lunwind -o example_static
+  musl-gcc -O2 example.c -I"$PM/include" -L"$PM/lib" -lrlock -Wl,-rpath,"$PM/lib" -o example_dynamic
+)
+static_check "$WORK/musl/example_static"
+objdump -p "$WORK/musl/example_dynamic" | grep -q 'NEEDED.*librlock.so.0' ||
+  { echo "dist-check: the dynamic musl example does not link librlock.so.0"; exit 1; }
+for exe in example_static example_dynamic; do
+  out=$("${NORUST[@]}" "$WORK/musl/$exe")
+  [ "$out" = "holding 'orders'" ] || { echo "dist-check: musl C $exe printed: $out"; exit 1; }
+done
+tar -xzOf "$DIST/rlock-linux-x64-musl-$V.tgz" package/rlock.linux-x64-musl.node >"$WORK/musl/addon.node"
+python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); n = [f for f in z.namelist() if f.startswith("rlock/_native")]; sys.stdout.buffer.write(z.read(n[0]))' \
+  "$DIST/rlock-$V-cp39-abi3-musllinux_1_2_x86_64.whl" >"$WORK/musl/module.so"
+for so in "$PM/lib/librlock.so.$V" "$WORK/musl/addon.node" "$WORK/musl/module.so"; do
+  needed=$(objdump -p "$so" | awk '/NEEDED/ {print $2}' | sort -u | tr '\n' ' ')
+  [ "$needed" = "libc.musl-x86_64.so.1 " ] ||
+    { echo "dist-check: a musl shared object needs '$needed', not musl's libc.musl-x86_64.so.1 alone"; exit 1; }
+done
+echo "musl x86_64: static rlock, C static (zig) and dynamic (musl-gcc, librlock.so): ok"
+fi
+
+if built aarch64-unknown-linux-gnu && built aarch64-unknown-linux-musl; then
+  REDIS_URL=$REDIS_URL bash tests/dist/check-arm64.sh
+fi
 
 echo "== dist-check: the sdist builds a wheel (a source build: Rust is used here)"
 # pip from make dist's tool venv (a Debian python3 may come without pip).

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# make dist-check, aarch64 (tests/dist/check.sh runs it after the x86_64 checks): each aarch64
+# artifact of dist/ run under qemu-user, against the private redis-server check.sh started
+# (REDIS_URL). The glibc ones run in an arm64 Debian root (debootstrap from Debian's packages,
+# cached outside the clone in ${RLOCK_CACHE:-$HOME/.cache/rlock}/arm64-bookworm-<n>, about 5
+# minutes once); nothing of arm64 is installed into the host itself.
+#   Python: the arm64 python3 in a venv, `pip install` of the aarch64 wheel, the README example;
+#   Node: the arm64 Node from the npm registry (tools/runtime.sh node22-arm64), the packages
+#         installed by the host's npm for linux/arm64/glibc, CommonJS and ESM examples;
+#   C: the arm64 gcc builds the example against the aarch64 tarball, dynamic and static;
+#   musl: the static rlock command and a static C example (zig) run on the host through binfmt.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+V=$(python3 tools/version.py)
+DIST=$ROOT/dist
+: "${REDIS_URL:?check-arm64.sh runs from tests/dist/check.sh, which starts a redis-server}"
+SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+CACHE=${RLOCK_CACHE:-$HOME/.cache/rlock}
+# The suffix changes with the package list, so an older root is not reused.
+ROOTFS=$CACHE/arm64-bookworm-1
+PACKAGES=python3,python3-venv,gcc,libc6-dev,libstdc++6,ca-certificates
+
+# qemu-user for arm64 programs, through binfmt_misc (not mounted by default on these machines).
+[ -e /proc/sys/fs/binfmt_misc/register ] || $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || $SUDO update-binfmts --enable qemu-aarch64
+grep -q enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 || { echo "check-arm64: qemu-aarch64 is not enabled"; exit 1; }
+
+if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
+  echo "== dist-check arm64: an arm64 Debian root into $ROOTFS (debootstrap, once)"
+  rm -rf "$ROOTFS.tmp"
+  mkdir -p "$CACHE"
+  $SUDO debootstrap --arch=arm64 --variant=minbase --include="$PACKAGES" bookworm "$ROOTFS.tmp" \
+    http://deb.debian.org/debian >"$CACHE/arm64-debootstrap.log" 2>&1 ||
+    { tail -20 "$CACHE/arm64-debootstrap.log"; echo "check-arm64: debootstrap failed"; exit 1; }
+  mv "$ROOTFS.tmp" "$ROOTFS"
+fi
+# pip inside the root reaches the registry the way the host's does.
+cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
+[ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$ROOTFS/etc/pip.conf"
+cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
+
+WORK=$(mktemp -d)
+MOUNTS=()
+cleanup() {
+  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do $SUDO umount -l "${MOUNTS[$i]}" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+bind() {
+  mkdir -p "$2"
+  $SUDO mount --bind "$1" "$2"
+  MOUNTS+=("$2")
+}
+bind /proc "$ROOTFS/proc"
+bind /dev "$ROOTFS/dev"
+bind "$WORK" "$ROOTFS/work"
+in_root() { $SUDO chroot "$ROOTFS" env -i PATH=/usr/bin:/bin HOME=/work REDIS_URL="$REDIS_URL" "$@"; }
+in_root uname -m | grep -qx aarch64 || { echo "check-arm64: the root does not run as aarch64"; exit 1; }
+
+echo "== dist-check arm64: Python wheel (aarch64, manylinux2014) in a venv of the arm64 python3"
+WHEEL=rlock-$V-cp39-abi3-manylinux_2_17_aarch64.manylinux2014_aarch64.whl
+cp "$DIST/$WHEEL" "$WORK/"
+cat >"$WORK/example.py" <<'EOF'
+import asyncio
+import platform
+
+import rlock
+
+with rlock.lock("orders"):
+    assert rlock.lock("orders").is_held()
+
+
+async def main() -> None:
+    with rlock.Client() as client:
+        async with client.lock("orders"):
+            pass
+
+
+asyncio.run(main())
+print(platform.machine(), rlock.__version__)
+EOF
+in_root python3 -m venv /work/venv
+in_root /work/venv/bin/python -m pip install -q --disable-pip-version-check --only-binary ':all:' "/work/$WHEEL"
+out=$(in_root sh -c 'cd /work && /work/venv/bin/python example.py')
+[ "$out" = "aarch64 $V" ] || { echo "check-arm64: the Python example printed: $out"; exit 1; }
+echo "python $(in_root python3 -V | cut -d' ' -f2) aarch64: the wheel, with and async with: ok"
+
+echo "== dist-check arm64: npm packages (linux/arm64/glibc) on the arm64 Node"
+mkdir -p "$WORK/node"
+(cd "$WORK/node" && npm init -y >/dev/null &&
+  # --force: npm refuses a package of another cpu than the host's even when named explicitly.
+  npm install --no-audit --no-fund --silent --force --os=linux --cpu=arm64 --libc=glibc \
+    "$DIST/rlock-linux-arm64-gnu-$V.tgz" "$DIST/rlock-$V.tgz")
+[ -f "$WORK/node/node_modules/rlock-linux-arm64-gnu/rlock.linux-arm64-gnu.node" ] ||
+  { echo "check-arm64: npm did not install the arm64 addon"; exit 1; }
+node_bin=$(tools/runtime.sh node22-arm64)
+bind "$(dirname "$(dirname "$node_bin")")" "$ROOTFS/opt/node"
+cat >"$WORK/node/example.cjs" <<'EOF'
+const assert = require('node:assert/strict')
+const { Client, version } = require('rlock')
+;(async () => {
+  const client = new Client()
+  const lock = client.lock('orders')
+  await lock.acquire()
+  assert.equal(await lock.isHeld(), true)
+  assert.equal(await lock.release(), true)
+  await client.close()
+  console.log(process.arch, version)
+})()
+EOF
+cat >"$WORK/node/example.mjs" <<'EOF'
+import { Client, version } from 'rlock'
+const client = new Client()
+const n = await client.withLock('orders', async () => 42)
+await client.close()
+console.log(process.arch, version, n)
+EOF
+out=$(in_root sh -c 'cd /work/node && /opt/node/bin/node example.cjs')
+[ "$out" = "arm64 $V" ] || { echo "check-arm64: node example.cjs printed: $out"; exit 1; }
+out=$(in_root sh -c 'cd /work/node && /opt/node/bin/node example.mjs')
+[ "$out" = "arm64 $V 42" ] || { echo "check-arm64: node example.mjs printed: $out"; exit 1; }
+echo "node $(in_root /opt/node/bin/node --version) arm64: the installed packages, CommonJS and ESM: ok"
+
+echo "== dist-check arm64: C tarball (aarch64 glibc), the arm64 gcc, dynamic and static"
+C=rlock-$V-aarch64-linux-gnu
+tar -C "$WORK" -xzf "$DIST/$C.tar.gz"
+cp examples/c/example.c "$WORK/"
+in_root sh -c "cd /work && gcc -O2 example.c -I$C/include -L$C/lib -lrlock -Wl,-rpath,/work/$C/lib -o example &&
+  gcc -O2 example.c -I$C/include $C/lib/librlock.a -lpthread -ldl -lm -o example_static"
+for exe in example example_static; do
+  out=$(in_root "/work/$exe")
+  [ "$out" = "holding 'orders'" ] || { echo "check-arm64: C $exe printed: $out"; exit 1; }
+done
+echo "c aarch64 glibc: dynamic and static: ok"
+
+echo "== dist-check arm64: musl: the static rlock command and a static C example (zig), via binfmt"
+CLI=$DIST/rlock-cli-$V-aarch64-linux
+out=$("$CLI" run dist-check-arm64 --wait 5s -- echo guarded)
+[ "$out" = guarded ] || { echo "check-arm64: the static aarch64 rlock run printed: $out"; exit 1; }
+CM=rlock-$V-aarch64-linux-musl
+tar -C "$WORK" -xzf "$DIST/$CM.tar.gz"
+cmp -s "$CLI" "$WORK/$CM/bin/rlock" || { echo "check-arm64: the musl tarball's rlock is not the static one"; exit 1; }
+"$ROOT/build/dist-tools/bin/python" -m ziglang cc -target aarch64-linux-musl -static -O2 "$WORK/example.c" \
+  -I"$WORK/$CM/include" "$WORK/$CM/lib/librlock.a" -lunwind -o "$WORK/example_musl"
+out=$("$WORK/example_musl")
+[ "$out" = "holding 'orders'" ] || { echo "check-arm64: the static musl C example printed: $out"; exit 1; }
+echo "musl aarch64: static rlock and C static (zig): ok"
+echo "dist-check arm64: ok"

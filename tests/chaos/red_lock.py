@@ -5,7 +5,7 @@ servers, workers of every surface (Rust, Python, Node, C) taking
 from __future__ import annotations
 
 import signal
-from typing import List, Tuple
+from typing import List
 
 from harness import Ctx, Fail, Server, Worker, check, eventually, run_mx
 
@@ -19,15 +19,14 @@ def three(ctx: Ctx, **kwargs: bool) -> List[Server]:
     return [ctx.server(**kwargs) for _ in range(3)]
 
 
-def red_workers(ctx: Ctx, servers: List[Server], per_surface: int,
-                surfaces: Tuple[str, ...] = RED_SURFACES) -> List[Worker]:
+def red_workers(ctx: Ctx, servers: List[Server], per_surface: int) -> List[Worker]:
     """`per_surface` workers of each RedLock surface, on server 0 (their data too) and the other
     two through `red_urls`."""
     urls = ",".join(s.url for s in servers[1:])
     workers = [
         ctx.worker(s, servers[0], f"{s}-{i}", red_urls=urls, watchdog_ms=WATCHDOG_MS,
                    command_timeout_ms=1000, retry_attempts=0)
-        for s in surfaces for i in range(per_surface)
+        for s in RED_SURFACES for i in range(per_surface)
     ]
     ctx.ready(*workers)
     return workers
@@ -46,9 +45,9 @@ def no_lock_keys(servers: List[Server], prefix: str, limit: float) -> None:
         raise Fail(f"left behind: {left()}")
 
 
-def mx_with_fault(ctx: Ctx, prefix: str, fault: str, surfaces: Tuple[str, ...] = RED_SURFACES) -> str:
+def mx_with_fault(ctx: Ctx, prefix: str, fault: str) -> str:
     servers = three(ctx)
-    workers = red_workers(ctx, servers, 2, surfaces)
+    workers = red_workers(ctx, servers, 2)
     total, names = 1200, 4
     data = servers[0].conn()
 
@@ -66,7 +65,7 @@ def mx_with_fault(ctx: Ctx, prefix: str, fault: str, surfaces: Tuple[str, ...] =
         servers[2].signal(signal.SIGCONT)
         live = servers
     no_lock_keys(live, prefix, WATCHDOG_MS / 1000 + 10)
-    return (f"{len(workers)} processes (2 each of {'/'.join(surfaces)}), {names} names, {total} sections in "
+    return (f"{len(workers)} processes (2 each of {'/'.join(RED_SURFACES)}), {names} names, {total} sections in "
             f"{took:.1f} s, server 3 {'SIGKILLed' if fault == 'kill' else 'SIGSTOPped'} after a third: "
             f"0 violations, counters exact, {crossings} hand-offs between surfaces")
 

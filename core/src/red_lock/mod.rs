@@ -85,16 +85,7 @@ struct RedInner {
     strays: Mutex<HashMap<(u64, usize), usize>>,
     /// When each member last answered a try of this handle (held or busy), in a round or as a
     /// stray: a member too slow for the rounds is still reachable while its strays answer.
-    answered: Mutex<Vec<Option<Instant>>>,
-}
-
-impl RedInner {
-    /// Records an answer of member `i` (see `answered`).
-    fn answered(&self, i: usize) {
-        if let Some(at) = lock_map(&self.answered).get_mut(i) {
-            *at = Some(Instant::now());
-        }
-    }
+    last_answer: Mutex<Vec<Option<Instant>>>,
 }
 
 impl std::fmt::Debug for RedLock {
@@ -192,7 +183,7 @@ impl RedLock {
                 next_acquire: 1.into(),
                 listeners: Mutex::new(HashMap::new()),
                 strays: Mutex::new(HashMap::new()),
-                answered: Mutex::new(vec![None; clients.len()]),
+                last_answer: Mutex::new(vec![None; clients.len()]),
             }),
         })
     }
@@ -368,8 +359,10 @@ impl RedLock {
             while n < quorum && answers.next().await.is_some() {
                 n += 1;
             }
-            let grace = (start.elapsed() * 2).max(GRACE);
-            let _ = tokio::time::timeout(grace, async { while answers.next().await.is_some() {} }).await;
+            let _ = tokio::time::timeout(grace(start.elapsed()), async {
+                while answers.next().await.is_some() {}
+            })
+            .await;
         };
         let _ = tokio::time::timeout(limit, answered).await;
         joined
@@ -393,7 +386,17 @@ impl RedLock {
             .filter(|(i, _)| !straying.contains(i))
             .map(|(i, m)| {
                 let (m, o) = (m.clone(), self.owner_on(i, owner));
-                async move { (i, m.try_once(&o, lease).await) }
+                // Weak: a stray try (finished in the background) does not keep the handle.
+                let red = Arc::downgrade(&self.inner);
+                async move {
+                    let r = m.try_once(&o, lease).await;
+                    if let (Ok(_), Some(red)) = (&r, red.upgrade()) {
+                        if let Some(at) = lock_map(&red.last_answer).get_mut(i) {
+                            *at = Some(Instant::now());
+                        }
+                    }
+                    (i, r)
+                }
             })
             .collect();
         let (mut held, mut busy, mut failed) = (Vec::new(), Vec::new(), Vec::new());
@@ -405,9 +408,6 @@ impl RedLock {
         let mut answered = vec![false; n];
         while let Ok(Some((i, r))) = tokio::time::timeout_at(slow_after, tries.next()).await {
             answered[i] = true;
-            if r.is_ok() {
-                inner.answered(i);
-            }
             match r {
                 Ok(Ok(g)) => held.push(g),
                 Ok(Err(b)) => {
@@ -431,19 +431,15 @@ impl RedLock {
             if held.len() >= q {
                 // The members still answering get a grace period, so a healthy set holds every
                 // member (and survives more losses) while a stopped server costs little.
-                let grace = (start.elapsed() * 2).max(GRACE);
                 let late = async {
                     while let Some((i, r)) = tries.next().await {
                         answered[i] = true;
-                        if r.is_ok() {
-                            inner.answered(i);
-                        }
                         if let Ok(Ok(g)) = r {
                             held.push(g);
                         }
                     }
                 };
-                let _ = tokio::time::timeout(grace, late).await;
+                let _ = tokio::time::timeout(grace(start.elapsed()), late).await;
                 break;
             }
         }
@@ -488,7 +484,7 @@ impl RedLock {
     /// How many members answered no try within the last [`RedLock::unreachable_limit`].
     fn silent(&self) -> usize {
         let limit = self.unreachable_limit();
-        lock_map(&self.inner.answered).iter().filter(|a| !a.is_some_and(|t| t.elapsed() < limit)).count()
+        lock_map(&self.inner.last_answer).iter().filter(|a| !a.is_some_and(|t| t.elapsed() < limit)).count()
     }
 
     /// The most members that may fail while a majority is left.
@@ -726,6 +722,12 @@ async fn give_back(guards: Vec<Guard>) {
             }
         }
     }
+}
+
+/// How long the members still answering get once `took` brought a majority: twice that, at
+/// least [`GRACE`].
+fn grace(took: Duration) -> Duration {
+    (took * 2).max(GRACE)
 }
 
 /// A random pause in `[0, MAX_PAUSE)`.

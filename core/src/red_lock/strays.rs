@@ -33,11 +33,6 @@ impl RedLock {
         let mut marks = StrayMarks { inner: Arc::downgrade(&self.inner), id: owner.id(), left: pending };
         self.inner.members[0].shared().cleanups().spawn(async move {
             while let Some((i, r)) = tries.next().await {
-                if r.is_ok() {
-                    if let Some(inner) = marks.inner.upgrade() {
-                        inner.answered(i);
-                    }
-                }
                 if let Ok(Ok(g)) = r {
                     give_back(vec![g]).await;
                 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make dist: the release artifacts a user downloads, all in dist/, every version from the one
-# workspace version (tools/version.py), for each Linux target of RLOCK_DIST_TARGETS (default: all
-# four, x86_64 and aarch64, each with glibc and with musl):
+# workspace version (tools/version.py), for each Linux target of RLOCK_DIST_TARGETS (default: the
+# four of tools/dist-targets, x86_64 and aarch64, each with glibc and with musl):
 #   rlock-V-cp39-abi3-manylinux_2_17_A.manylinux2014_A.whl   Python, abi3, glibc 2.17 (A: x86_64, aarch64)
 #   rlock-V-cp39-abi3-musllinux_1_2_A.whl                    Python, abi3, musl 1.2
 #   rlock-V.tar.gz                                           Python sdist
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CARGO=${CARGO:-cargo}
-TARGETS=${RLOCK_DIST_TARGETS:-x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl}
+TARGETS=${RLOCK_DIST_TARGETS:-$(cat tools/dist-targets)}
 GLIBC=2.17
 V=$(python3 tools/version.py)
 TOOLS=$ROOT/build/dist-tools

@@ -71,27 +71,7 @@ pyenv_python() {
   find "$root/versions" -maxdepth 3 -path "*/versions/$1.*/bin/python$1" 2>/dev/null | sort -V | tail -1
 }
 
-cat >"$WORK/example.py" <<'EOF'
-import asyncio
-
-import rlock
-
-with rlock.lock("orders"):  # held by this thread; the watchdog keeps the lease alive
-    assert rlock.lock("orders").is_held()
-assert not rlock.lock("orders").locked()
-
-
-async def main() -> None:
-    with rlock.Client() as client:
-        lock = client.lock("orders")
-        async with lock:  # held by the current task
-            assert lock.is_held() and lock.locked()
-        assert not lock.locked()
-
-
-asyncio.run(main())
-print(rlock.__version__)
-EOF
+cp tests/dist/example.py "$WORK/example.py"
 for pv in $PYTHONS; do
   echo "== dist-check: Python wheel in a fresh venv of CPython $pv"
   py=$(pyenv_python "$pv")
@@ -119,33 +99,8 @@ mkdir -p "$WORK/node"
 glibc_floor_check "$WORK/node/node_modules/rlock-linux-x64-gnu/rlock.linux-x64-gnu.node"
 [ ! -e "$WORK/node/node_modules/rlock/rlock.linux-x64-gnu.node" ] ||
   { echo "dist-check: the main npm package carries an addon of its own"; exit 1; }
-cat >"$WORK/node/example.cjs" <<'EOF'
-const assert = require('node:assert/strict')
-const { Client, version } = require('rlock')
-
-;(async () => {
-  const client = new Client()
-  const lock = client.lock('orders')
-  await lock.acquire() // waits; the watchdog keeps the lease alive
-  assert.equal(await lock.isHeld(), true)
-  assert.equal(await lock.release(), true)
-  await client.close()
-  console.log(version)
-})()
-EOF
-cat >"$WORK/node/example.mjs" <<'EOF'
-import assert from 'node:assert/strict'
-import { Client, version } from 'rlock'
-
-const client = new Client()
-const lock = client.lock('orders')
-await lock.acquire()
-assert.equal(await lock.isHeld(), true)
-assert.equal(await lock.release(), true)
-assert.equal(await client.withLock('orders', async () => 42), 42)
-await client.close()
-console.log(version)
-EOF
+cp tests/dist/example.cjs "$WORK/node/example.cjs"
+cp tests/dist/example.mjs "$WORK/node/example.mjs"
 # The runtimes the installed packages are checked on: Node 18 to 24, Bun and Deno, each from the
 # npm registry into the cache (tools/runtime.sh).
 RUNTIMES=${RLOCK_DIST_RUNTIMES:-node18 node20 node22 node24 bun deno}
@@ -208,7 +163,7 @@ out=$("${NORUST[@]}" "$P/bin/rlock" --version)
 echo "c: pkg-config build, dynamic and static, rlock_version() $V, bin/rlock: ok"
 
 # The targets make dist built (tools/dist.sh); each one's artifacts are checked.
-TARGETS=${RLOCK_DIST_TARGETS:-x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl}
+TARGETS=${RLOCK_DIST_TARGETS:-$(cat tools/dist-targets)}
 built() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 if built x86_64-unknown-linux-musl; then

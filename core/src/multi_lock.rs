@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Guard, Lock};
 use crate::options::positive_ms;
 use crate::owner::Owner;
-use crate::shared::remaining;
+use crate::shared::{jitter, pause_before_retry, remaining};
 
 /// Longest random pause between two rounds: long enough to let the other owner finish its
 /// round, short against a lock hand-off.
@@ -109,11 +109,9 @@ impl MultiLock {
                 Round::TimedOut => return Ok(None),
                 Round::Busy(member) => {
                     first = member;
-                    let pause = jitter();
-                    if remaining(deadline).is_some_and(|r| r <= pause) {
+                    if !pause_before_retry(jitter(MAX_PAUSE), deadline).await {
                         return Ok(None);
                     }
-                    tokio::time::sleep(pause).await;
                 }
             }
         }
@@ -218,8 +216,3 @@ async fn give_back(guards: Vec<Guard>) {
     }
 }
 
-/// A random pause in `[0, MAX_PAUSE)`.
-fn jitter() -> Duration {
-    let r = uuid::Uuid::new_v4().as_u128() as u64;
-    Duration::from_micros(r % MAX_PAUSE.as_micros() as u64)
-}

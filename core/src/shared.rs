@@ -499,3 +499,44 @@ pub(crate) fn deadline(what: &str, wait: Option<Duration>) -> Result<Option<Inst
 pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
+
+/// A random pause in `[0, max)`: between two rounds that split the servers with another
+/// owner, so that the two do not meet again in step.
+pub(crate) fn jitter(max: Duration) -> Duration {
+    let r = Uuid::new_v4().as_u128() as u64;
+    Duration::from_micros(r % (max.as_micros() as u64).max(1))
+}
+
+/// Sleeps `pause`, or until `deadline` when that comes first. False when the deadline has
+/// passed: the caller answers "not acquired" then, not before (returning at once when the
+/// pause would outlast the wait reported a wait that ran out early).
+pub(crate) async fn pause_before_retry(pause: Duration, deadline: Option<Instant>) -> bool {
+    match remaining(deadline) {
+        Some(left) if left <= pause => {
+            tokio::time::sleep(left).await;
+            false
+        }
+        _ => {
+            tokio::time::sleep(pause).await;
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pause longer than the wait left ends at the deadline, not before it: returning at once
+    /// reported "not acquired" up to a pause early (seen failing a RedLock test in CI).
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_past_the_deadline_ends_at_the_deadline() {
+        let deadline = Instant::now() + Duration::from_millis(3);
+        assert!(!pause_before_retry(Duration::from_millis(10), Some(deadline)).await);
+        assert!(Instant::now() >= deadline);
+        let started = Instant::now();
+        assert!(pause_before_retry(Duration::from_millis(5), Some(started + Duration::from_secs(1))).await);
+        assert_eq!(started.elapsed(), Duration::from_millis(5));
+        assert!(jitter(Duration::from_millis(5)) < Duration::from_millis(5));
+    }
+}

@@ -37,7 +37,7 @@ use crate::lock::{lock_message, Guard, Lock, Released};
 use crate::options::positive_ms;
 use crate::owner::Owner;
 use crate::pubsub::Membership;
-use crate::shared::remaining;
+use crate::shared::{jitter, pause_before_retry, remaining};
 use crate::watchdog::{ListenerId, LostEvent};
 
 mod fenced;
@@ -290,16 +290,12 @@ impl RedLock {
                     (busy, bound, split)
                 }
             };
+            if split && !pause_before_retry(jitter(MAX_PAUSE), deadline).await {
+                return Ok(None);
+            }
             let left = remaining(deadline);
             if left == Some(Duration::ZERO) {
                 return Ok(None);
-            }
-            if split {
-                let pause = jitter();
-                if left.is_some_and(|l| l <= pause) {
-                    return Ok(None);
-                }
-                tokio::time::sleep(pause).await;
             }
             if joined.is_none() {
                 // Subscribe, then try again before waiting: an unlock that raced the
@@ -728,12 +724,6 @@ async fn give_back(guards: Vec<Guard>) {
 /// least [`GRACE`].
 fn grace(took: Duration) -> Duration {
     (took * 2).max(GRACE)
-}
-
-/// A random pause in `[0, MAX_PAUSE)`.
-fn jitter() -> Duration {
-    let r = uuid::Uuid::new_v4().as_u128() as u64;
-    Duration::from_micros(r % MAX_PAUSE.as_micros() as u64)
 }
 
 fn lock_map<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -215,4 +215,3 @@ async fn give_back(guards: Vec<Guard>) {
         }
     }
 }
-

@@ -21,9 +21,6 @@ class RLockError extends Error {
 // The codes by short name (`codes.NOT_HELD === 'RLOCK_NOT_HELD'`), from core's one list.
 const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c.slice('RLOCK_'.length), c])))
 
-// The native layer cannot attach a custom `.code` through napi's async bridge, so it prefixes
-// the message with the code; this is the one place that reads it back.
-const PREFIX = /^\[(RLOCK_[A-Z_]+)\] /
 
 /** snake_case -> camelCase. */
 const camel = (s) => s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
@@ -38,9 +35,12 @@ function camelKeys(v) {
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [camel(k), k === 'errors' ? x : camelKeys(x)]))
 }
 
+// The native layer rejects and throws errors whose `code` is core's code (`RLOCK_...`); they
+// become RLockErrors by that code alone. Anything else (napi's own argument errors) passes.
 function mapError(e) {
-  const m = e instanceof Error ? PREFIX.exec(e.message) : null
-  return m ? new RLockError(m[1], e.message.slice(m[0].length)) : e
+  return e instanceof Error && !(e instanceof RLockError) && typeof e.code === 'string' && e.code.startsWith('RLOCK_')
+    ? new RLockError(e.code, e.message)
+    : e
 }
 
 function invalid(message) {
@@ -104,7 +104,7 @@ async function cancellable(signal, run) {
   try {
     return await run(token)
   } catch (e) {
-    if (e instanceof Error && e.message.startsWith('[RLOCK_ABORTED]')) throw abortReason(signal)
+    if (e instanceof Error && e.code === 'RLOCK_ABORTED') throw abortReason(signal)
     throw mapError(e)
   } finally {
     if (signal) signal.removeEventListener('abort', onAbort)

@@ -26,6 +26,8 @@ use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
 use rlock::surface::{CallKey, Closer, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE};
 
+use crate::error::{from_napi, internal, Code, JsResult};
+
 /// Makes a call's JS value on the JS thread.
 type Settle = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
 
@@ -59,7 +61,7 @@ struct Executor {
     tsfn: sys::napi_threadsafe_function,
     /// Calls with their promise; a null deferred marks a background call (a local link),
     /// which keeps no event loop alive and settles nothing.
-    calls: LocalCalls<napi::Result<Settle>, sys::napi_deferred>,
+    calls: LocalCalls<JsResult<Settle>, sys::napi_deferred>,
     /// napi's tokio runtime while this environment lives (see [`current_runtime`]).
     runtime: tokio::runtime::Handle,
     /// How many of the calls are background calls.
@@ -104,17 +106,18 @@ fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
 
 /// Runs `fut` as a call of the JS thread and returns its promise, settled with the future's
 /// value or error. The future is polled once right away.
-pub(crate) fn spawn<'env, T, F>(env: &'env Env, fut: F) -> napi::Result<PromiseRaw<'env, T>>
+pub(crate) fn spawn<'env, T, F>(env: &'env Env, fut: F) -> JsResult<PromiseRaw<'env, T>>
 where
     T: ToNapiValue + Send + 'static,
-    F: Future<Output = napi::Result<T>> + Send + 'static,
+    F: Future<Output = JsResult<T>> + Send + 'static,
 {
     // On the heap first: a core call's future is kilobytes, and every move of it is a copy.
     let fut = Box::pin(fut);
     let raw = env.raw();
     let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
     // SAFETY: called on the JS thread with its env (napi methods run there).
-    check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "napi_create_promise")?;
+    check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "napi_create_promise")
+        .map_err(from_napi)?;
     let call = Box::pin(async move {
         let value = fut.await?;
         // SAFETY: settles run on the JS thread with its env.
@@ -136,7 +139,7 @@ where
         }
         Ok((ex.calls.add(call, deferred), flush))
     });
-    match added.and_then(|a| a) {
+    match added.and_then(|a| a).map_err(from_napi) {
         Ok((key, flush)) => {
             poll(raw, key);
             if flush {
@@ -176,13 +179,13 @@ pub(crate) fn set_runtime(name: &str) {
 /// Starts `client`'s local link on this JS thread, once per client (see
 /// `rlock::Client::local_link`): its commands then go out and come back on this thread's event
 /// loop. Nothing happens for a client that cannot have one, off Unix, or off Node.
-pub(crate) fn link(env: &Env, client: &rlock::Client) -> napi::Result<()> {
+pub(crate) fn link(env: &Env, client: &rlock::Client) -> JsResult<()> {
     if !LINKS.load(Ordering::Relaxed) {
         return Ok(());
     }
     let raw = env.raw();
     let id = client.id().as_u128();
-    if with_executor(raw, |ex| ex.linked.contains(&id))? {
+    if with_executor(raw, |ex| ex.linked.contains(&id)).map_err(from_napi)? {
         return Ok(());
     }
     let Some(run) = uv::watch(raw).and_then(|watch| client.local_link(watch)) else {
@@ -198,7 +201,8 @@ pub(crate) fn link(env: &Env, client: &rlock::Client) -> napi::Result<()> {
             }),
             ptr::null_mut(),
         )
-    })?;
+    })
+    .map_err(from_napi)?;
     poll(raw, key);
     Ok(())
 }
@@ -271,10 +275,7 @@ fn poll(env: sys::napi_env, key: CallKey) {
         let ended = match ex.calls.poll(key, &ex.runtime)? {
             Polled::Pending => return None,
             Polled::Ready(result, deferred) => (deferred, result),
-            Polled::Panicked(deferred) => (
-                deferred,
-                Err(napi::Error::new(Status::GenericFailure, format!("[RLOCK_INTERNAL] {PANIC_MESSAGE}"))),
-            ),
+            Polled::Panicked(deferred) => (deferred, Err(internal(PANIC_MESSAGE))),
         };
         if ended.0.is_null() {
             // A local link ended (its client closed): nothing to settle.
@@ -293,8 +294,8 @@ fn poll(env: sys::napi_env, key: CallKey) {
 }
 
 /// Resolves or rejects `deferred` with `result`.
-fn settle(env: sys::napi_env, deferred: sys::napi_deferred, result: napi::Result<Settle>) {
-    match result.and_then(|make| make(env)) {
+fn settle(env: sys::napi_env, deferred: sys::napi_deferred, result: JsResult<Settle>) {
+    match result.and_then(|make| make(env).map_err(from_napi)) {
         // SAFETY: on the JS thread; each deferred is settled exactly once (its slot is gone).
         Ok(value) => unsafe {
             sys::napi_resolve_deferred(env, deferred, value);
@@ -303,8 +304,8 @@ fn settle(env: sys::napi_env, deferred: sys::napi_deferred, result: napi::Result
     }
 }
 
-/// Rejects `deferred` with `error` as a JS Error (the same object napi-rs's bridge makes).
-fn reject(env: sys::napi_env, deferred: sys::napi_deferred, error: napi::Error) {
+/// Rejects `deferred` with `error` as a JS Error whose `code` is the error's code.
+fn reject(env: sys::napi_env, deferred: sys::napi_deferred, error: napi::Error<Code>) {
     // SAFETY: on the JS thread with its env.
     unsafe {
         if let Ok(value) = ToNapiValue::to_napi_value(env, error) {

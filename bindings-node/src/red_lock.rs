@@ -6,9 +6,9 @@ use napi::Env;
 use napi_derive::napi;
 use rlock::ListenerId;
 
-use crate::{
-    cancellable, js_error, local, lost_listener, opt_millis, CancelToken, LostCallback, NativeClient,
-};
+use crate::client::NativeClient;
+use crate::error::{js_error, Code};
+use crate::{cancellable, local, lost_listener, opt_millis, CancelToken, LostCallback};
 
 /// A RedLock on `name` over `clients` (an odd number, at least 3, one per independent server),
 /// with a fresh owner of its own; `fenced` hands out fencing tokens.
@@ -18,7 +18,7 @@ pub fn red_lock(
     name: String,
     clients: Vec<&NativeClient>,
     fenced: bool,
-) -> napi::Result<NativeRedLock> {
+) -> napi::Result<NativeRedLock, Code> {
     for c in &clients {
         local::link(env, &c.client)?;
     }
@@ -49,7 +49,7 @@ impl NativeRedLock {
         lease_ms: Option<f64>,
         or_null: bool,
         cancel: &CancelToken,
-    ) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
+    ) -> napi::Result<PromiseRaw<'env, Option<f64>>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let (red, owner, token) = (self.red.clone(), self.owner.clone(), cancel.token.clone());
         local::spawn(env, async move {
@@ -67,15 +67,16 @@ impl NativeRedLock {
 
     /// Releases this handle's holds on every server; resolves true when the lock is now free.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>, Code> {
         let (red, owner) = (self.red.clone(), self.owner.clone());
         local::spawn(env, async move { Ok(red.release(&owner).await.map_err(js_error)?.is_unlocked()) })
     }
 
     /// Whether this handle holds the lock on a majority of the servers.
-    #[napi]
-    pub async fn is_held(&self) -> napi::Result<bool> {
-        self.red.is_held(&self.owner).await.map_err(js_error)
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn is_held<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>, Code> {
+        let (owner, red) = (self.owner.clone(), self.red.clone());
+        local::spawn(env, async move { red.is_held(&owner).await.map_err(js_error) })
     }
 
     /// Whether this handle's hold was lost (fewer than a majority left), until `release`.
@@ -101,7 +102,7 @@ impl NativeRedLock {
     #[napi(
         ts_args_type = "callback: (name: string, kind: string, owner: string, reason: string, permitId: string | null) => void"
     )]
-    pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64> {
+    pub fn on_lost(&self, callback: LostCallback) -> napi::Result<f64, Code> {
         Ok(self.red.on_lost(Some(&self.owner), lost_listener(callback)?).into_raw() as f64)
     }
 

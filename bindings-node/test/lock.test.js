@@ -361,6 +361,25 @@ test('the option and error-code types follow core\'s lists', () => {
   for (const c of native.errorCodes()) assert.ok(dts.includes(`'${c}'`), `${c} in rlock.d.ts`)
 })
 
+test('the native layer rejects and throws Errors coded by core, with the message as core wrote it', async () => {
+  const native = require('../index.js')
+  const coded = (e, code) => {
+    assert.ok(e instanceof Error, 'an Error')
+    assert.equal(e.code, code)
+    assert.doesNotMatch(e.message, /^\[/, 'no code in the message')
+    return true
+  }
+  // A rejection (a promise settled by the addon's executor) and a synchronous throw.
+  await assert.rejects(native.connect(redis.url, { watchdogTimeout: 100 }), (e) => coded(e, codes.INVALID_ARGUMENT))
+  const c = await native.connect(redis.url, {})
+  try {
+    assert.throws(() => c.lock(name('kind'), 'nope'), (e) => coded(e, codes.INVALID_ARGUMENT))
+    await assert.rejects(c.lock(name('free'), 'lock').release(), (e) => coded(e, codes.NOT_HELD))
+  } finally {
+    c.close()
+  }
+})
+
 test('an unknown option is a typed error that names it', async () => {
   const e = await new Client(redis.url, { watchdogTimeout: 100 }).ready().catch((e) => e)
   assert.equal(e.code, codes.INVALID_ARGUMENT)

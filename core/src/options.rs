@@ -346,7 +346,9 @@ options! {
     /// Pause between those retries. Default 1.5 s (Redisson's `retryInterval`).
     retry_delay, with_retry_delay: Duration = Duration::from_millis(1500);
     /// How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to
-    /// polling. Default 7.5 s (Redisson's `subscriptionTimeout`).
+    /// polling; also, while anyone waits, how long the pub/sub connection may leave a PING
+    /// (sent every third of it) unanswered before it is replaced (one server). Default 7.5 s
+    /// (Redisson's `subscriptionTimeout`).
     subscription_timeout, with_subscription_timeout: Duration = Duration::from_millis(7500);
     /// With pub/sub unavailable, how often a waiter re-tries (it never waits past the holder's
     /// lease either). Default 100 ms.

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{mpsc, watch, Notify};
@@ -253,15 +254,25 @@ pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>, Arc<Notify>);
 ///   the connection is pinged (one server) or every channel with waiters is subscribed again (a
 ///   cluster, which moves subscriptions to the node that took over) until that succeeds.
 ///   Messages sent meanwhile are lost; waiters are bounded by the holder's TTL.
+/// - A connection can also stop delivering without closing (a partition, a middlebox that
+///   dropped it): while any channel has waiters, it is pinged every third of
+///   `answer_within` (the subscription timeout). One that gives no answer within
+///   `answer_within` is replaced by a new one, every channel is subscribed on it, and every
+///   waiter is woken to try again at once (it may have missed an unlock). A waiter so gets
+///   the lock at most about `4/3 answer_within` plus a connect after the release, where it
+///   waited up to the holder's TTL before.
 pub(crate) async fn run(
     mut queue: Queue,
     mut conn: Subscriber,
     registry: Weak<Registry>,
     metrics: Arc<Metrics>,
+    answer_within: Duration,
 ) {
     let mut batch = Vec::new();
     let disconnected = queue.1.clone();
     let mut repair_at: Option<Instant> = None;
+    let mut check = tokio::time::interval((answer_within / 3).max(Duration::from_millis(1)));
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let first = tokio::select! {
             cmd = queue.0.recv() => match cmd {
@@ -287,6 +298,24 @@ pub(crate) async fn run(
             () = async { if let Some(at) = repair_at { tokio::time::sleep_until(at).await } }, if repair_at.is_some() => {
                 let Some(registry) = registry.upgrade() else { break };
                 repair_at = (!repair(&mut conn, &registry).await).then(|| Instant::now() + conn.repair_pause());
+                continue;
+            }
+            _ = check.tick(), if repair_at.is_none() => {
+                let Some(registry) = registry.upgrade() else { break };
+                if registry.channel_count() > 0 && conn.answers(answer_within).await == Some(false) {
+                    metrics.reconnected();
+                    tracing::warn!("rlock: the pub/sub connection stopped answering; opening a new one");
+                    match conn.reopen().await {
+                        Ok(()) => {
+                            resubscribe(&mut conn, &registry).await;
+                            registry.wake_all(false);
+                        }
+                        Err(e) => {
+                            tracing::warn!("rlock: {e}");
+                            repair_at = Some(Instant::now() + conn.repair_pause());
+                        }
+                    }
+                }
                 continue;
             }
         };

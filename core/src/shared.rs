@@ -106,10 +106,11 @@ impl Shared {
         let reg = Arc::downgrade(&registry);
         let subscriber = conns.subscriber;
         let m = metrics.clone();
+        let answer_within = options.subscription_timeout;
         handle.spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = pubsub::run(queue, subscriber, reg, m) => {}
+                _ = pubsub::run(queue, subscriber, reg, m, answer_within) => {}
             }
         });
         if let Some(monitor) = conns.monitor {

@@ -3,7 +3,8 @@
 //! was sent meanwhile arrives, late, as TCP's retransmissions deliver it after a partition
 //! shorter than their timeout. For tests that need one client cut off from a server that other
 //! clients still reach. It can also hold back only the server's replies, so that commands run
-//! and their answers are lost (a reply lost after the server ran the command). `make
+//! and their answers are lost (a reply lost after the server ran the command), or blackhole the
+//! connections that subscribed (a pub/sub connection that silently stops delivering). `make
 //! netfaults` uses toxiproxy for the richer faults.
 
 use std::io::{Read, Write};
@@ -23,6 +24,17 @@ struct State {
     stop: AtomicBool,
     /// Every socket of every proxied connection, shut down when the proxy drops.
     sockets: Mutex<Vec<TcpStream>>,
+    /// Every proxied connection's own state.
+    conns: Mutex<Vec<Arc<Conn>>>,
+}
+
+/// One proxied connection.
+#[derive(Default)]
+struct Conn {
+    /// Its client sent a SUBSCRIBE or SSUBSCRIBE.
+    subscribed: AtomicBool,
+    /// Blackholed for good (see [`Proxy::blackhole_subscribers`]).
+    blackholed: AtomicBool,
 }
 
 /// What the proxy holds back.
@@ -98,6 +110,19 @@ impl Proxy {
         self.state.healed.notify_all();
     }
 
+    /// Blackholes, for good, every connection open now whose client has subscribed: nothing
+    /// gets through either way and the sockets stay open, as when a middlebox drops a quiet
+    /// connection. Connections opened later pass. Returns how many were blackholed.
+    pub fn blackhole_subscribers(&self) -> usize {
+        let conns = self.state.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = 0;
+        for c in conns.iter().filter(|c| c.subscribed.load(Ordering::SeqCst)) {
+            c.blackholed.store(true, Ordering::SeqCst);
+            n += 1;
+        }
+        n
+    }
+
     /// Passes the server's replies on `delay` late (each read of them; zero: at once): a slow
     /// server or link that still answers.
     pub fn delay_replies(&self, delay: std::time::Duration) {
@@ -112,24 +137,37 @@ fn pipe(st: &Arc<State>, client: TcpStream, server: TcpStream) -> std::io::Resul
         sockets.push(client.try_clone()?);
         sockets.push(server.try_clone()?);
     }
+    let conn = Arc::new(Conn::default());
+    st.conns.lock().unwrap_or_else(|p| p.into_inner()).push(conn.clone());
     for (from, to, reply) in [(client.try_clone()?, server.try_clone()?, false), (server, client, true)] {
-        let st = st.clone();
-        thread::Builder::new().name("testbed-proxy-pipe".into()).spawn(move || copy(&st, from, to, reply))?;
+        let (st, conn) = (st.clone(), conn.clone());
+        thread::Builder::new()
+            .name("testbed-proxy-pipe".into())
+            .spawn(move || copy(&st, &conn, from, to, reply))?;
     }
     Ok(())
 }
 
+/// Whether `request` bytes hold a SUBSCRIBE or SSUBSCRIBE (clients send commands upper case).
+fn subscribes(request: &[u8]) -> bool {
+    request.windows(b"SUBSCRIBE".len()).any(|w| w == b"SUBSCRIBE")
+}
+
 /// Copies `from` to `to`; `reply`: the server-to-client direction.
-fn copy(st: &State, mut from: TcpStream, mut to: TcpStream, reply: bool) {
+fn copy(st: &State, conn: &Conn, mut from: TcpStream, mut to: TcpStream, reply: bool) {
     let mut buf = [0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        if !reply && subscribes(&buf[..n]) {
+            conn.subscribed.store(true, Ordering::SeqCst);
+        }
         // Held back while cut (in this buffer, and in the socket's behind it).
         let mut cut = st.cut.lock().unwrap_or_else(|p| p.into_inner());
-        while cut.holds(reply) && !st.stop.load(Ordering::SeqCst) {
+        while (cut.holds(reply) || conn.blackholed.load(Ordering::SeqCst)) && !st.stop.load(Ordering::SeqCst)
+        {
             cut = st.healed.wait(cut).unwrap_or_else(|p| p.into_inner());
         }
         let delay = if reply { cut.reply_delay } else { std::time::Duration::ZERO };

@@ -34,7 +34,7 @@ class ClientOptions(TypedDict, total=False):
     """Pause between those retries. Default 1.5 s (Redisson's ``retryInterval``)."""
 
     subscription_timeout: float
-    """How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to polling. Default 7.5 s (Redisson's ``subscriptionTimeout``)."""
+    """How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to polling; also, while anyone waits, how long the pub/sub connection may leave a PING (sent every third of it) unanswered before it is replaced (one server). Default 7.5 s (Redisson's ``subscriptionTimeout``)."""
 
     poll_interval: float
     """With pub/sub unavailable, how often a waiter re-tries (it never waits past the holder's lease either). Default 100 ms."""

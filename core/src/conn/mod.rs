@@ -193,8 +193,8 @@ impl Pool {
 
 /// The connection waiters subscribe on, with Redisson's choice of classic or sharded pub/sub.
 pub(crate) enum Subscriber {
-    /// One server: classic SUBSCRIBE.
-    Single(ConnectionManager),
+    /// One server: classic SUBSCRIBE; `reopen` opens a new connection to it.
+    Single { conn: ConnectionManager, reopen: Box<Reopen> },
     /// A cluster: SUBSCRIBE, or SSUBSCRIBE (one per slot) when `sharded`.
     Cluster { link: Arc<ClusterLink>, sharded: bool, epoch: watch::Receiver<u64> },
     /// A Sentinel master: classic SUBSCRIBE on the current master's pub/sub connection.
@@ -205,7 +205,7 @@ impl Subscriber {
     /// Subscribes to `names` (all at once where the server allows).
     pub(crate) async fn subscribe(&mut self, names: &[&str]) -> RedisResult<()> {
         match self {
-            Subscriber::Single(c) => c.subscribe(names).await,
+            Subscriber::Single { conn, .. } => conn.subscribe(names).await,
             Subscriber::Cluster { link, sharded, .. } => cluster_pubsub(link, *sharded, names, true).await,
             Subscriber::Sentinel(link, _) => link.pubsub().subscribe(names).await,
         }
@@ -214,7 +214,7 @@ impl Subscriber {
     /// Unsubscribes from `names`.
     pub(crate) async fn unsubscribe(&mut self, names: &[&str]) -> RedisResult<()> {
         match self {
-            Subscriber::Single(c) => c.unsubscribe(names).await,
+            Subscriber::Single { conn, .. } => conn.unsubscribe(names).await,
             Subscriber::Cluster { link, sharded, .. } => cluster_pubsub(link, *sharded, names, false).await,
             Subscriber::Sentinel(link, _) => link.pubsub().unsubscribe(names).await,
         }
@@ -225,10 +225,32 @@ impl Subscriber {
     /// told to subscribe again (see `pubsub::run`).
     pub(crate) fn manager(&self) -> Option<ConnectionManager> {
         match self {
-            Subscriber::Single(c) => Some(c.clone()),
+            Subscriber::Single { conn, .. } => Some(conn.clone()),
             Subscriber::Sentinel(link, _) => Some(link.pubsub()),
             Subscriber::Cluster { .. } => None,
         }
+    }
+
+    /// Whether the connection still answers: a PING within `timeout`. A connection can stop
+    /// delivering without closing (a middlebox dropped it, a partition): the `redis` crate
+    /// reconnects only once it sees the socket closed, and a waiter would miss every unlock
+    /// message meanwhile. `None` where this check does not apply: a cluster (its link rebuilds
+    /// a connection that stays silent while requests time out) and Sentinel (not yet checked).
+    pub(crate) async fn answers(&self, timeout: Duration) -> Option<bool> {
+        let Subscriber::Single { conn, .. } = self else { return None };
+        let mut conn = conn.clone();
+        let ping = redis::cmd("PING");
+        Some(matches!(tokio::time::timeout(timeout, ping.query_async::<()>(&mut conn)).await, Ok(Ok(()))))
+    }
+
+    /// Replaces the connection by a new one to the same server (after [`Subscriber::answers`]
+    /// said it stopped answering); the caller subscribes its channels again. Fails when the
+    /// new connection cannot be opened.
+    pub(crate) async fn reopen(&mut self) -> Result<()> {
+        if let Subscriber::Single { conn, reopen } = self {
+            *conn = reopen.opener.open_pubsub(&reopen.client).await?;
+        }
+        Ok(())
     }
 
     /// Pause between repair steps after a disconnect (see `pubsub::run`).
@@ -246,12 +268,18 @@ impl Subscriber {
     pub(crate) async fn replaced(&mut self) {
         let epoch = match self {
             Subscriber::Sentinel(_, epoch) | Subscriber::Cluster { epoch, .. } => epoch,
-            Subscriber::Single(_) => return std::future::pending().await,
+            Subscriber::Single { .. } => return std::future::pending().await,
         };
         if epoch.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// What opens a single server's pub/sub connection again (see [`Subscriber::reopen`]).
+pub(crate) struct Reopen {
+    opener: Opener,
+    client: redis::Client,
 }
 
 /// The routing of a command to the master of `key`'s slot (on a cluster).
@@ -341,7 +369,10 @@ pub(crate) async fn connect(
                 topology,
                 commands,
                 sync: o.sync.map(|c| Commands::Single(c, None)),
-                subscriber: Subscriber::Single(o.pubsub),
+                subscriber: Subscriber::Single {
+                    conn: o.pubsub,
+                    reopen: Box::new(Reopen { opener, client }),
+                },
                 sharded: false,
                 monitor: None,
                 master_changes: None,

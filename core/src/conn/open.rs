@@ -111,8 +111,14 @@ impl Opener {
         } else {
             None
         };
-        // RESP3, so subscriptions share a multiplexed connection and the crate resubscribes
-        // after a reconnect.
+        let pubsub = self.open_pubsub(client).await?;
+        Ok(Opened { commands, more, sync, pubsub })
+    }
+
+    /// Opens the pub/sub connection to the server `client` names: RESP3, so subscriptions
+    /// share a multiplexed connection and the crate resubscribes after a reconnect; pushes go
+    /// to `on_push`.
+    pub(crate) async fn open_pubsub(&self, client: &redis::Client) -> Result<ConnectionManager> {
         let info = client.get_connection_info().clone();
         let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
         let resp3 = redis::Client::open(info.set_redis_settings(settings))
@@ -125,10 +131,9 @@ impl Opener {
                 Ok(())
             })
             .set_automatic_resubscription();
-        let pubsub = resp3
+        resp3
             .get_connection_manager_with_config(config)
             .await
-            .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))?;
-        Ok(Opened { commands, more, sync, pubsub })
+            .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))
     }
 }

@@ -69,7 +69,9 @@ pub unsafe extern "C" fn rlock_options_set_retry_delay_ms(options: *mut rlock_op
 }
 
 /// How long a waiter waits for its SUBSCRIBE to be confirmed before it falls back to
-/// polling. Default 7.5 s (Redisson's `subscriptionTimeout`).
+/// polling; also, while anyone waits, how long the pub/sub connection may leave a PING
+/// (sent every third of it) unanswered before it is replaced (one server). Default 7.5 s
+/// (Redisson's `subscriptionTimeout`).
 ///
 /// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
 /// (the previous value is kept). Thread-safe.

@@ -234,8 +234,8 @@ impl Subscriber {
     /// Whether the connection still answers: a PING within `timeout`. A connection can stop
     /// delivering without closing (a middlebox dropped it, a partition): the `redis` crate
     /// reconnects only once it sees the socket closed, and a waiter would miss every unlock
-    /// message meanwhile. `None` where this check does not apply: a cluster (its link rebuilds
-    /// a connection that stays silent while requests time out) and Sentinel (not yet checked).
+    /// message meanwhile. `None` where it is not checked yet: a cluster and Sentinel (their
+    /// waiters fall back on the holder's lease).
     pub(crate) async fn answers(&self, timeout: Duration) -> Option<bool> {
         let Subscriber::Single { conn, .. } = self else { return None };
         let mut conn = conn.clone();

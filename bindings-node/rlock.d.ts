@@ -387,7 +387,7 @@ export type Kind =
   | 'count_down_latch'
   /** An integer string nobody waits on: a semaphore and a latch look the same. */
   | 'semaphore_or_latch'
-  /** A key of another shape (see `redis_type`). */
+  /** A key of another shape (see `redisType`). */
   | 'other'
   /** Nothing under the name. */
   | 'none'
@@ -395,7 +395,7 @@ export type Kind =
 /** Who a client is, from its holder record (written while it holds something). */
 export interface ClientRecord {
   /** The client's UUID (the first part of its owners). */
-  client_id: string
+  clientId: string
   /** The host name the client runs on. */
   host: string
   /** The process id. */
@@ -405,7 +405,7 @@ export interface ClientRecord {
   /** The rlock version. */
   version: string
   /** When the record was last written, Unix ms. */
-  written_ms: number
+  writtenMs: number
 }
 
 /** An owner holding a lock. */
@@ -413,17 +413,17 @@ export interface Holder {
   /** As stored in Redis: `<client uuid>:<id>`. */
   owner: string
   /** The client's UUID (the first part of its owners). */
-  client_id: string
+  clientId: string
   /** `'read'` or `'write'` for a read-write lock, else null. */
   mode: 'read' | 'write' | null
   /** The hold count (re-entries included). */
   count: number
   /** How long the hold lasts unless renewed, ms. */
-  ttl_ms: number | null
+  ttlMs: number | null
   /** Since when it is held (Unix ms) and for how long (ms), from the holder record. */
-  since_ms: number | null
+  sinceMs: number | null
   /** How long it has been held, in ms (null when not known). */
-  held_for_ms: number | null
+  heldForMs: number | null
   /** Null for a client without a record (Redisson, records off). */
   record: ClientRecord | null
 }
@@ -433,11 +433,11 @@ export interface QueuedWaiter {
   /** The owner as stored in Redis (`<client uuid>:<id>`). */
   owner: string
   /** The client's UUID (the first part of its owners). */
-  client_id: string
-  /** Its deadline (Unix ms) and the time left until it (ms, negative when passed). */
-  deadline_ms: number | null
-  /** Milliseconds until the deadline (null when not known). */
-  deadline_in_ms: number | null
+  clientId: string
+  /** Its deadline, Unix ms (null: none). */
+  deadlineMs: number | null
+  /** Milliseconds until the deadline, 0 once passed (null: no deadline). */
+  deadlineInMs: number | null
   /** Its client's holder record (null: not an rlock client, records off, or not yet written). */
   record: ClientRecord | null
 }
@@ -447,15 +447,15 @@ export interface HeldPermit {
   /** 32 lowercase hex characters. */
   id: string
   /** Expiry (Unix ms) and time left (ms); null for a permit without a lease. */
-  expires_ms: number | null
-  /** Milliseconds until it expires (null: no lease). */
-  expires_in_ms: number | null
+  expiresMs: number | null
+  /** Milliseconds until it expires, 0 once expired (null: no lease). */
+  expiresInMs: number | null
   /** The owner as stored in Redis (`<client uuid>:<id>`). */
   owner: string | null
   /** Since when it is held, Unix ms (null when not known). */
-  since_ms: number | null
+  sinceMs: number | null
   /** How long it has been held, in ms (null when not known). */
-  held_for_ms: number | null
+  heldForMs: number | null
   /** Its client's holder record (null: not an rlock client, records off, or not yet written). */
   record: ClientRecord | null
 }
@@ -469,8 +469,8 @@ export interface Channel {
 }
 
 /**
- * What lives under a name: core's JSON shape (snake_case keys, every key present, null where
- * it does not apply; times in Unix ms, durations in ms).
+ * What lives under a name: core's shape in Node's spelling (camelCase keys, every key present,
+ * null where it does not apply; times in Unix ms and durations in ms, under keys ending `Ms`).
  */
 export interface Description {
   /** The name (also the Redis key). */
@@ -478,11 +478,11 @@ export interface Description {
   /** The kind of primitive found. */
   kind: Kind
   /** The Redis type of the key `name` (`'none'` when missing). */
-  redis_type: string
+  redisType: string
   /** Time to live in ms; null when missing or never expiring. */
-  ttl_ms: number | null
+  ttlMs: number | null
   /** The Redis server's clock when read, Unix ms. */
-  now_ms: number
+  nowMs: number
   /** Who holds it, with hold counts. */
   holders: Holder[]
   /** Subscribers of all the name's channels. */
@@ -492,17 +492,17 @@ export interface Description {
   /** A fair lock's queue, in order. */
   queue: QueuedWaiter[]
   /** The fair queue's length (null when not a fair lock). */
-  queue_length: number | null
+  queueLength: number | null
   /** A fenced lock's last token. */
   token: number | null
   /** A semaphore's free permits. */
-  available_permits: number | null
+  availablePermits: number | null
   /** A count-down latch's count. */
   count: number | null
   /** Held permits with their expiries. */
   permits: HeldPermit[]
   /** How many permits are held (null when not a permit-expirable semaphore). */
-  permits_held: number | null
+  permitsHeld: number | null
   /** Remarks: what could not be told apart, what was left out. */
   notes: string[]
 }

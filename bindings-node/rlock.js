@@ -22,19 +22,6 @@ class RLockError extends Error {
 const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c.slice('RLOCK_'.length), c])))
 
 
-/** snake_case -> camelCase. */
-const camel = (s) => s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
-
-/**
- * Core's JSON results (stats, descriptions) in Node's spelling: field names in camelCase; the
- * keys of `errors` are data (error kinds), kept as core names them.
- */
-function camelKeys(v) {
-  if (Array.isArray(v)) return v.map(camelKeys)
-  if (v === null || typeof v !== 'object') return v
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [camel(k), k === 'errors' ? x : camelKeys(x)]))
-}
-
 // The native layer rejects and throws errors whose `code` is core's code (`RLOCK_...`); they
 // become RLockErrors by that code alone. Anything else (napi's own argument errors) passes.
 function mapError(e) {
@@ -876,7 +863,7 @@ class Client {
    */
   async stats() {
     const c = await this.#ready
-    return camelKeys(JSON.parse(c.statsJson()))
+    return JSON.parse(c.statsJson())
   }
 
   /**

@@ -133,7 +133,11 @@ impl NativeClient {
     ) -> napi::Result<PromiseRaw<'env, String>, Code> {
         let client = self.client.clone();
         local::spawn(env, async move {
-            client.describe(&name).await.map(|d| rlock::surface::to_json(&d)).map_err(js_error)
+            client
+                .describe(&name)
+                .await
+                .map(|d| rlock::surface::to_json_for(rlock::surface::Surface::Node, &d))
+                .map_err(js_error)
         })
     }
 
@@ -158,7 +162,7 @@ impl NativeClient {
             client
                 .list(pattern.as_deref(), limit)
                 .await
-                .map(|l| rlock::surface::to_json(&l))
+                .map(|l| rlock::surface::to_json_for(rlock::surface::Surface::Node, &l))
                 .map_err(js_error)
         })
     }
@@ -194,7 +198,7 @@ impl NativeClient {
     /// The client's figures as JSON (core's `Stats`); `Client.stats()` parses it.
     #[napi]
     pub fn stats_json(&self) -> String {
-        self.client.stats().to_json()
+        rlock::surface::to_json_for(rlock::surface::Surface::Node, &self.client.stats())
     }
 
     /// The client's figures in the Prometheus text exposition format.

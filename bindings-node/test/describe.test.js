@@ -36,13 +36,16 @@ test('describe names the holder, its count and its client', async () => {
   await eventually(async () => (await client.describe('d:orders')).holders[0]?.record !== null)
   const d = await client.describe('d:orders')
   assert.equal(d.kind, 'lock')
-  assert.equal(d.redis_type, 'hash')
+  assert.equal(d.redisType, 'hash')
   assert.equal(d.holders.length, 1)
   assert.equal(d.holders[0].count, 2)
   assert.equal(d.holders[0].record.app, 'checkout')
   assert.equal(d.holders[0].record.pid, process.pid)
-  assert.ok(d.ttl_ms > 0 && d.ttl_ms <= 30000)
-  assert.ok(d.holders[0].held_for_ms >= 0)
+  assert.ok(d.ttlMs > 0 && d.ttlMs <= 30000)
+  assert.ok(d.holders[0].heldForMs >= 0)
+  assert.ok(Math.abs(d.holders[0].sinceMs - Date.now()) < 60000, 'a Unix time in ms')
+  assert.equal(d.holders[0].clientId, d.holders[0].owner.slice(0, d.holders[0].owner.lastIndexOf(':')))
+  assert.equal(Object.keys(d).filter((k) => k.includes('_')).length, 0, 'camelCase keys')
   await lock.release()
   await lock.release()
   assert.equal((await client.describe('d:orders')).kind, 'none')
@@ -62,7 +65,7 @@ test('waiters tell a latch from a semaphore; foreign keys are other', async () =
 
   await redis.data.rPush('d:list', 'x')
   const other = await client.describe('d:list')
-  assert.deepEqual([other.kind, other.redis_type, other.holders], ['other', 'list', []])
+  assert.deepEqual([other.kind, other.redisType, other.holders], ['other', 'list', []])
 })
 
 test('list finds names by pattern, with kinds', async () => {

@@ -150,7 +150,7 @@ impl Client {
     fn describe(&self, py: Python<'_>, name: String) -> PyResult<String> {
         let c = self.check()?.clone();
         run_blocking(py, &self.rt, &self.inner, async move {
-            c.describe(&name).await.map(|d| rlock::surface::to_json(&d))
+            c.describe(&name).await.map(|d| rlock::surface::to_json_for(rlock::surface::Surface::Python, &d))
         })
     }
 
@@ -161,7 +161,9 @@ impl Client {
         let limit = limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let c = self.check()?.clone();
         run_blocking(py, &self.rt, &self.inner, async move {
-            c.list(pattern.as_deref(), limit).await.map(|l| rlock::surface::to_json(&l))
+            c.list(pattern.as_deref(), limit)
+                .await
+                .map(|l| rlock::surface::to_json_for(rlock::surface::Surface::Python, &l))
         })
     }
 
@@ -201,7 +203,7 @@ impl Client {
 
     /// The client's figures as JSON (core's `Stats`); `rlock.Client.stats` makes it a dict.
     fn stats_json(&self) -> PyResult<String> {
-        Ok(self.check()?.stats().to_json())
+        Ok(rlock::surface::to_json_for(rlock::surface::Surface::Python, &self.check()?.stats()))
     }
 
     /// The client's figures in the Prometheus text exposition format.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 import redis
@@ -26,8 +27,9 @@ def test_describe_a_held_lock_and_its_holder(url: str, name: str) -> None:
             record = h["record"]
             assert record is not None
             assert (record["app"], record["pid"]) == ("billing", os.getpid())
-            assert h["held_for_ms"] is not None and h["held_for_ms"] >= 0
-            assert d["ttl_ms"] is not None and 0 < d["ttl_ms"] <= 30_000
+            assert h["held_for"] is not None and 0 <= h["held_for"] < 60.0
+            assert d["ttl"] is not None and 0 < d["ttl"] <= 30.0  # float seconds
+            assert h["since"] is not None and abs(h["since"] - time.time()) < 60.0  # a Unix time
         assert c.describe(name)["kind"] == "none"
 
 
@@ -48,7 +50,7 @@ def test_kinds_waiters_and_foreign_keys(client: rlock.Client, name: str, raw: re
     d = client.describe(name + ":list")
     assert (d["kind"], d["redis_type"], d["holders"]) == ("other", "list", [])
     assert set(d) == {
-        "name", "kind", "redis_type", "ttl_ms", "now_ms", "holders", "waiters", "channels", "queue",
+        "name", "kind", "redis_type", "ttl", "now", "holders", "waiters", "channels", "queue",
         "queue_length", "token", "available_permits", "count", "permits", "permits_held", "notes",
     }
 
@@ -58,7 +60,8 @@ def test_kinds_waiters_and_foreign_keys(client: rlock.Client, name: str, raw: re
     assert permit is not None
     d = client.describe(name + ":pes")
     assert d["kind"] == "permit_expirable_semaphore" and d["permits_held"] == 1
-    assert d["permits"][0]["id"] == permit and d["permits"][0]["expires_in_ms"] is not None
+    assert d["permits"][0]["id"] == permit and d["permits"][0]["expires_in"] is not None
+    assert 50.0 < d["permits"][0]["expires_in"] <= 60.0
     pes.release(permit)
 
 

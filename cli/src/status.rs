@@ -2,6 +2,7 @@
 //! (core's `Client::describe` and `Client::list`), as a table or as core's JSON.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use clap::Args;
 use rlock::{ClientRecord, Description, Kind, Listed};
@@ -46,7 +47,8 @@ fn kind_arg(s: &str) -> Result<Kind, String> {
 }
 
 /// A duration in ms the way people read it: `850 ms`, `4.2 s`, `12 s`, `3 min 20 s`, `2 h 5 min`.
-pub(crate) fn human(ms: u64) -> String {
+pub(crate) fn human(d: Duration) -> String {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let s = ms / 1000;
     match ms {
         0..=999 => format!("{ms} ms"),
@@ -73,7 +75,7 @@ fn table(d: &Description) -> String {
     };
     let _ = writeln!(out, "{}\n  kind      {kind}", d.name);
     if d.redis_type != "none" {
-        let ttl = d.ttl_ms.map_or_else(|| "none (no expiry)".to_owned(), human);
+        let ttl = d.ttl.map_or_else(|| "none (no expiry)".to_owned(), human);
         let _ = writeln!(out, "  ttl       {ttl}");
     }
     for h in &d.holders {
@@ -81,7 +83,7 @@ fn table(d: &Description) -> String {
         let holds = if h.count == 1 { "1 hold".to_owned() } else { format!("{} holds", h.count) };
         let by = match &h.record {
             Some(r) => {
-                let since = h.held_for_ms.map(|t| format!(", for {}", human(t))).unwrap_or_default();
+                let since = h.held_for.map(|t| format!(", for {}", human(t))).unwrap_or_default();
                 format!("held by {}{since}", who(r))
             }
             None => "no holder record (not an rlock client, e.g. Redisson, or records are off)".to_owned(),
@@ -96,14 +98,14 @@ fn table(d: &Description) -> String {
         let _ = writeln!(out, "  permits   {n} free{held}");
     }
     for p in &d.permits {
-        let expires = match p.expires_in_ms {
-            Some(t) if t >= 0 => format!("expires in {}", human(t.unsigned_abs())),
-            Some(t) => format!("expired {} ago", human(t.unsigned_abs())),
-            None => "no lease".to_owned(),
+        let expires = match (p.expires, p.expires_in) {
+            (Some(_), Some(left)) if !left.is_zero() => format!("expires in {}", human(left)),
+            (Some(at), _) => format!("expired {} ago", human(d.now.duration_since(at).unwrap_or_default())),
+            (None, _) => "no lease".to_owned(),
         };
         let by = match &p.record {
             Some(r) => {
-                let since = p.held_for_ms.map(|t| format!(", for {}", human(t))).unwrap_or_default();
+                let since = p.held_for.map(|t| format!(", for {}", human(t))).unwrap_or_default();
                 format!("held by {}{since}", who(r))
             }
             None => "no holder record".to_owned(),
@@ -126,10 +128,12 @@ fn table(d: &Description) -> String {
         if subscribed.is_empty() { String::new() } else { format!(" ({})", subscribed.join(", ")) }
     );
     for (i, q) in d.queue.iter().enumerate() {
-        let deadline = match q.deadline_in_ms {
-            Some(t) if t >= 0 => format!("deadline in {}", human(t.unsigned_abs())),
-            Some(t) => format!("deadline passed {} ago", human(t.unsigned_abs())),
-            None => "no deadline".to_owned(),
+        let deadline = match (q.deadline, q.deadline_in) {
+            (Some(_), Some(left)) if !left.is_zero() => format!("deadline in {}", human(left)),
+            (Some(at), _) => {
+                format!("deadline passed {} ago", human(d.now.duration_since(at).unwrap_or_default()))
+            }
+            (None, _) => "no deadline".to_owned(),
         };
         let by = q.record.as_ref().map(|r| format!(", {}", who(r))).unwrap_or_default();
         let _ = writeln!(out, "  queue {:<3} {}: {deadline}{by}", i + 1, q.owner);
@@ -234,10 +238,11 @@ mod tests {
 
     #[test]
     fn durations_read_like_people_write_them() {
-        assert_eq!(human(850), "850 ms");
-        assert_eq!(human(4_200), "4.2 s");
-        assert_eq!(human(12_000), "12 s");
-        assert_eq!(human(200_000), "3 min 20 s");
-        assert_eq!(human(7_500_000), "2 h 5 min");
+        let ms = Duration::from_millis;
+        assert_eq!(human(ms(850)), "850 ms");
+        assert_eq!(human(ms(4_200)), "4.2 s");
+        assert_eq!(human(ms(12_000)), "12 s");
+        assert_eq!(human(ms(200_000)), "3 min 20 s");
+        assert_eq!(human(ms(7_500_000)), "2 h 5 min");
     }
 }

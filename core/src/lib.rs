@@ -56,6 +56,7 @@ mod latches;
 mod local_calls;
 mod lock;
 mod metrics;
+mod millis;
 mod multi_lock;
 mod options;
 mod owner;
@@ -68,6 +69,7 @@ mod replicas;
 mod scripts;
 mod semaphore;
 mod shared;
+mod spelling;
 mod url;
 mod watchdog;
 
@@ -112,6 +114,7 @@ pub mod surface {
     pub use crate::records::{record_key, RECORD_PREFIX};
     pub use crate::red_lock::red_lock;
     pub use crate::semaphore::count_arg;
+    pub use crate::spelling::to_json_for;
 }
 
 #[cfg(feature = "capi")]

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::ErrorKind;
+use crate::millis;
 
 /// Buckets of a histogram: 0..4 us one each, then four per power of two up to 2^40 us.
 const BUCKETS: usize = 4 + 38 * 4;
@@ -69,46 +70,50 @@ impl Histogram {
     fn summary(&self) -> Summary {
         let counts = self.counts();
         let count: u64 = counts.iter().sum();
-        let quantile = |q: f64| -> f64 {
+        let quantile = |q: f64| -> Duration {
             if count == 0 {
-                return 0.0;
+                return Duration::ZERO;
             }
             let rank = ((q * count as f64).ceil() as u64).max(1);
             let mut seen = 0;
             for (i, c) in counts.iter().enumerate() {
                 seen += c;
                 if seen >= rank {
-                    return upper(i) as f64 / 1000.0;
+                    return Duration::from_micros(upper(i));
                 }
             }
-            upper(BUCKETS - 1) as f64 / 1000.0
+            Duration::from_micros(upper(BUCKETS - 1))
         };
-        let max_ms = self.max_us.load(Relaxed) as f64 / 1000.0;
+        let max = Duration::from_micros(self.max_us.load(Relaxed));
         Summary {
             count,
-            sum_ms: self.sum_us.load(Relaxed) as f64 / 1000.0,
-            p50_ms: quantile(0.5).min(max_ms),
-            p99_ms: quantile(0.99).min(max_ms),
-            max_ms,
+            sum: Duration::from_micros(self.sum_us.load(Relaxed)),
+            p50: quantile(0.5).min(max),
+            p99: quantile(0.99).min(max),
+            max,
         }
     }
 }
 
-/// A summary of one histogram of durations, in milliseconds.
+/// A summary of one histogram of durations (serialized in fractional milliseconds, each key
+/// with the suffix `_ms`: `sum_ms`, `p50_ms`, ...).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Summary {
     /// How many durations were recorded.
     pub count: u64,
-    /// Their sum, in milliseconds.
-    pub sum_ms: f64,
-    /// The median, in milliseconds: the upper bound of its bucket (at most 25% over), never
-    /// above the maximum.
-    pub p50_ms: f64,
-    /// The 99th percentile, in milliseconds, as `p50_ms`.
-    pub p99_ms: f64,
-    /// The largest, in milliseconds.
-    pub max_ms: f64,
+    /// Their sum.
+    #[serde(rename = "sum_ms", serialize_with = "millis::float_ms")]
+    pub sum: Duration,
+    /// The median: the upper bound of its bucket (at most 25% over), never above the maximum.
+    #[serde(rename = "p50_ms", serialize_with = "millis::float_ms")]
+    pub p50: Duration,
+    /// The 99th percentile, as the median.
+    #[serde(rename = "p99_ms", serialize_with = "millis::float_ms")]
+    pub p99: Duration,
+    /// The largest.
+    #[serde(rename = "max_ms", serialize_with = "millis::float_ms")]
+    pub max: Duration,
 }
 
 /// A client's figures since it connected: what `stats()` returns on every surface.
@@ -145,8 +150,8 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// The figures as JSON (the field names above; times in milliseconds), for surfaces that
-    /// hand them on as a dict or object.
+    /// The figures as JSON (the field names above, times in milliseconds under names with the
+    /// suffix `_ms`), as C spells them.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
     }
@@ -374,10 +379,11 @@ mod tests {
         assert_eq!(s.errors.get("timeout"), Some(&1));
         assert_eq!(s.errors.get("not_held"), Some(&0));
         assert_eq!(s.wait.count, 100);
-        assert!((s.wait.sum_ms - 5050.0).abs() < 1e-6);
-        assert!(s.wait.p50_ms >= 50.0 && s.wait.p50_ms <= 50.0 * 1.25, "{}", s.wait.p50_ms);
-        assert!(s.wait.p99_ms >= 99.0 && s.wait.p99_ms <= 100.0, "{}", s.wait.p99_ms);
-        assert_eq!(s.wait.max_ms, 100.0);
+        let ms = Duration::from_millis;
+        assert_eq!(s.wait.sum, ms(5050));
+        assert!(s.wait.p50 >= ms(50) && s.wait.p50.as_secs_f64() <= 0.050 * 1.25, "{:?}", s.wait.p50);
+        assert!(s.wait.p99 >= ms(99) && s.wait.p99 <= ms(100), "{:?}", s.wait.p99);
+        assert_eq!(s.wait.max, ms(100));
         assert_eq!(s.hold, Summary::default());
     }
 

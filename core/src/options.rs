@@ -77,26 +77,27 @@ impl OptionSpec {
             Surface::Rust | Surface::Python => self.name.to_owned(),
             Surface::C if ms => format!("{}_ms", self.name),
             Surface::C => self.name.to_owned(),
-            Surface::Node => {
-                let mut out = String::new();
-                let mut upper = false;
-                for c in self.name.chars() {
-                    if c == '_' {
-                        upper = true;
-                    } else if upper {
-                        out.push(c.to_ascii_uppercase());
-                        upper = false;
-                    } else {
-                        out.push(c);
-                    }
-                }
-                if ms {
-                    out.push_str("Ms");
-                }
-                out
-            }
+            Surface::Node if ms => camel_case(&format!("{}_ms", self.name)),
+            Surface::Node => camel_case(self.name),
         }
     }
+}
+
+/// `snake_case` as Node spells it: `camelCase`.
+pub(crate) fn camel_case(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Converts surface values into one option type.

@@ -45,9 +45,9 @@ async fn locks_fenced_locks_and_what_is_not_a_lock() {
     lock.acquire(&owner).await.unwrap();
     lock.acquire(&owner).await.unwrap();
     // The record is written within about a second of the acquire.
-    let d = described(&c, "orders", |d| d.holders.first().is_some_and(|h| h.held_for_ms.is_some())).await;
+    let d = described(&c, "orders", |d| d.holders.first().is_some_and(|h| h.held_for.is_some())).await;
     assert_eq!((d.kind, d.redis_type.as_str()), (Kind::Lock, "hash"));
-    assert!(d.ttl_ms.is_some_and(|t| t > 0 && t <= 30_000), "{d:?}");
+    assert!(d.ttl.is_some_and(|t| !t.is_zero() && t <= Duration::from_secs(30)), "{d:?}");
     let h = &d.holders[0];
     assert_eq!((h.owner.as_str(), h.count, h.mode.as_deref()), (owner.as_str(), 2, None));
     assert_eq!(h.client_id, c.id().hyphenated().to_string());
@@ -57,12 +57,16 @@ async fn locks_fenced_locks_and_what_is_not_a_lock() {
         (Some("billing"), std::process::id(), h.client_id.as_str())
     );
     assert!(!r.host.is_empty() && r.version == env!("CARGO_PKG_VERSION"));
-    assert!(h.held_for_ms.unwrap() < 10_000 && h.since_ms.unwrap() <= d.now_ms + 1000);
+    assert!(
+        h.held_for.unwrap() < Duration::from_secs(10) && h.since.unwrap() <= d.now + Duration::from_secs(1)
+    );
     assert_eq!((d.waiters, d.token, d.available_permits, d.count), (0, None, None, None));
     assert!(d.notes.iter().any(|n| n.contains("fair lock")), "a lock could be a fair lock: {:?}", d.notes);
 
-    // The JSON shape: every documented key, always.
+    // The JSON shape: every documented key, always; durations and times in milliseconds.
     let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["ttl_ms"].as_u64(), d.ttl.map(|t| t.as_millis() as u64));
+    assert!(json["now_ms"].as_u64().is_some_and(|t| t > 1_700_000_000_000), "{json}");
     let keys: std::collections::BTreeSet<&str> =
         json.as_object().unwrap().keys().map(String::as_str).collect();
     let documented = [
@@ -97,12 +101,12 @@ async fn locks_fenced_locks_and_what_is_not_a_lock() {
     fenced.release(&owner).await.unwrap();
     fenced.release(&owner).await.unwrap();
     let d = c.describe("ledger").await.unwrap();
-    assert_eq!((d.kind, d.redis_type.as_str(), d.token, d.ttl_ms), (Kind::FencedLock, "none", Some(2), None));
+    assert_eq!((d.kind, d.redis_type.as_str(), d.token, d.ttl), (Kind::FencedLock, "none", Some(2), None));
     assert!(d.holders.is_empty());
 
     // Nothing, foreign keys, bad names.
     let d = c.describe("nothing-here").await.unwrap();
-    assert_eq!((d.kind, d.redis_type.as_str(), d.ttl_ms, d.waiters), (Kind::None, "none", None, 0));
+    assert_eq!((d.kind, d.redis_type.as_str(), d.ttl, d.waiters), (Kind::None, "none", None, 0));
     let mut conn = server.conn();
     let _: () = conn.rpush("jobs-list", "a").unwrap();
     let _: () = conn.hset("user:1", "email", "a@example.com").unwrap();
@@ -140,9 +144,9 @@ async fn a_redisson_holder_has_no_record() {
         (h.owner.as_str(), h.client_id.as_str(), h.count),
         (java, "0b0ec9a4-2fd9-4c3d-9a26-5b2c4e8f7d11", 3)
     );
-    assert!(h.record.is_none() && h.held_for_ms.is_none());
+    assert!(h.record.is_none() && h.held_for.is_none());
     assert!(d.notes.iter().any(|n| n.contains("no holder record")), "{:?}", d.notes);
-    assert!(d.ttl_ms.is_some_and(|t| t > 15_000));
+    assert!(d.ttl.is_some_and(|t| t > Duration::from_secs(15)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,9 +168,9 @@ async fn fair_lock_queue_with_deadlines_and_subscribers() {
     assert_eq!(q.owner, waiter.as_str());
     assert!(q.record.is_none(), "a client that only waits holds nothing, so it has no record");
     // The deadline: the holder's TTL plus the 30 s wait, from the enqueue.
-    let left = q.deadline_in_ms.unwrap();
-    assert!(left > 25_000 && left <= 60_000 + 1000, "deadline in {left} ms");
-    assert!(q.deadline_ms.is_some());
+    let left = q.deadline_in.unwrap();
+    assert!(left > Duration::from_secs(25) && left <= Duration::from_secs(61), "deadline in {left:?}");
+    assert!(q.deadline.is_some());
     assert_eq!(d.holders[0].owner, holder.as_str());
     a.fair_lock("fair").unwrap().release(&holder).await.unwrap();
     assert!(task.await.unwrap().unwrap());
@@ -199,7 +203,7 @@ async fn read_write_lock_readers_then_a_writer() {
     ];
     expected.sort();
     assert_eq!(holders, expected);
-    assert!(d.holders.iter().all(|h| h.ttl_ms.is_some_and(|t| t > 0)), "read-hold leases: {d:?}");
+    assert!(d.holders.iter().all(|h| h.ttl.is_some_and(|t| !t.is_zero())), "read-hold leases: {d:?}");
     for o in [&r1, &r1, &r2] {
         rw.read_lock().release(o).await.unwrap();
     }
@@ -263,24 +267,30 @@ async fn permit_expirable_semaphore_permits_map_to_their_clients() {
     let mut conn = server.conn();
     let _: () = conn.zadd("{gpu}:timeout", &java[..], 922_337_203_685_477i64).unwrap();
     let _: () = conn.decr("gpu", 1).unwrap();
-    let d = described(&c, "gpu", |d| d.permits.iter().any(|p| p.held_for_ms.is_some())).await;
+    let d = described(&c, "gpu", |d| d.permits.iter().any(|p| p.held_for.is_some())).await;
     assert_eq!(
         (d.kind, d.available_permits, d.permits_held),
         (Kind::PermitExpirableSemaphore, Some(0), Some(3))
     );
     let by_id: BTreeMap<&str, &rlock::HeldPermit> = d.permits.iter().map(|p| (p.id.as_str(), p)).collect();
     let w = by_id[watched.as_str()];
-    assert!(w.expires_in_ms.is_some_and(|t| t > 0 && t <= 30_000), "watchdog lease: {w:?}");
+    assert!(
+        w.expires_in.is_some_and(|t| !t.is_zero() && t <= Duration::from_secs(30)),
+        "watchdog lease: {w:?}"
+    );
     assert_eq!(w.record.as_ref().unwrap().app.as_deref(), Some("renderer"));
     assert_eq!(w.owner.as_deref(), Some(format!("{}:0", c.id().hyphenated()).as_str()));
-    assert!(w.held_for_ms.is_some());
+    assert!(w.held_for.is_some());
     let l = by_id[leased.as_str()];
-    assert!(l.expires_in_ms.is_some_and(|t| t > 50_000 && t <= 60_000), "{l:?}");
+    assert!(
+        l.expires_in.is_some_and(|t| t > Duration::from_secs(50) && t <= Duration::from_secs(60)),
+        "{l:?}"
+    );
     // The watchdog does not track a leased permit, so no record lists it; its id names the client.
-    assert_eq!((l.owner.as_deref(), l.held_for_ms), (None, None));
+    assert_eq!((l.owner.as_deref(), l.held_for), (None, None));
     assert_eq!(l.record.as_ref().unwrap().client_id, c.id().hyphenated().to_string());
     let j = by_id["abababababababababababababababab"];
-    assert_eq!((j.expires_ms, j.expires_in_ms, j.record.is_none()), (None, None, true));
+    assert_eq!((j.expires, j.expires_in, j.record.is_none()), (None, None, true));
     sem.release(&watched).await.unwrap();
     sem.release(&leased).await.unwrap();
 }

@@ -63,10 +63,10 @@ async fn stats_count_what_happened() {
     assert_eq!(s.wakeups, 1, "{s:?}");
     assert_eq!((s.errors["not_held"], s.errors["lost"], s.errors["timeout"]), (1, 1, 0), "{s:?}");
     assert_eq!(s.wait.count, 6);
-    assert!(s.wait.max_ms >= 250.0, "the contended acquire waited over 250 ms: {s:?}");
-    assert!(s.wait.p50_ms < s.wait.max_ms);
+    assert!(s.wait.max >= Duration::from_millis(250), "the contended acquire waited over 250 ms: {s:?}");
+    assert!(s.wait.p50 < s.wait.max);
     assert_eq!(s.hold.count, 5);
-    assert!(s.hold.max_ms >= 250.0, "{s:?}");
+    assert!(s.hold.max >= Duration::from_millis(250), "{s:?}");
 
     let text = c.prometheus_text();
     assert!(text.contains("rlock_acquires_total{app=\"stats-test\"} 6\n"), "{text}");

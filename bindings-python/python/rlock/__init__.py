@@ -220,7 +220,8 @@ class Client:
         ``"fenced_lock"``, ..., ``"semaphore_or_latch"`` when nobody waits to tell them apart,
         ``"other"``, ``"none"``), holders with hold counts and who they are (their clients'
         holder records), TTL, waiters, a fair lock's queue, a fenced lock's token, permits and
-        counts. A key of another type is ``"other"``, not an error; a bad name raises
+        counts; durations in float seconds (``ttl``, ``held_for``), instants as Unix times in
+        float seconds (``now``, ``since``). A key of another type is ``"other"``, not an error; a bad name raises
         :class:`InvalidArgumentError` (nothing is sent)."""
         return cast(Description, json.loads(self._native.describe(name)))
 
@@ -248,9 +249,9 @@ class Client:
         return _listen(self._native, callback, "client")
 
     def stats(self) -> Stats:
-        """The client's figures since it connected, as a dict (times in milliseconds): acquires
+        """The client's figures since it connected, as a dict (times in float seconds): acquires
         (contended, timed out), releases, renewals and their failures, lost holds, pub/sub
-        wake-ups, reconnects, wait and hold times (``count``, ``p50_ms``, ``p99_ms``, ...) and
+        wake-ups, reconnects, wait and hold times (``count``, ``p50``, ``p99``, ...) and
         errors by kind. All zero with ``metrics=False``. Cheap: sends nothing to Redis."""
         stats: Stats = json.loads(self._native.stats_json())
         return stats
@@ -535,7 +536,7 @@ class FencedLock(Lock):
 
 
 class ReadWriteLock:
-    """Redisson's read-write lock: many readers, or one writer. Both sides are :class:`Lock`\ s
+    """Redisson's read-write lock: many readers, or one writer. Both sides are :class:`Lock` objects
     with the whole lock API. Holds are reentrant; the writer may also take read holds (a
     downgrade). A reader asking for the write lock gets :class:`WouldDeadlockError` at once
     (Redisson's waits forever); nothing changes in Redis."""

@@ -1,6 +1,7 @@
-"""The shapes of :meth:`rlock.Client.describe` and :meth:`rlock.Client.list`: core's JSON
-(``rlock::Description``), parsed. Every key is always present (``None`` where it does not
-apply); times are Unix milliseconds (``*_ms``), durations milliseconds."""
+"""The shapes of :meth:`rlock.Client.describe` and :meth:`rlock.Client.list`: core's
+``rlock::Description`` in Python's spelling. Every key is always present (``None`` where it
+does not apply); times are Unix times in float seconds (as :func:`time.time`), durations float
+seconds."""
 
 from typing import List, Literal, Optional
 
@@ -28,7 +29,7 @@ class ClientRecord(TypedDict):
     pid: int
     app: Optional[str]
     version: str
-    written_ms: int
+    written: float
 
 
 class Holder(TypedDict):
@@ -38,31 +39,31 @@ class Holder(TypedDict):
     client_id: str
     mode: Optional[Literal["read", "write"]]
     count: int
-    ttl_ms: Optional[int]
-    since_ms: Optional[int]
-    held_for_ms: Optional[int]
+    ttl: Optional[float]
+    since: Optional[float]
+    held_for: Optional[float]
     record: Optional[ClientRecord]
 
 
 class QueuedWaiter(TypedDict):
-    """A waiter in a fair lock's queue."""
+    """A waiter in a fair lock's queue (``deadline_in`` 0 once its deadline passed)."""
 
     owner: str
     client_id: str
-    deadline_ms: Optional[int]
-    deadline_in_ms: Optional[int]
+    deadline: Optional[float]
+    deadline_in: Optional[float]
     record: Optional[ClientRecord]
 
 
 class HeldPermit(TypedDict):
-    """A held permit of a permit-expirable semaphore (``expires_ms`` None: no lease)."""
+    """A held permit of a permit-expirable semaphore (``expires`` None: no lease; ``expires_in`` 0 once expired)."""
 
     id: str
-    expires_ms: Optional[int]
-    expires_in_ms: Optional[int]
+    expires: Optional[float]
+    expires_in: Optional[float]
     owner: Optional[str]
-    since_ms: Optional[int]
-    held_for_ms: Optional[int]
+    since: Optional[float]
+    held_for: Optional[float]
     record: Optional[ClientRecord]
 
 
@@ -79,8 +80,8 @@ class Description(TypedDict):
     name: str
     kind: Kind
     redis_type: str
-    ttl_ms: Optional[int]
-    now_ms: int
+    ttl: Optional[float]
+    now: float
     holders: List[Holder]
     waiters: int
     channels: List[Channel]

@@ -1,4 +1,4 @@
-"""The shape of :meth:`rlock.Client.stats`: core's ``Stats`` as a dict (times in milliseconds).
+"""The shape of :meth:`rlock.Client.stats`: core's ``Stats`` as a dict (times in float seconds).
 A test checks these keys against what core returns."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ __all__ = ["Stats", "StatsSummary"]
 
 
 class StatsSummary(TypedDict):
-    """One histogram of durations, summarized; every time in milliseconds."""
+    """One histogram of durations, summarized; every time in float seconds."""
 
     count: int
     """How many durations were recorded."""
-    sum_ms: float
+    sum: float
     """Their sum."""
-    p50_ms: float
+    p50: float
     """The median: the upper bound of its bucket (at most 25% over), never above the maximum."""
-    p99_ms: float
+    p99: float
     """The 99th percentile, as the median."""
-    max_ms: float
+    max: float
     """The largest."""
 
 

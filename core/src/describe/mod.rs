@@ -10,11 +10,13 @@
 //! locks may have moved on.
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::millis;
 use crate::shared::Shared;
 
 /// The permit score Redisson writes for a permit without a lease.
@@ -137,11 +139,13 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// What lives under one name: a snapshot, read without changing anything. Serialized (serde)
-/// with snake_case keys, every key always present (`null` where it does not apply), times in
-/// Unix milliseconds (`*_ms`) and durations in milliseconds (`*_in_ms`, `held_for_ms`,
-/// `ttl_ms`). Relative times use the Redis server's clock (`now_ms`); holder records and fair
-/// deadlines were written with their clients' clocks, so those assume synchronized clocks.
+/// What lives under one name: a snapshot, read without changing anything. Durations are
+/// [`Duration`]s and instants [`SystemTime`]s. Serialized (serde) with snake_case keys, every
+/// key always present (`null` where it does not apply), instants in Unix milliseconds and
+/// durations in milliseconds, each key with the suffix `_ms` (`ttl_ms`, `now_ms`,
+/// `held_for_ms`, ...; see [`to_json`]). Relative times use the Redis server's clock (`now`);
+/// holder records and fair deadlines were written with their clients' clocks, so those assume
+/// synchronized clocks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Description {
@@ -151,10 +155,12 @@ pub struct Description {
     pub kind: Kind,
     /// The Redis type of the key `name`: `"hash"`, `"string"`, ..., `"none"` when missing.
     pub redis_type: String,
-    /// The key's remaining time to live in ms; `null` when it does not exist or never expires.
-    pub ttl_ms: Option<u64>,
-    /// The Redis server's clock when the keys were read, in Unix ms.
-    pub now_ms: u64,
+    /// The key's remaining time to live; `None` when it does not exist or never expires.
+    #[serde(rename = "ttl_ms", serialize_with = "millis::opt_ms")]
+    pub ttl: Option<Duration>,
+    /// The Redis server's clock when the keys were read.
+    #[serde(rename = "now_ms", serialize_with = "millis::unix_ms")]
+    pub now: SystemTime,
     /// The owners holding a lock, with their hold counts (empty for other kinds).
     pub holders: Vec<Holder>,
     /// Subscribers of all the name's channels together: waiting connections (one per waiting
@@ -193,13 +199,16 @@ pub struct Holder {
     pub mode: Option<String>,
     /// The hold count (re-entries included).
     pub count: u64,
-    /// How long the hold lasts unless renewed, in ms: the lock's TTL, or for read holds the
-    /// longest of the owner's read-hold keys; `null` when unknown or never expiring.
-    pub ttl_ms: Option<u64>,
-    /// Since when it is held, in Unix ms (from the client's holder record).
-    pub since_ms: Option<u64>,
-    /// How long it has been held, in ms (`now_ms - since_ms`).
-    pub held_for_ms: Option<u64>,
+    /// How long the hold lasts unless renewed: the lock's TTL, or for read holds the longest
+    /// of the owner's read-hold keys; `None` when unknown or never expiring.
+    #[serde(rename = "ttl_ms", serialize_with = "millis::opt_ms")]
+    pub ttl: Option<Duration>,
+    /// Since when it is held (from the client's holder record).
+    #[serde(rename = "since_ms", serialize_with = "millis::opt_unix_ms")]
+    pub since: Option<SystemTime>,
+    /// How long it has been held (`now - since`).
+    #[serde(rename = "held_for_ms", serialize_with = "millis::opt_ms")]
+    pub held_for: Option<Duration>,
     /// The holder record of its client; `null` when there is none (not an rlock client, e.g.
     /// Redisson; records switched off; or written within a second of the acquire).
     pub record: Option<ClientRecord>,
@@ -219,8 +228,9 @@ pub struct ClientRecord {
     pub app: Option<String>,
     /// Its rlock version.
     pub version: String,
-    /// When the record was last written, in Unix ms (the client's clock).
-    pub written_ms: u64,
+    /// When the record was last written (the client's clock).
+    #[serde(rename = "written_ms", serialize_with = "millis::unix_ms")]
+    pub written: SystemTime,
 }
 
 /// A waiter in a fair lock's queue.
@@ -231,11 +241,13 @@ pub struct QueuedWaiter {
     pub owner: String,
     /// Its client's UUID.
     pub client_id: String,
-    /// Its deadline in Unix ms (the waiter is dropped from the queue after it, unless it
-    /// tries again); `null` when it has none.
-    pub deadline_ms: Option<u64>,
-    /// Time left until that deadline, in ms (negative: passed).
-    pub deadline_in_ms: Option<i64>,
+    /// Its deadline (the waiter is dropped from the queue after it, unless it tries again);
+    /// `None` when it has none.
+    #[serde(rename = "deadline_ms", serialize_with = "millis::opt_unix_ms")]
+    pub deadline: Option<SystemTime>,
+    /// Time left until that deadline (zero once it passed).
+    #[serde(rename = "deadline_in_ms", serialize_with = "millis::opt_ms")]
+    pub deadline_in: Option<Duration>,
     /// The holder record of its client, when there is one (a client that only waits and holds
     /// nothing has none: records exist while a client holds something).
     pub record: Option<ClientRecord>,
@@ -247,18 +259,21 @@ pub struct QueuedWaiter {
 pub struct HeldPermit {
     /// The permit id: 32 lowercase hex characters.
     pub id: String,
-    /// When it expires, in Unix ms; `null` for a permit without a lease (Redisson's
-    /// 922337203685477).
-    pub expires_ms: Option<u64>,
-    /// Time left until it expires, in ms (negative: expired, given back at the next call).
-    pub expires_in_ms: Option<i64>,
+    /// When it expires; `None` for a permit without a lease (Redisson's 922337203685477).
+    #[serde(rename = "expires_ms", serialize_with = "millis::opt_unix_ms")]
+    pub expires: Option<SystemTime>,
+    /// Time left until it expires (zero: expired, given back at the next call).
+    #[serde(rename = "expires_in_ms", serialize_with = "millis::opt_ms")]
+    pub expires_in: Option<Duration>,
     /// The owner its client lists it under (`<client uuid>:0`); `null` when no record lists it
     /// (Redisson's permits; rlock permits with a lease, which the watchdog does not track).
     pub owner: Option<String>,
-    /// Since when it is held, in Unix ms (from the client's record).
-    pub since_ms: Option<u64>,
-    /// How long it has been held, in ms.
-    pub held_for_ms: Option<u64>,
+    /// Since when it is held (from the client's record).
+    #[serde(rename = "since_ms", serialize_with = "millis::opt_unix_ms")]
+    pub since: Option<SystemTime>,
+    /// How long it has been held.
+    #[serde(rename = "held_for_ms", serialize_with = "millis::opt_ms")]
+    pub held_for: Option<Duration>,
     /// The holder record of its client: the one listing it, or for a permit with a lease the
     /// client whose UUID begins its id (rlock ids start with 8 bytes of their client's UUID);
     /// `null` when there is none (Redisson's permits have random ids).
@@ -305,9 +320,14 @@ pub(super) fn client_of(owner: &str) -> &str {
     owner.rsplit_once(':').map_or(owner, |(c, _)| c)
 }
 
-/// Milliseconds from `now` until `at` (negative: passed).
-pub(super) fn until(at: i64, now: u64) -> i64 {
-    at.saturating_sub(i64::try_from(now).unwrap_or(i64::MAX))
+/// Time from `now` until `at` (Unix ms; zero once passed).
+pub(super) fn until(at: i64, now: u64) -> Duration {
+    Duration::from_millis(u64::try_from(at).unwrap_or(0).saturating_sub(now))
+}
+
+/// The instant of Unix ms `at`; `None` before the epoch.
+fn unix(at: i64) -> Option<SystemTime> {
+    u64::try_from(at).ok().map(millis::from_unix_ms)
 }
 
 /// Describes `name` (already checked): see [`Client::describe`](crate::Client::describe).
@@ -334,7 +354,7 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
         None => found,
     };
     let now = s.now_ms;
-    let ttl_ms = u64::try_from(s.pttl).ok();
+    let ttl = u64::try_from(s.pttl).ok().map(Duration::from_millis);
 
     // Holders, from the hash of a lock.
     let mut holders = Vec::new();
@@ -354,9 +374,9 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
                 owner,
                 mode: mode.map(str::to_owned),
                 count: count.parse().unwrap_or(0),
-                ttl_ms: if mode == Some("read") { read_ttl } else { ttl_ms },
-                since_ms: None,
-                held_for_ms: None,
+                ttl: if mode == Some("read") { read_ttl.map(Duration::from_millis) } else { ttl },
+                since: None,
+                held_for: None,
                 record: None,
             });
         }
@@ -371,8 +391,8 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
             QueuedWaiter {
                 owner: owner.clone(),
                 client_id: client_of(owner).to_owned(),
-                deadline_ms: deadline.and_then(|d| u64::try_from(d).ok()),
-                deadline_in_ms: deadline.map(|d| until(d, now)),
+                deadline: deadline.and_then(unix),
+                deadline_in: deadline.map(|d| until(d, now)),
                 record: None,
             }
         })
@@ -387,11 +407,11 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
             let expires = (*score != NO_LEASE).then_some(*score);
             HeldPermit {
                 id: id.iter().map(|b| format!("{b:02x}")).collect(),
-                expires_ms: expires.and_then(|e| u64::try_from(e).ok()),
-                expires_in_ms: expires.map(|e| until(e, now)),
+                expires: expires.and_then(unix),
+                expires_in: expires.map(|e| until(e, now)),
                 owner: None,
-                since_ms: None,
-                held_for_ms: None,
+                since: None,
+                held_for: None,
                 record: None,
             }
         })
@@ -403,11 +423,12 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
     let permit_ids: Vec<String> = permits.iter().map(|p| p.id.clone()).collect();
     ids.extend(find_records(shared, &record_prefixes(&permit_ids)).await?);
     let found_records = records_of(shared, &ids).await?;
-    let held_for = |since: u64| now.saturating_sub(since);
+    let held_for = |since: u64| Duration::from_millis(now.saturating_sub(since));
     for h in &mut holders {
         if let Some(r) = found_records.get(&h.client_id) {
-            h.since_ms = r.holds.iter().find(|x| x.name == name && x.owner == h.owner).map(|x| x.since_ms);
-            h.held_for_ms = h.since_ms.map(held_for);
+            let since = r.holds.iter().find(|x| x.name == name && x.owner == h.owner).map(|x| x.since_ms);
+            h.since = since.map(millis::from_unix_ms);
+            h.held_for = since.map(held_for);
             h.record = Some(ClientRecord::of(r));
         }
     }
@@ -423,8 +444,8 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
         });
         if let Some((r, x)) = listed {
             p.owner = Some(x.owner.clone());
-            p.since_ms = Some(x.since_ms);
-            p.held_for_ms = Some(held_for(x.since_ms));
+            p.since = Some(millis::from_unix_ms(x.since_ms));
+            p.held_for = Some(held_for(x.since_ms));
             p.record = Some(ClientRecord::of(r));
         } else if let Some(prefix) = record_prefixes(std::slice::from_ref(&p.id)).first() {
             // Not listed (a permit with a lease): its client by the UUID its id begins with.
@@ -454,8 +475,8 @@ pub(crate) async fn describe(shared: &Shared, name: &str, forced: Option<Kind>) 
     Ok(Description {
         name: name.to_owned(),
         kind,
-        ttl_ms,
-        now_ms: now,
+        ttl,
+        now: millis::from_unix_ms(now),
         holders,
         waiters: channels.iter().map(|c| c.subscribers).sum(),
         channels,

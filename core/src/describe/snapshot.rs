@@ -222,7 +222,7 @@ impl ClientRecord {
             pid: r.pid,
             app: r.app.clone(),
             version: r.version.clone(),
-            written_ms: r.written_ms,
+            written: crate::millis::from_unix_ms(r.written_ms),
         }
     }
 }

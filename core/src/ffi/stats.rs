@@ -31,10 +31,10 @@ impl From<Summary> for rlock_stats_summary {
     fn from(s: Summary) -> Self {
         rlock_stats_summary {
             count: s.count,
-            sum_ms: s.sum_ms,
-            p50_ms: s.p50_ms,
-            p99_ms: s.p99_ms,
-            max_ms: s.max_ms,
+            sum_ms: s.sum.as_secs_f64() * 1000.0,
+            p50_ms: s.p50.as_secs_f64() * 1000.0,
+            p99_ms: s.p99.as_secs_f64() * 1000.0,
+            max_ms: s.max.as_secs_f64() * 1000.0,
         }
     }
 }

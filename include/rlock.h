@@ -521,6 +521,31 @@ enum rlock_result rlock_lock_hold_count(const struct rlock_lock *lock,
 // exist, -1 when it has no expiry. Thread-safe. Errors as `rlock_lock_is_locked`.
 enum rlock_result rlock_lock_remaining_ttl(const struct rlock_lock *lock, int64_t *out_ms);
 
+// Writes whether the watchdog lost `owner`'s hold of `lock` to `*out` (true until the owner's
+// next `rlock_lock_release`, which then returns `RLOCK_LOST`). Local: sends nothing.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock or out).
+enum rlock_result rlock_lock_is_lost(const struct rlock_lock *lock, uint64_t owner, bool *out);
+
+// Adds a function called when the watchdog loses `owner`'s hold of `lock` (`RLOCK_THREAD`:
+// the calling thread's), with `userdata` as its first argument and the event of
+// `rlock_client_on_lost`'s callback; writes the listener's id to `*out_listener` (NULL: not
+// wanted). It runs on a librlock thread, under the rules of `rlock_client_on_lost`.
+// `userdata` must stay valid until `rlock_lock_remove_lost_listener` removed it or the handle
+// is freed (which removes it). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock or
+// callback).
+enum rlock_result rlock_lock_on_lost(const struct rlock_lock *lock,
+                                     uint64_t owner,
+                                     rlock_lost_callback callback,
+                                     void *userdata,
+                                     uint64_t *out_listener);
+
+// Removes a listener `rlock_lock_on_lost` added on this handle; writes whether it was there
+// to `*out_removed` (NULL: not wanted). Once this returns the callback is not called again.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock).
+enum rlock_result rlock_lock_remove_lost_listener(const struct rlock_lock *lock,
+                                                  uint64_t listener,
+                                                  bool *out_removed);
+
 // Makes a multi-lock over the `count` lock handles at `locks` (at least one; any kinds, on
 // any clients; taken in this order) and writes it to `*out`. The multi-lock keeps its own
 // reference to each member, so the member handles may be freed right after. Sends nothing.
@@ -646,6 +671,31 @@ enum rlock_result rlock_permit_expirable_semaphore_add_permits(const struct rloc
                                                                int64_t delta,
                                                                int64_t *out_count);
 
+// Writes whether this client's watchdog lost permit `permit_id` of `sem` to `*out` (true until
+// the permit is released, which then returns `RLOCK_LOST`). Local: sends nothing.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem, permit_id or out; invalid UTF-8).
+enum rlock_result rlock_permit_expirable_semaphore_is_lost(const struct rlock_permit_expirable_semaphore *sem,
+                                                           const char *permit_id,
+                                                           bool *out);
+
+// Adds a function called when the watchdog loses a permit of `sem` this client holds, with `userdata` as its first argument
+// and the event of `rlock_client_on_lost`'s callback (kind `"permit"`, `permit_id` set); writes the listener's id to
+// `*out_listener` (NULL: not wanted). It runs on a librlock thread, under the rules of
+// `rlock_client_on_lost`. `userdata` must stay valid until `rlock_permit_expirable_semaphore_remove_lost_listener` removed it or the handle
+// is freed (which removes it). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem or
+// callback).
+enum rlock_result rlock_permit_expirable_semaphore_on_lost(const struct rlock_permit_expirable_semaphore *sem,
+                                                           rlock_lost_callback callback,
+                                                           void *userdata,
+                                                           uint64_t *out_listener);
+
+// Removes a listener `rlock_permit_expirable_semaphore_on_lost` added on this handle; writes whether it was there to
+// `*out_removed` (NULL: not wanted). Once this returns the callback is not called again.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem).
+enum rlock_result rlock_permit_expirable_semaphore_remove_lost_listener(const struct rlock_permit_expirable_semaphore *sem,
+                                                                        uint64_t listener,
+                                                                        bool *out_removed);
+
 // Makes a RedLock named `name` (only read during the call) over the `count` client handles at
 // `clients` (an odd number, at least 3, each a different client of its own server), and
 // writes it to `*out`. `fenced`: every acquire hands out a fencing token (a quorum register
@@ -708,6 +758,25 @@ enum rlock_result rlock_red_lock_is_held(const struct rlock_red_lock *red,
 enum rlock_result rlock_red_lock_is_lost(const struct rlock_red_lock *red,
                                          uint64_t owner,
                                          bool *out);
+
+// Adds a function called when the watchdog loses `owner`'s hold of `red` (`RLOCK_THREAD`: the calling thread's; fewer than a majority left), with `userdata` as its first argument
+// and the event of `rlock_client_on_lost`'s callback (kind `"red_lock"`); writes the listener's id to
+// `*out_listener` (NULL: not wanted). It runs on a librlock thread, under the rules of
+// `rlock_client_on_lost`. `userdata` must stay valid until `rlock_red_lock_remove_lost_listener` removed it or the handle
+// is freed (which removes it). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or
+// callback).
+enum rlock_result rlock_red_lock_on_lost(const struct rlock_red_lock *red,
+                                         uint64_t owner,
+                                         rlock_lost_callback callback,
+                                         void *userdata,
+                                         uint64_t *out_listener);
+
+// Removes a listener `rlock_red_lock_on_lost` added on this handle; writes whether it was there to
+// `*out_removed` (NULL: not wanted). Once this returns the callback is not called again.
+// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red).
+enum rlock_result rlock_red_lock_remove_lost_listener(const struct rlock_red_lock *red,
+                                                      uint64_t listener,
+                                                      bool *out_removed);
 
 // Makes a handle on semaphore `name` (the STRING key `name`, Redisson's layout; a missing key
 // is 0 permits; `name` is only read during the call) on `client` and writes it to `*out`.

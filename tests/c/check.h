@@ -94,6 +94,7 @@ void test_bad_input(void);
 void test_reentrancy_and_queries(void);
 void test_explicit_owner(void);
 void test_force_unlock_and_lost(void);
+void test_lost_per_handle(void);
 void test_threads(void);
 void test_fenced(void);
 void test_read_write_and_fair(void);

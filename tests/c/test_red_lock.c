@@ -23,6 +23,13 @@ static bool red_clients(rlock_client *out[3]) {
     return n == 3;
 }
 
+static char red_kind[16];
+
+static void red_heard(void *userdata, const rlock_lost_event *ev) {
+    snprintf(red_kind, sizeof red_kind, "%s", ev->kind);
+    atomic_fetch_add((atomic_int *)userdata, 1);
+}
+
 void test_red_lock(void) {
     rlock_client *c[3] = {NULL, NULL, NULL};
     if (!red_clients(c)) {
@@ -67,6 +74,26 @@ void test_red_lock(void) {
     CHECK_RC(rlock_red_lock_acquire(fenced, RLOCK_THREAD, 0, RLOCK_FOREVER, &t2), RLOCK_OK);
     CHECK(t2 > t1);
     CHECK_RC(rlock_red_lock_release(fenced, RLOCK_THREAD, NULL), RLOCK_OK);
+
+    /* The lost-hold listener of the handle: a lease nobody renews ends on every member, so the
+     * hold is left with fewer than a majority (kind "red_lock"); is_lost says so until the
+     * release, which is RLOCK_LOST. */
+    atomic_int red_calls = 0;
+    uint64_t listener = 0;
+    bool removed = false;
+    CHECK_RC(rlock_red_lock_on_lost(r, RLOCK_THREAD, red_heard, &red_calls, &listener), RLOCK_OK);
+    CHECK_RC(rlock_red_lock_acquire(r, RLOCK_THREAD, 0, 1500, NULL), RLOCK_OK);
+    for (int i = 0; i < 1000 && atomic_load(&red_calls) < 1; i++) sleep_ms(10);
+    CHECK(atomic_load(&red_calls) == 1);
+    CHECK(strcmp(red_kind, "red_lock") == 0);
+    CHECK_RC(rlock_red_lock_is_lost(r, RLOCK_THREAD, &lost), RLOCK_OK);
+    CHECK(lost);
+    CHECK_RC(rlock_red_lock_release(r, RLOCK_THREAD, NULL), RLOCK_LOST);
+    CHECK_RC(rlock_red_lock_remove_lost_listener(r, listener, &removed), RLOCK_OK);
+    CHECK(removed);
+    CHECK_RC(rlock_red_lock_on_lost(r, RLOCK_THREAD, NULL, NULL, NULL), RLOCK_INVALID_ARGUMENT);
+    /* One left registered: freeing the handle removes it. */
+    CHECK_RC(rlock_red_lock_on_lost(other, 7, red_heard, &red_calls, NULL), RLOCK_OK);
 
     /* Bad input: typed, and nothing taken. */
     uint64_t token = 0;

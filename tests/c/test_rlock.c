@@ -352,6 +352,7 @@ int main(void) {
     test_reentrancy_and_queries();
     test_explicit_owner();
     test_force_unlock_and_lost();
+    test_lost_per_handle();
     test_threads();
     test_fenced();
     test_read_write_and_fair();

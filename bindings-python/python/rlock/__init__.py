@@ -440,7 +440,7 @@ class Lock(_Holds):
         when its hold was lost."""
         return self._native.release(None)
 
-    async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+    async def acquire_async(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> bool:
         """Acquires for the current asyncio task: waits up to ``timeout`` seconds (None:
         forever; 0: try once). Cancelling the call leaves no hold, renewal or subscription."""
         pending = await self._native.acquire_async(self._client._task_owner(), timeout, lease)
@@ -518,7 +518,7 @@ class FencedLock(Lock):
         return self._native.acquire(None, _wait_arg(blocking, timeout), lease)
 
     async def acquire_async(  # type: ignore[override]
-        self, timeout: Optional[float] = None, lease: Optional[float] = None
+        self, timeout: Optional[float] = None, *, lease: Optional[float] = None
     ) -> Optional[int]:
         """Acquires as :meth:`Lock.acquire_async` and returns the new token, or None when the
         wait ran out."""
@@ -708,7 +708,7 @@ class PermitExpirableSemaphore(_Permits[_native.PermitExpirableSemaphore]):
         unregisters it."""
         return _listen(self._native, callback, "semaphore")
 
-    def permit(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> _PermitContext:
+    def permit(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> _PermitContext:
         """A context manager (``with`` or ``async with``) that holds one permit for its block
         and gives its id; it raises :class:`NotAcquiredError` when ``timeout`` seconds passed
         first (None: wait forever)."""
@@ -794,7 +794,7 @@ class MultiLock(_Holds):
         released all the same, and the error (the first failure's class) names each one."""
         self._native.release(None)
 
-    async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+    async def acquire_async(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> bool:
         """Takes every member for the current asyncio task (``timeout`` None: forever; 0: one
         round). Cancelling the call leaves no member held."""
         pending = await self._native.acquire_async(self._client()._task_owner(), timeout, lease)

@@ -2,11 +2,12 @@
 //! behind a raw pointer (as in rustls-ffi): every call holds a reference for its duration, so a
 //! free racing calls in progress closes the client and the last call to return frees it.
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Handle;
 
+use super::lost::{listener, rlock_lost_callback};
 use super::options_object::rlock_options;
 use super::{block_on, guard, rlock_result, runtime, str_arg, Failure};
 use crate::client::Client;
@@ -194,42 +195,6 @@ pub unsafe extern "C" fn rlock_client_free(client: *mut rlock_client) {
     });
 }
 
-/// What the watchdog lost, for `rlock_lost_callback`: the same fields as the Python and Node
-/// lost-hold events. Every string is NUL-terminated and valid only during the callback.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct rlock_lost_event {
-    /// The primitive's name (a lock's or a permit-expirable semaphore's).
-    pub name: *const c_char,
-    /// The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"`, `"write"` (the
-    /// sides of a read-write lock) or `"permit"` (a permit of a permit-expirable semaphore).
-    pub kind: *const c_char,
-    /// The owner as stored in Redis, `"<client uuid>:<owner id>"` (for a permit, the client's
-    /// owner 0: permits have no owner).
-    pub owner: *const c_char,
-    /// `"gone"` (confirmed: a renewal found the hold no longer there: expired, force-unlocked
-    /// or deleted), `"lease_doubt"` (no renewal was confirmed in time, so the lease may end
-    /// within the `lease_doubt_margin_ms` option: told before another owner can acquire) or
-    /// `"lease_ending"` (a lease nobody renews ends within that margin).
-    pub reason: *const c_char,
-    /// For kind `"permit"` the permit id (32 hex characters); NULL otherwise.
-    pub permit_id: *const c_char,
-}
-
-/// Called when the watchdog loses a hold of the client, with the `userdata` given to
-/// `rlock_client_on_lost` and the event (valid only during the call).
-pub type rlock_lost_callback =
-    Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const rlock_lost_event)>;
-
-struct Callback {
-    f: unsafe extern "C" fn(*mut c_void, *const rlock_lost_event),
-    userdata: *mut c_void,
-}
-// SAFETY: the header requires the callback and its userdata to be usable from any thread.
-unsafe impl Send for Callback {}
-// SAFETY: as above.
-unsafe impl Sync for Callback {}
-
 /// Sets the function called when the watchdog loses a hold of this client (see
 /// `rlock_lost_callback`), with `userdata` as its first argument. It runs on a librlock thread,
 /// so it and `userdata` must be thread-safe; it must return quickly, and blocking librlock
@@ -250,31 +215,7 @@ pub unsafe extern "C" fn rlock_client_on_lost(
             c.client.remove_lost_listener(old);
         }
         if let Some(f) = callback {
-            let cb = Callback { f, userdata };
-            *slot = Some(c.client.on_lost(LostFilter::all(), move |event| {
-                let cb = &cb;
-                let strings = (
-                    CString::new(event.name.as_bytes()),
-                    CString::new(event.kind),
-                    CString::new(event.owner.as_str()),
-                    CString::new(event.reason.as_str()),
-                    event.permit_id.as_deref().map(CString::new).transpose(),
-                );
-                // Strings with a NUL inside cannot reach C whole; such an event (none is
-                // expected: names come from C strings) is dropped rather than cut short.
-                if let (Ok(name), Ok(kind), Ok(owner), Ok(reason), Ok(permit_id)) = strings {
-                    let ev = rlock_lost_event {
-                        name: name.as_ptr(),
-                        kind: kind.as_ptr(),
-                        owner: owner.as_ptr(),
-                        reason: reason.as_ptr(),
-                        permit_id: permit_id.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
-                    };
-                    // SAFETY: the callback contract is the caller's (see above); the strings
-                    // outlive the call.
-                    unsafe { (cb.f)(cb.userdata, &ev) };
-                }
-            }));
+            *slot = Some(c.client.on_lost(LostFilter::all(), listener(f, userdata)));
         }
         Ok(())
     })

@@ -3,11 +3,12 @@
 //! by every lock operation. Holds belong to owners: the calling thread (`RLOCK_THREAD`) or an
 //! explicit id, so one function serves both.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
+use super::lost::{listener, rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure, RLOCK_THREAD};
 use crate::error::Error;
 use crate::lock::Lock;
@@ -57,6 +58,15 @@ pub struct rlock_lock {
     client: Arc<rlock_client>,
     lock: Lock,
     kind: rlock_lock_kind,
+    listeners: HandleListeners,
+}
+
+impl Drop for rlock_lock {
+    fn drop(&mut self) {
+        for id in self.listeners.drain() {
+            self.lock.remove_lost_listener(id);
+        }
+    }
 }
 
 impl Handle for rlock_lock {
@@ -109,7 +119,7 @@ pub unsafe extern "C" fn rlock_lock_new(
             k => return Err(Failure::invalid(format!("kind {k} is not an rlock_lock_kind"))),
         };
         // SAFETY: `out` was checked non-NULL and is writable per the header.
-        unsafe { hand_out(rlock_lock { client: c, lock, kind }, out) };
+        unsafe { hand_out(rlock_lock { client: c, lock, kind, listeners: HandleListeners::default() }, out) };
         Ok(())
     })
 }
@@ -274,6 +284,67 @@ pub unsafe extern "C" fn rlock_lock_remaining_ttl(lock: *const rlock_lock, out_m
         // SAFETY: NULL or live per the header.
         let l = unsafe { take(lock) }?;
         write_out(out_ms, l.client.block_on(l.lock.remaining_ttl())??.as_millis_i64());
+        Ok(())
+    })
+}
+
+/// Writes whether the watchdog lost `owner`'s hold of `lock` to `*out` (true until the owner's
+/// next `rlock_lock_release`, which then returns `RLOCK_LOST`). Local: sends nothing.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock or out).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_lock_is_lost(
+    lock: *const rlock_lock,
+    owner: u64,
+    out: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(lock) }?;
+        write_out(out, l.lock.is_lost(&owner_of(&l.client, owner)));
+        Ok(())
+    })
+}
+
+/// Adds a function called when the watchdog loses `owner`'s hold of `lock` (`RLOCK_THREAD`:
+/// the calling thread's), with `userdata` as its first argument and the event of
+/// `rlock_client_on_lost`'s callback; writes the listener's id to `*out_listener` (NULL: not
+/// wanted). It runs on a librlock thread, under the rules of `rlock_client_on_lost`.
+/// `userdata` must stay valid until `rlock_lock_remove_lost_listener` removed it or the handle
+/// is freed (which removes it). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock or
+/// callback).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_lock_on_lost(
+    lock: *const rlock_lock,
+    owner: u64,
+    callback: rlock_lost_callback,
+    userdata: *mut c_void,
+    out_listener: *mut u64,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(lock) }?;
+        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
+        let id = l.lock.on_lost(Some(&owner_of(&l.client, owner)), listener(f, userdata));
+        write_out(out_listener, l.listeners.add(id));
+        Ok(())
+    })
+}
+
+/// Removes a listener `rlock_lock_on_lost` added on this handle; writes whether it was there
+/// to `*out_removed` (NULL: not wanted). Once this returns the callback is not called again.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_lock_remove_lost_listener(
+    lock: *const rlock_lock,
+    listener: u64,
+    out_removed: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let l = unsafe { take(lock) }?;
+        let removed = l.listeners.take(listener).is_some_and(|id| l.lock.remove_lost_listener(id));
+        write_out(out_removed, removed);
         Ok(())
     })
 }

@@ -3,12 +3,13 @@
 //! librlock allocates) and are not owned: any thread or process, Java's included, may release
 //! one by its id.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
-use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string};
+use super::lost::{listener, rlock_lost_callback, HandleListeners};
+use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string, Failure};
 use crate::error::Error;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
@@ -19,6 +20,15 @@ use crate::semaphore::count_arg;
 pub struct rlock_permit_expirable_semaphore {
     client: Arc<rlock_client>,
     sem: PermitExpirableSemaphore,
+    listeners: HandleListeners,
+}
+
+impl Drop for rlock_permit_expirable_semaphore {
+    fn drop(&mut self) {
+        for id in self.listeners.drain() {
+            self.sem.remove_lost_listener(id);
+        }
+    }
 }
 
 impl Handle for rlock_permit_expirable_semaphore {
@@ -46,7 +56,12 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_new(
         // SAFETY: NULL or NUL-terminated per the header.
         let sem = c.core().permit_expirable_semaphore(unsafe { str_arg(name, "name") }?)?;
         // SAFETY: checked non-NULL; writable per the header.
-        unsafe { hand_out(rlock_permit_expirable_semaphore { client: c, sem }, out) };
+        unsafe {
+            hand_out(
+                rlock_permit_expirable_semaphore { client: c, sem, listeners: HandleListeners::default() },
+                out,
+            )
+        };
         Ok(())
     })
 }
@@ -192,6 +207,67 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_add_permits(
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
         write_out(out_count, s.client.block_on(s.sem.add_permits(delta))??);
+        Ok(())
+    })
+}
+
+/// Writes whether this client's watchdog lost permit `permit_id` of `sem` to `*out` (true until
+/// the permit is released, which then returns `RLOCK_LOST`). Local: sends nothing.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem, permit_id or out; invalid UTF-8).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_is_lost(
+    sem: *const rlock_permit_expirable_semaphore,
+    permit_id: *const c_char,
+    out: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        check_out(out)?;
+        // SAFETY: NULL or NUL-terminated per the header.
+        let id = unsafe { str_arg(permit_id, "permit_id") }?;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out, s.sem.is_lost(id));
+        Ok(())
+    })
+}
+
+/// Adds a function called when the watchdog loses a permit of `sem` this client holds, with `userdata` as its first argument
+/// and the event of `rlock_client_on_lost`'s callback (kind `"permit"`, `permit_id` set); writes the listener's id to
+/// `*out_listener` (NULL: not wanted). It runs on a librlock thread, under the rules of
+/// `rlock_client_on_lost`. `userdata` must stay valid until `rlock_permit_expirable_semaphore_remove_lost_listener` removed it or the handle
+/// is freed (which removes it). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem or
+/// callback).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_on_lost(
+    sem: *const rlock_permit_expirable_semaphore,
+    callback: rlock_lost_callback,
+    userdata: *mut c_void,
+    out_listener: *mut u64,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let h = unsafe { take(sem) }?;
+        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
+        let id = h.sem.on_lost(listener(f, userdata));
+        write_out(out_listener, h.listeners.add(id));
+        Ok(())
+    })
+}
+
+/// Removes a listener `rlock_permit_expirable_semaphore_on_lost` added on this handle; writes whether it was there to
+/// `*out_removed` (NULL: not wanted). Once this returns the callback is not called again.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_remove_lost_listener(
+    sem: *const rlock_permit_expirable_semaphore,
+    listener: u64,
+    out_removed: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let h = unsafe { take(sem) }?;
+        let removed = h.listeners.take(listener).is_some_and(|id| h.sem.remove_lost_listener(id));
+        write_out(out_removed, removed);
         Ok(())
     })
 }

@@ -3,12 +3,13 @@
 //! kind: a fenced RedLock's acquire hands out a token that strictly increases across successful
 //! acquires, whichever majority granted them.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
 use super::lock::{owner_of, write_token};
+use super::lost::{listener, rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure};
 use crate::client::Client;
 use crate::error::Error;
@@ -23,6 +24,15 @@ pub struct rlock_red_lock {
     clients: Vec<Arc<rlock_client>>,
     red: RedLock,
     fenced: bool,
+    listeners: HandleListeners,
+}
+
+impl Drop for rlock_red_lock {
+    fn drop(&mut self) {
+        for id in self.listeners.drain() {
+            self.red.remove_lost_listener(id);
+        }
+    }
 }
 
 impl Handle for rlock_red_lock {
@@ -61,7 +71,9 @@ pub unsafe extern "C" fn rlock_red_lock_new(
         let cores: Vec<Client> = clients.iter().map(|c| c.core().clone()).collect();
         let red = red_lock(name, &cores, fenced)?;
         // SAFETY: checked non-NULL; writable per the header.
-        unsafe { hand_out(rlock_red_lock { clients, red, fenced }, out) };
+        unsafe {
+            hand_out(rlock_red_lock { clients, red, fenced, listeners: HandleListeners::default() }, out)
+        };
         Ok(())
     })
 }
@@ -172,6 +184,48 @@ pub unsafe extern "C" fn rlock_red_lock_is_lost(
         // SAFETY: NULL or live per the header.
         let r = unsafe { take(red) }?;
         write_out(out, r.red.is_lost(&owner_of(r.client(), owner)));
+        Ok(())
+    })
+}
+
+/// Adds a function called when the watchdog loses `owner`'s hold of `red` (`RLOCK_THREAD`: the calling thread's; fewer than a majority left), with `userdata` as its first argument
+/// and the event of `rlock_client_on_lost`'s callback (kind `"red_lock"`); writes the listener's id to
+/// `*out_listener` (NULL: not wanted). It runs on a librlock thread, under the rules of
+/// `rlock_client_on_lost`. `userdata` must stay valid until `rlock_red_lock_remove_lost_listener` removed it or the handle
+/// is freed (which removes it). Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or
+/// callback).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_on_lost(
+    red: *const rlock_red_lock,
+    owner: u64,
+    callback: rlock_lost_callback,
+    userdata: *mut c_void,
+    out_listener: *mut u64,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let h = unsafe { take(red) }?;
+        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
+        let id = h.red.on_lost(Some(&owner_of(h.client(), owner)), listener(f, userdata));
+        write_out(out_listener, h.listeners.add(id));
+        Ok(())
+    })
+}
+
+/// Removes a listener `rlock_red_lock_on_lost` added on this handle; writes whether it was there to
+/// `*out_removed` (NULL: not wanted). Once this returns the callback is not called again.
+/// Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_remove_lost_listener(
+    red: *const rlock_red_lock,
+    listener: u64,
+    out_removed: *mut bool,
+) -> rlock_result {
+    guard(|| {
+        // SAFETY: NULL or live per the header.
+        let h = unsafe { take(red) }?;
+        let removed = h.listeners.take(listener).is_some_and(|id| h.red.remove_lost_listener(id));
+        write_out(out_removed, removed);
         Ok(())
     })
 }

@@ -168,7 +168,10 @@ impl Target {
             (Taker::Sem(s), Some(w)) => s.try_acquire(1, w).await?.then(String::new),
             (Taker::Pes(s), None) => Some(s.acquire(lease).await?.keep()),
             (Taker::Pes(s), Some(w)) => s.try_acquire(w, lease).await?.map(Permit::keep),
-            (Taker::Multi(m), None) => m.acquire(owner, lease).await.map(|()| Some(String::new()))?,
+            (Taker::Multi(m), None) => m.acquire_guard(owner, None, lease).await?.map(|g| {
+                g.keep();
+                String::new()
+            }),
             (Taker::Multi(m), Some(w)) => m.try_acquire(owner, w, lease).await?.then(String::new),
             (Taker::Red(r), None) => r.acquire_guard(owner, None, lease).await?.map(|g| {
                 g.keep();

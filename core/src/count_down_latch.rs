@@ -152,9 +152,9 @@ impl CountDownLatch {
     }
 
     /// Waits until the count is 0: true when it is (at once when the latch is open already),
-    /// false when `timeout` ran out first (`None`: no limit; zero: look once). Cancel-safe:
+    /// false when `wait` ran out first (`None`: no limit; zero: look once). Cancel-safe:
     /// dropping the future leaves no subscription behind. Fails with `InvalidArgument` for a
-    /// `timeout` over 100 years, `Redis` when `name` holds something that is not a count,
+    /// `wait` over 100 years, `Redis` when `name` holds something that is not a count,
     /// `Connection`/`Timeout` when Redis stays unreachable, `Closed` when the client closes.
     ///
     /// ```no_run
@@ -169,8 +169,8 @@ impl CountDownLatch {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = crate::shared::deadline("timeout", timeout)?;
+    pub async fn wait(&self, wait: Option<Duration>) -> Result<bool> {
+        let deadline = crate::shared::deadline("wait", wait)?;
         let i = &self.inner;
         i.shared.check_open()?;
         let open = i

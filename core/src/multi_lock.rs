@@ -45,7 +45,7 @@ impl MultiLock {
     /// # let client = rlock::Client::connect_default(Default::default()).await?;
     /// let both = MultiLock::new(vec![client.lock("account:1")?, client.lock("account:2")?])?;
     /// let me = both.new_owner();
-    /// both.acquire(&me, None).await?; // all or nothing, without deadlock against other orders
+    /// both.acquire(&me).await?; // all or nothing, without deadlock against other orders
     /// // ... move money between the two accounts ...
     /// both.release(&me).await?;
     /// # Ok(()) }
@@ -73,11 +73,20 @@ impl MultiLock {
         self.members[i].owner_on_client(owner.id())
     }
 
-    /// Waits until `owner` holds every member. `lease` `None`: watchdog-renewed holds; `Some`:
-    /// each member's hold expires that long after it was taken. Cancel-safe: a dropped call
-    /// leaves no member held.
-    pub async fn acquire(&self, owner: &Owner, lease: Option<Duration>) -> Result<()> {
-        if let Some(held) = self.acquire_guard(owner, None, lease).await? {
+    /// Waits until `owner` holds every member, each hold renewed by its client's watchdog.
+    /// Cancel-safe: a dropped call leaves no member held.
+    pub async fn acquire(&self, owner: &Owner) -> Result<()> {
+        if let Some(held) = self.acquire_guard(owner, None, None).await? {
+            held.keep();
+        }
+        Ok(())
+    }
+
+    /// Like [`MultiLock::acquire`], each member's hold expiring `lease` after it was taken
+    /// (not renewed), as [`Lock::acquire_with_lease`].
+    pub async fn acquire_with_lease(&self, owner: &Owner, lease: Duration) -> Result<()> {
+        positive_ms("lease", lease)?;
+        if let Some(held) = self.acquire_guard(owner, None, Some(lease)).await? {
             held.keep();
         }
         Ok(())

@@ -37,7 +37,7 @@ async fn all_or_nothing_across_two_servers_and_every_kind() {
     // A waiter gets every member once the fair lock is released.
     let waiter = {
         let (multi, me) = (multi.clone(), me.clone());
-        tokio::spawn(async move { multi.acquire(&me, None).await })
+        tokio::spawn(async move { multi.acquire(&me).await })
     };
     assert!(
         common::eventually(Duration::from_secs(10), || s2
@@ -74,7 +74,7 @@ async fn opposite_orders_never_deadlock_and_exclude() {
                 (multi.clone(), client.new_owner(), inside.clone(), total.clone());
             tasks.push(tokio::spawn(async move {
                 for _ in 0..150 {
-                    multi.acquire(&owner, None).await.unwrap();
+                    multi.acquire(&owner).await.unwrap();
                     assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners inside");
                     tokio::task::yield_now().await;
                     inside.fetch_sub(1, Ordering::SeqCst);
@@ -97,7 +97,7 @@ async fn release_frees_every_member_and_reports_every_failure() {
     let names = ["r:a", "r:b", "r:c"];
     let multi = MultiLock::new(names.iter().map(|n| c.lock(n).unwrap()).collect()).unwrap();
     let me = c.new_owner();
-    multi.acquire(&me, None).await.unwrap();
+    multi.acquire(&me).await.unwrap();
     for n in ["r:a", "r:c"] {
         assert!(admin.lock(n).unwrap().force_unlock().await.unwrap());
     }
@@ -120,7 +120,7 @@ async fn a_cancelled_acquire_leaves_nothing_held() {
     let (me, other) = (c.new_owner(), c.new_owner());
     c.lock("x:b").unwrap().acquire(&other).await.unwrap();
     for i in 0..100u64 {
-        let _ = tokio::time::timeout(Duration::from_micros(i * 97 % 4000), multi.acquire(&me, None)).await;
+        let _ = tokio::time::timeout(Duration::from_micros(i * 97 % 4000), multi.acquire(&me)).await;
     }
     assert!(c.settle(Duration::from_secs(10)).await);
     assert!(!c.lock("x:a").unwrap().is_locked().await.unwrap(), "no member left held");

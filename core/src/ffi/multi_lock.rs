@@ -9,7 +9,7 @@ use super::handle::{give_up, hand_out, take, Handle};
 use super::lock::{owner_of, rlock_lock};
 use super::{check_out, guard, lease_arg, rlock_result, wait_arg, write_out, Failure};
 use crate::error::Error;
-use crate::multi_lock::MultiLock;
+use crate::multi_lock::{MultiGuard, MultiLock};
 
 /// An opaque multi-lock: `rlock_multi_lock_new` makes it over lock handles,
 /// `rlock_multi_lock_free` frees it. Thread-safe, and free may race calls in progress, as
@@ -91,7 +91,10 @@ pub unsafe extern "C" fn rlock_multi_lock_acquire(
         let m = unsafe { take(multi) }?;
         let o = owner_of(m.client(), owner);
         let taken = match wait {
-            None => m.client().block_on(m.multi.acquire(&o, lease))?.map(|()| true)?,
+            None => m
+                .client()
+                .block_on(m.multi.acquire_guard(&o, None, lease))?
+                .map(|g| g.map(MultiGuard::keep).is_some())?,
             Some(w) => m.client().block_on(m.multi.try_acquire(&o, w, lease))??,
         };
         if taken {

@@ -49,11 +49,14 @@ surface-ratio:
 	@set -o pipefail; python3 tools/layers.py | tail -1
 
 # The surface files derived from core's options and error kinds (core/examples/generate.rs).
-generated: ## Regenerate the C option setters, Python ClientOptions and Node option/error types
+generated: ## Regenerate the C option setters, Python ClientOptions, Node option/error types, the parity table's docs
 	$(CARGO) run --quiet -p rlock --example generate
+	python3 tools/parity.py render
 
 generated-check:
 	$(CARGO) run --quiet -p rlock --example generate -- --check
+	python3 tools/parity.py render --check
+	python3 tools/parity.py check
 
 test-rust: ## Rust core tests against private redis-servers (and the C API's unit tests)
 	$(CARGO) test --workspace

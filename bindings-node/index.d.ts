@@ -283,6 +283,12 @@ export declare function optionNames(): Array<string>
 export declare function redLock(name: string, clients: Array<NativeClient>, fenced: boolean): NativeRedLock
 
 /**
+ * How many of `servers` make a RedLock's majority (core's rule, for the JS class, which knows
+ * its clients before its native RedLock exists).
+ */
+export declare function redLockQuorum(servers: number): number
+
+/**
  * Tells the addon which JS runtime loaded it: `'node'`, `'bun'`, `'deno'` or another name
  * (`rlock.js` calls it once at load). Off Node, calls skip the event-loop-polled local link,
  * which needs Node's libuv, and use the client's shared connection.

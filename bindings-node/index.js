@@ -848,5 +848,6 @@ module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.multiLock = nativeBinding.multiLock
 module.exports.optionNames = nativeBinding.optionNames
 module.exports.redLock = nativeBinding.redLock
+module.exports.redLockQuorum = nativeBinding.redLockQuorum
 module.exports.setRuntime = nativeBinding.setRuntime
 module.exports.version = nativeBinding.version

@@ -306,6 +306,8 @@ export declare class RedLock {
   readonly name: string
   /** The clients, one per server. */
   readonly clients: readonly Client[]
+  /** How many servers make a majority (`clients.length / 2 + 1`, rounded down). */
+  readonly quorum: number
   /** Takes the lock on a majority, waiting as long as it takes or `waitMs` (then rejects RLOCK_NOT_ACQUIRED); a `FencedRedLock` resolves the new token. */
   acquire(options?: MultiLockAcquireOptions): Promise<void | number>
   /** Resolves whether it was taken within `waitMs` (default 0: one round); a `FencedRedLock` resolves the token instead of `true`. */

@@ -609,6 +609,8 @@ class RedLock {
     this.name = name
     /** The clients, one per server. */
     this.clients = Object.freeze([...clients])
+    /** How many servers make a majority. */
+    this.quorum = native.redLockQuorum(clients.length)
     this.#fenced = fenced
     this.#native = Promise.all(clients.map((c) => nativeOfClient.get(c))).then((ns) => {
       try {

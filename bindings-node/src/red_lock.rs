@@ -28,6 +28,13 @@ pub fn red_lock(
     Ok(NativeRedLock { red, owner })
 }
 
+/// How many of `servers` make a RedLock's majority (core's rule, for the JS class, which knows
+/// its clients before its native RedLock exists).
+#[napi]
+pub fn red_lock_quorum(servers: u32) -> u32 {
+    rlock::surface::quorum_of(servers as usize) as u32
+}
+
 /// One lock name held by a majority of independent servers, by this handle's owner.
 #[napi]
 pub struct NativeRedLock {

@@ -42,6 +42,7 @@ test('the shape of every lock, in Redisson layout on a majority', async () => {
   const cs = await clients()
   const n = name('shape')
   const lock = redLock(n, cs)
+  assert.equal(lock.quorum, 2, 'two of three servers make a majority')
   assert.ok(lock instanceof RedLock)
   await lock.acquire()
   assert.equal(await lock.isHeld(), true)

@@ -10,6 +10,7 @@ async function shapes(client: Client, others: Client[]): Promise<void> {
   const maybe: number | false = await fenced.tryAcquire({ waitMs: 10 })
   const kind: 'fenced' = fenced.kind
   const red = redLock('orders', [client, ...others])
+  const majority: number = red.quorum
   const redToken: number = await fencedRedLock('ledger', [client, ...others]).acquire()
   const freed: boolean = await red.release()
   try {
@@ -17,6 +18,6 @@ async function shapes(client: Client, others: Client[]): Promise<void> {
   } catch (e) {
     if (e instanceof RLockError && e.code === codes.NOT_HELD) return
   }
-  void [plain, got, token, maybe, kind, redToken, freed]
+  void [plain, got, token, maybe, kind, majority, redToken, freed]
 }
 void shapes

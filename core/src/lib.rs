@@ -112,7 +112,7 @@ pub mod surface {
     };
     pub use crate::owner::{thread_owner_id, THREAD_OWNER_BASE};
     pub use crate::records::{record_key, RECORD_PREFIX};
-    pub use crate::red_lock::red_lock;
+    pub use crate::red_lock::{quorum_of, red_lock};
     pub use crate::semaphore::count_arg;
     pub use crate::spelling::to_json_for;
 }

@@ -176,7 +176,7 @@ impl RedLock {
         Ok(RedLock {
             inner: Arc::new(RedInner {
                 name: name.into(),
-                quorum: clients.len() / 2 + 1,
+                quorum: quorum_of(clients.len()),
                 members,
                 token_key: fenced.then(|| crate::keys::token_key(name)),
                 acquires: Mutex::new(HashMap::new()),
@@ -724,6 +724,11 @@ async fn give_back(guards: Vec<Guard>) {
 /// least [`GRACE`].
 fn grace(took: Duration) -> Duration {
     (took * 2).max(GRACE)
+}
+
+/// How many of `servers` make a majority: more than half.
+pub fn quorum_of(servers: usize) -> usize {
+    servers / 2 + 1
 }
 
 fn lock_map<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

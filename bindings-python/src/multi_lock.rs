@@ -1,0 +1,99 @@
+//! `MultiLock`: core `rlock::MultiLock`, all or nothing over locks of any clients.
+
+use pyo3::prelude::*;
+
+use crate::errors::map_err;
+use crate::lock::Lock;
+use crate::runtime::Rt;
+use crate::{aio, opt_seconds, Acquired, Handle, Outcome, PendingAcquire, Taken};
+
+/// Several locks taken all-or-nothing (core `rlock::MultiLock`); members may come from several
+/// clients. Holds belong to owners: the calling thread, or an explicit id.
+#[pyclass(frozen, module = "rlock._native")]
+pub(crate) struct MultiLock {
+    pub(crate) inner: rlock::MultiLock,
+    pub(crate) client: rlock::Client,
+    pub(crate) rt: Rt,
+}
+
+#[pymethods]
+impl MultiLock {
+    /// A multi-lock over `locks` (at least one), taken in this order.
+    #[new]
+    fn new(locks: Vec<PyRef<'_, Lock>>) -> PyResult<Self> {
+        let first = locks.first().map(|l| (l.client.clone(), l.rt.clone()));
+        let members = locks.iter().map(|l| l.inner.clone()).collect();
+        let inner = rlock::MultiLock::new(members).map_err(map_err)?;
+        let (client, rt) = first.ok_or_else(|| {
+            map_err(rlock::Error::new(
+                rlock::ErrorKind::InvalidArgument,
+                "a multi-lock needs at least one lock",
+            ))
+        })?;
+        Ok(MultiLock { inner, client, rt })
+    }
+
+    /// Blocks until `owner` (None: this thread) holds every member or `timeout` seconds passed
+    /// (None: no limit, 0: one round); whether it does.
+    #[pyo3(signature = (owner = None, timeout = None, lease = None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        owner: Option<u64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<bool> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
+        let got = self.run(py, async move {
+            Ok(Acquired(multi.acquire_guard(&owner, timeout, lease).await?.map(Taken::Multi)))
+        })?;
+        Ok(got.claim())
+    }
+
+    /// Like `acquire` for `owner`, as an awaitable of a `PendingAcquire`.
+    #[pyo3(signature = (owner, timeout = None, lease = None))]
+    fn acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        owner: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        aio::future_into_py(py, &self.rt, &self.client, async move {
+            let got = multi
+                .acquire_guard(&owner, timeout, lease)
+                .await
+                .map(|g| PendingAcquire::new(g.map(Taken::Multi)));
+            Ok(Outcome(got))
+        })
+    }
+
+    /// Releases every member held by `owner` (None: this thread); the error names every
+    /// member that failed.
+    #[pyo3(signature = (owner = None))]
+    fn release(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<()> {
+        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
+        self.run(py, async move { multi.release(&owner).await })
+    }
+
+    /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
+    fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
+        let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        aio::future_into_py(
+            py,
+            &self.rt,
+            &self.client,
+            async move { Ok(Outcome(multi.release(&owner).await)) },
+        )
+    }
+
+    /// Whether `owner` (None: this thread) holds every member.
+    #[pyo3(signature = (owner = None))]
+    fn is_held(&self, py: Python<'_>, owner: Option<u64>) -> PyResult<bool> {
+        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
+        self.run(py, async move { multi.is_held(&owner).await })
+    }
+}

@@ -1,0 +1,307 @@
+//! Acquiring: the wait loop around the acquire script, what an attempt whose outcome is
+//! unknown gives back, and the bookkeeping of a hold once taken.
+
+use std::borrow::Cow;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::finish::Undo;
+use crate::keys;
+use crate::owner::Owner;
+use crate::pubsub::Meaning;
+use crate::replicas::Synced;
+use crate::scripts::{self};
+use crate::shared::{Acquiring, Attempt};
+
+use super::release::refused_upgrade;
+use super::{fair_message, lock_message, millis, now_ms, write_field, Busy, Flavor, Lock, Step};
+
+impl Lock {
+    /// Acquires (see [`Lock::acquire_guard`]); the fencing token when the wait did not run out
+    /// (0 for a lock that is not fenced), `None` when it did.
+    pub(crate) async fn acquire_inner(
+        &self,
+        owner: &Owner,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<u64>> {
+        let shared = &self.inner.shared;
+        shared.check_owner(owner)?;
+        let (lease, renew) = self.lease_of(lease)?;
+        let deadline = crate::shared::deadline("wait", wait)?;
+        shared.check_open()?;
+        let inner = &self.inner;
+        // A fair waiter listens on its own channel, and queues with a wait: the caller's, else
+        // the client's fair_lock_wait_timeout (as Redisson does).
+        let (channel, meaning, fair_wait_ms): (Cow<'_, str>, Meaning, u64) = match inner.flavor {
+            Flavor::Fair { .. } => (
+                Cow::Owned(format!("{}:{}", inner.channel, owner.as_str())),
+                fair_message,
+                match wait {
+                    Some(w) if !w.is_zero() => millis(w).max(1),
+                    _ => millis(shared.options().fair_lock_wait_timeout).max(1),
+                },
+            ),
+            _ => (Cow::Borrowed(&inner.channel), lock_message, 0),
+        };
+        let queue_up = wait != Some(Duration::ZERO);
+        // The give-up step of the fair-queue place this waiter holds (see `attempt`).
+        let queued: Mutex<Option<Undo>> = Mutex::new(None);
+        let queued = &queued;
+        let poll = shared.options().poll_interval;
+        let got = shared
+            .acquire_until(
+                Acquiring { kind: self.kind(), name: &inner.name, owner: owner.as_str() },
+                &channel,
+                meaning,
+                deadline,
+                || async move {
+                    Ok(match self.attempt(owner, lease, renew, fair_wait_ms, queue_up).await? {
+                        Ok(token) => Attempt::Done(token),
+                        Err((bound, give_up)) => {
+                            if let Some(g) = give_up {
+                                let old = queued.lock().unwrap_or_else(|p| p.into_inner()).replace(g);
+                                if let Some(old) = old {
+                                    old.keep();
+                                }
+                            }
+                            if bound == scripts::REFUSED_UPGRADE && matches!(inner.flavor, Flavor::Write) {
+                                return Err(refused_upgrade(&inner.name, owner));
+                            }
+                            match inner.flavor {
+                                // Free, but another waiter is first in line: it was woken, or it
+                                // crashed and is dropped once its deadline passes.
+                                Flavor::Fair { .. } if bound <= 0 => Attempt::Busy(Some(poll)),
+                                // Bounded by the holder's lease (a key without expiry: no bound).
+                                _ if bound >= 0 => {
+                                    Attempt::Busy(Some(Duration::from_millis(bound as u64 + 1)))
+                                }
+                                _ => Attempt::Busy(None),
+                            }
+                        }
+                    })
+                },
+            )
+            .await;
+        let give_up = queued.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(give_up) = give_up {
+            match got {
+                // The acquire step took this waiter out of the queue.
+                Ok(Some(_)) => give_up.keep(),
+                // Out of the queue before answering, so the next waiter is not held up.
+                Ok(None) => give_up.now().await,
+                // Dropped: given up on the client's runtime.
+                Err(_) => drop(give_up),
+            }
+        }
+        got
+    }
+
+    /// One acquire step (and, with replica sync, its WAIT). It runs in place, inside a
+    /// [`Finish`]: a caller who gives up mid-call hands the call to a task that finishes it, so
+    /// no untracked hold is left. The call registers the hold with the watchdog before
+    /// answering, and an answer nobody takes (an [`Undo`]) releases the hold again.
+    ///
+    /// A fair waiter that queued up gets the give-up step of its place (an [`Undo`]) in the
+    /// same way, so a caller who gives up mid-call still leaves the queue, after the call.
+    pub(super) async fn attempt(
+        &self,
+        owner: &Owner,
+        lease: Duration,
+        renew: bool,
+        fair_wait_ms: u64,
+        queue_up: bool,
+    ) -> Result<std::result::Result<u64, Busy>> {
+        let lock = self.clone();
+        let owner = owner.clone();
+        let shared = &self.inner.shared;
+        let answer = shared
+            .step(async move {
+                let inner = &lock.inner;
+                // No later than the acquire's send: the lease it sets runs from then at the
+                // earliest.
+                let sent = Instant::now();
+                let acquired = match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await {
+                    Ok(acquired) => acquired,
+                    Err(e) => {
+                        if e.outcome_unknown() && !lock.is_tracked(&owner) {
+                            // Only the reply may be lost, and `owner` held nothing here before:
+                            // release what the script may have taken before anything retries
+                            // (a retry would count a second hold level). `NotHeld` when it took
+                            // nothing. A reentrant acquire cannot tell its level from an older
+                            // one's, so it keeps what it has.
+                            // One try: retries of its own would hold up the acquire's.
+                            if let Err(e) = lock.release_tries(&owner, false).await {
+                                if e.kind() != ErrorKind::NotHeld {
+                                    log::warn!(
+                                        "rlock: could not release what an unanswered acquire of '{}' may \
+                                         have taken ({e}); it ends with its lease",
+                                        lock.name()
+                                    );
+                                }
+                            }
+                        }
+                        return Err(e);
+                    }
+                };
+                match acquired {
+                    Ok(token) => {
+                        let key = lock.key(&owner);
+                        inner.shared.watchdog().acquired(
+                            inner.flavor.kind(),
+                            key.clone(),
+                            &owner,
+                            lease,
+                            renew,
+                            inner.group,
+                            sent,
+                        );
+                        if matches!(inner.flavor, Flavor::Fenced { .. }) {
+                            inner.shared.watchdog().set_token(&key, token);
+                        }
+                        let undo = lock.undo(&owner);
+                        Ok(Ok((undo, token)))
+                    }
+                    Err(bound) => {
+                        let give_up = (matches!(inner.flavor, Flavor::Fair { .. }) && queue_up)
+                            .then(|| lock.give_up(&owner, fair_wait_ms));
+                        Ok(Err((bound, give_up)))
+                    }
+                }
+            })
+            .await;
+        // No await from here on: the hold is handed to the caller in the same poll.
+        match answer? {
+            Ok((hold, token)) => {
+                hold.keep();
+                Ok(Ok(token))
+            }
+            Err(busy) => Ok(Err(busy)),
+        }
+    }
+
+    /// The fair lock's give-up step for `owner` (queued with `wait_ms`), run when dropped
+    /// unkept or through [`Undo::now`].
+    fn give_up(&self, owner: &Owner, wait_ms: u64) -> Undo {
+        let (lock, owner) = (self.clone(), owner.clone());
+        Undo::new(self.inner.shared.cleanups(), async move {
+            let inner = &lock.inner;
+            let Flavor::Fair { queue, timeouts } = &inner.flavor else { return };
+            let keys = scripts::FairKeys { name: &inner.name, queue, timeouts, channel: &inner.channel };
+            let publish = inner.shared.publish_command();
+            let result = inner
+                .shared
+                .retrying_past_close(|mut conn| {
+                    let keys = &keys;
+                    let owner = &owner;
+                    async move {
+                        scripts::fair_give_up(&mut conn, keys, owner.as_str(), wait_ms, publish)
+                            .await
+                            .map_err(|e| Error::from_redis("fair lock give-up failed", e))
+                    }
+                })
+                .await;
+            if let Err(e) = result {
+                log::warn!(
+                    "rlock: a waiter of fair lock '{}' could not leave the queue ({e}); the waiters \
+                     behind it wait until its deadline",
+                    inner.name
+                );
+            }
+        })
+    }
+
+    /// Releases `owner`'s hold on the client's runtime when dropped unkept.
+    pub(super) fn undo(&self, owner: &Owner) -> Undo {
+        let (lock, owner) = (self.clone(), owner.clone());
+        Undo::new(self.inner.shared.cleanups(), async move {
+            match lock.release_now(&owner).await {
+                // Nothing left to give back: the acquire took nothing, or the hold ended.
+                Err(e) if e.kind() == ErrorKind::NotHeld || e.kind() == ErrorKind::Lost => {}
+                Err(e) => {
+                    log::warn!("rlock: could not undo an acquire nobody took on '{}': {e}", lock.name())
+                }
+                Ok(_) => {}
+            }
+        })
+    }
+
+    /// The acquire step, followed by a replica `WAIT` when replica sync is on and the key's
+    /// master has replicas. An acquire no replica acknowledged is undone and fails with
+    /// `Timeout`, which the wait loop retries.
+    async fn run_acquire(
+        &self,
+        owner: &Owner,
+        lease_ms: u64,
+        fair_wait_ms: u64,
+        queue_up: bool,
+    ) -> Result<Step> {
+        let inner = &self.inner;
+        let failed = |e| Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e);
+        let step = |mut conn| async move {
+            let busy = match &inner.flavor {
+                Flavor::Fenced { token_key } => {
+                    return scripts::fenced_acquire(
+                        &mut conn,
+                        &inner.name,
+                        token_key,
+                        lease_ms,
+                        owner.as_str(),
+                    )
+                    .await
+                }
+                Flavor::Reentrant => {
+                    scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await?
+                }
+                Flavor::Read { .. } => {
+                    let prefix = keys::read_timeout_prefix(&inner.name, owner.as_str());
+                    let field = write_field(owner);
+                    scripts::read_acquire(&mut conn, &inner.name, &prefix, lease_ms, owner.as_str(), &field)
+                        .await?
+                }
+                Flavor::Write => {
+                    let field = write_field(owner);
+                    scripts::write_acquire(&mut conn, &inner.name, lease_ms, &field, owner.as_str()).await?
+                }
+                Flavor::Fair { queue, timeouts } => {
+                    let keys =
+                        scripts::FairKeys { name: &inner.name, queue, timeouts, channel: &inner.channel };
+                    scripts::fair_acquire(
+                        &mut conn,
+                        &keys,
+                        lease_ms,
+                        owner.as_str(),
+                        fair_wait_ms,
+                        now_ms(),
+                        queue_up,
+                    )
+                    .await?
+                }
+            };
+            Ok(busy.map_or(Ok(0), Err))
+        };
+        let Some(replicas) = inner.shared.replicas_for(inner.group) else {
+            return step(inner.shared.conn()).await.map_err(failed);
+        };
+        match replicas.run(&inner.name, inner.group, step, Step::is_ok).await.map_err(failed)? {
+            Synced::Acknowledged(ttl) => Ok(ttl),
+            Synced::Unacknowledged(_) => {
+                if let Err(e) = self.release_now(owner).await {
+                    log::warn!("rlock: could not undo the unsynced acquire of '{}': {e}", inner.name);
+                }
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "no replica acknowledged the acquire of lock '{}' within replica_sync_timeout \
+                         ({:?}); the acquire was undone",
+                        inner.name,
+                        inner.shared.options().replica_sync_timeout
+                    ),
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Releasing: one hold level (with retries whose reply was lost made safe by a request
+//! latch), and force-unlocking.
+
+use tokio::time::Instant;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::finish::Finish;
+use crate::keys;
+use crate::latches::request_latch;
+use crate::owner::Owner;
+use crate::scripts::{self, ReleaseKind};
+use crate::watchdog::Forgotten;
+
+use super::{millis, now_ms, write_field, Flavor, Lock, Released};
+
+impl Lock {
+    /// Releases one hold level of `owner`: [`Released::Unlocked`] when the lock is free now.
+    /// Errors: `NotHeld` when `owner` does not hold the lock (never did, or its lease ran out),
+    /// `Lost` when the watchdog had lost the hold. Retried after connection errors with one
+    /// request id, so a retry never double-releases. Runs to the end even when the returned
+    /// future is dropped.
+    ///
+    /// ```no_run
+    /// use rlock::{ErrorKind, Released};
+    /// # async fn demo() -> rlock::Result<()> {
+    /// # let client = rlock::Client::connect_default(Default::default()).await?;
+    /// let (lock, me) = (client.lock("orders")?, client.new_owner());
+    /// lock.acquire(&me).await?;
+    /// lock.acquire(&me).await?;
+    /// assert_eq!(lock.release(&me).await?, Released::StillHeld);
+    /// assert_eq!(lock.release(&me).await?, Released::Unlocked); // free: a waiter is woken
+    /// let again = lock.release(&me).await;
+    /// assert_eq!(again.map_err(|e| e.kind()), Err(ErrorKind::NotHeld));
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self, owner: &Owner) -> Result<Released> {
+        self.inner.shared.check_owner(owner)?;
+        self.inner.shared.check_open()?;
+        let lock = self.clone();
+        let owner = owner.clone();
+        let r =
+            Finish::new(self.inner.shared.cleanups(), async move { lock.release_now(&owner).await }).await;
+        self.inner.shared.counted(r)
+    }
+
+    pub(super) async fn release_now(&self, owner: &Owner) -> Result<Released> {
+        self.release_tries(owner, true).await
+    }
+
+    /// [`Self::release_now`], retried after transient errors when `retry`, else tried once.
+    pub(super) async fn release_tries(&self, owner: &Owner, retry: bool) -> Result<Released> {
+        let inner = &self.inner;
+        let shared = &inner.shared;
+        let key = self.key(owner);
+        let latch = request_latch(&inner.latch_prefix, shared.id());
+        let kind = match &inner.flavor {
+            Flavor::Reentrant | Flavor::Fenced { .. } => ReleaseKind::Reentrant,
+            Flavor::Read { key_prefix } => ReleaseKind::Read {
+                timeout_prefix: keys::read_timeout_prefix(&inner.name, owner.as_str()),
+                key_prefix,
+            },
+            Flavor::Write => ReleaseKind::Write { field: write_field(owner) },
+            Flavor::Fair { queue, timeouts } => ReleaseKind::Fair { queue, timeouts, now_ms: now_ms() },
+        };
+        let call = scripts::Release {
+            name: &inner.name,
+            channel: &inner.channel,
+            latch: &latch,
+            lease_ms: millis(shared.watchdog().release_lease(&key)),
+            owner: owner.as_str(),
+            publish: shared.publish_command(),
+            latch_ttl_ms: shared.latch_ttl_ms(),
+            kind,
+        };
+        shared.watchdog().release_started(&key);
+        let sent = Instant::now();
+        let call = &call;
+        let op = |mut conn: crate::conn::Commands| async move {
+            call.run(&mut conn)
+                .await
+                .map_err(|e| Error::from_redis(&format!("release of lock '{}' failed", inner.name), e))
+        };
+        let result = if retry { shared.retrying(op).await } else { op(shared.conn()).await };
+        let outcome = match result {
+            Ok(Some(free @ (scripts::RELEASE_FREE | scripts::RELEASE_LEFT))) => {
+                let lost = shared.watchdog().released(&key);
+                if let Forgotten::Lost = lost {
+                    shared.latches().delete(inner.group, latch);
+                    return Err(not_held(lost, &inner.name, owner));
+                }
+                if free == scripts::RELEASE_FREE {
+                    Released::Unlocked
+                } else {
+                    Released::StillLocked
+                }
+            }
+            Ok(Some(_)) => {
+                // A reentrant release set the lease again, from its arrival.
+                shared.watchdog().lease_reset(&key, sent);
+                shared.watchdog().release_ended(&key);
+                Released::StillHeld
+            }
+            Ok(None) => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
+            Err(e) => {
+                // It may have run and set the lease again.
+                shared.watchdog().lease_reset(&key, sent);
+                shared.watchdog().release_ended(&key);
+                return Err(e);
+            }
+        };
+        // The latch only matters to retries of this call, which are over.
+        shared.latches().delete(inner.group, latch);
+        Ok(outcome)
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter. Returns whether a lock was there.
+    /// `Redis` error (and nothing deleted) when the key is not a lock. The holder's watchdog
+    /// reports the loss and its release fails with `Lost`. The read (write) side of a
+    /// read-write lock deletes the lock only while it is read (write) locked, as Redisson's.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        let inner = &self.inner;
+        let shared = &inner.shared;
+        shared.check_open()?;
+        let publish = shared.publish_command();
+        let mut conn = shared.conn();
+        let (name, channel) = (&*inner.name, inner.channel.as_str());
+        let deleted = match &inner.flavor {
+            Flavor::Reentrant | Flavor::Fenced { .. } => {
+                scripts::force_unlock(&mut conn, name, channel, publish).await
+            }
+            Flavor::Read { .. } => {
+                scripts::rw_force_unlock(&mut conn, name, channel, scripts::UNLOCK_MESSAGE, publish, "read")
+                    .await
+            }
+            Flavor::Write => {
+                scripts::rw_force_unlock(
+                    &mut conn,
+                    name,
+                    channel,
+                    scripts::READ_UNLOCK_MESSAGE,
+                    publish,
+                    "write",
+                )
+                .await
+            }
+            Flavor::Fair { queue, timeouts } => {
+                let keys = scripts::FairKeys { name, queue, timeouts, channel };
+                scripts::fair_force_unlock(&mut conn, &keys, now_ms(), publish).await
+            }
+        }
+        .map_err(|e| Error::from_redis(&format!("force unlock of lock '{}' failed", inner.name), e))?;
+        if deleted == 1 {
+            shared.watchdog().forget_name(&inner.name);
+        }
+        Ok(deleted == 1)
+    }
+}
+
+/// The error of a write acquire by an owner that holds only read holds.
+pub(super) fn refused_upgrade(name: &str, owner: &Owner) -> Error {
+    Error::new(
+        ErrorKind::WouldDeadlock,
+        format!(
+            "{owner} holds read locks on '{name}' and asked for its write lock: that upgrade would \
+             wait forever (Redisson's does); release the read holds first"
+        ),
+    )
+}
+
+/// The error of a release Redis answered "not held" for.
+fn not_held(forgotten: Forgotten, name: &str, owner: &Owner) -> Error {
+    match forgotten {
+        Forgotten::Lost => Error::new(
+            ErrorKind::Lost,
+            format!(
+                "lock '{name}' was lost before this release: it expired, was force-unlocked, or its \
+                 lease was in doubt or ending (the lost-hold listeners were told why)"
+            ),
+        ),
+        Forgotten::NotHeld => Error::new(
+            ErrorKind::NotHeld,
+            format!("lock '{name}' is not held by {owner} (never acquired, or its lease ran out)"),
+        ),
+    }
+}

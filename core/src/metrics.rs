@@ -103,16 +103,16 @@ pub struct Summary {
     /// How many durations were recorded.
     pub count: u64,
     /// Their sum.
-    #[serde(rename = "sum_ms", serialize_with = "millis::float_ms")]
+    #[serde(rename = "sum_ms", serialize_with = "millis::ser::float_ms")]
     pub sum: Duration,
     /// The median: the upper bound of its bucket (at most 25% over), never above the maximum.
-    #[serde(rename = "p50_ms", serialize_with = "millis::float_ms")]
+    #[serde(rename = "p50_ms", serialize_with = "millis::ser::float_ms")]
     pub p50: Duration,
     /// The 99th percentile, as the median.
-    #[serde(rename = "p99_ms", serialize_with = "millis::float_ms")]
+    #[serde(rename = "p99_ms", serialize_with = "millis::ser::float_ms")]
     pub p99: Duration,
     /// The largest.
-    #[serde(rename = "max_ms", serialize_with = "millis::float_ms")]
+    #[serde(rename = "max_ms", serialize_with = "millis::ser::float_ms")]
     pub max: Duration,
 }
 

@@ -9,13 +9,14 @@
 //! client's watchdog-renewed holds are. It never contains a URL, password or other secret.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::conn::Commands;
+use crate::millis::unix_ms;
 use crate::watchdog::Watchdog;
 
 /// The key prefix of every holder record.
@@ -68,11 +69,6 @@ pub struct RecordedHold {
     pub since_ms: u64,
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// The host name, or `"unknown"`.
 fn host_name() -> String {
     gethostname::gethostname().into_string().unwrap_or_else(|_| "unknown".to_owned())
@@ -122,7 +118,7 @@ pub(crate) async fn run(
 ) {
     let key = record_key(&id.hyphenated().to_string());
     let lease = wd.lease();
-    let ttl_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX).max(1);
+    let ttl_ms = crate::millis::whole_ms(lease).max(1);
     let period = refresh_period(lease);
     loop {
         tokio::select! {

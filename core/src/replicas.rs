@@ -76,7 +76,7 @@ impl Replicas {
         let replicas = Arc::new(Replicas {
             counts: RwLock::new(first),
             sync,
-            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1),
+            timeout_ms: crate::millis::whole_ms(timeout).max(1),
         });
         handle.spawn(refresh(Arc::downgrade(&replicas), main, master_changes, stop));
         replicas

@@ -148,7 +148,7 @@ impl Shared {
             watchdog: wd,
             cleanups: Cleanups::new(handle),
             closed,
-            latch_ttl_ms: u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX),
+            latch_ttl_ms: crate::millis::whole_ms(latch_ttl),
             latches,
             replicas,
             topology: conns.topology,

@@ -205,7 +205,7 @@ struct Stall {
 /// The clock of [`Stall::progress`].
 fn now_ms() -> u64 {
     static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    u64::try_from(EPOCH.get_or_init(std::time::Instant::now).elapsed().as_millis()).unwrap_or(u64::MAX)
+    crate::millis::whole_ms(EPOCH.get_or_init(std::time::Instant::now).elapsed())
 }
 
 /// One request waiting on a link, until dropped.
@@ -229,7 +229,7 @@ impl Drop for Waiting<'_> {
 /// Ends the link once requests waited `timeout` with nothing read; checks four times per
 /// `timeout`, so a stall is found within 1.25 `timeout`.
 async fn watch_stall(stall: &Stall, io: &LocalIo, timeout: Duration) {
-    let limit = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    let limit = crate::millis::whole_ms(timeout);
     loop {
         tokio::time::sleep(timeout / 4).await;
         let idle = now_ms().saturating_sub(stall.progress.load(Ordering::Relaxed));

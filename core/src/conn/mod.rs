@@ -384,9 +384,7 @@ pub(crate) async fn connect(
                     .connection_timeout(options.connect_timeout)
                     .retries(options.retry_attempts)
                     .min_retry_wait(50)
-                    .max_retry_wait(
-                        u64::try_from(options.retry_delay.as_millis()).unwrap_or(u64::MAX).max(50),
-                    );
+                    .max_retry_wait(crate::millis::whole_ms(options.retry_delay).max(50));
                 if let Some(t) = response_timeout {
                     b = b.response_timeout(t);
                 }

@@ -156,10 +156,10 @@ pub struct Description {
     /// The Redis type of the key `name`: `"hash"`, `"string"`, ..., `"none"` when missing.
     pub redis_type: String,
     /// The key's remaining time to live; `None` when it does not exist or never expires.
-    #[serde(rename = "ttl_ms", serialize_with = "millis::opt_ms")]
+    #[serde(rename = "ttl_ms", serialize_with = "millis::ser::opt_ms")]
     pub ttl: Option<Duration>,
     /// The Redis server's clock when the keys were read.
-    #[serde(rename = "now_ms", serialize_with = "millis::unix_ms")]
+    #[serde(rename = "now_ms", serialize_with = "millis::ser::unix_ms")]
     pub now: SystemTime,
     /// The owners holding a lock, with their hold counts (empty for other kinds).
     pub holders: Vec<Holder>,
@@ -201,13 +201,13 @@ pub struct Holder {
     pub count: u64,
     /// How long the hold lasts unless renewed: the lock's TTL, or for read holds the longest
     /// of the owner's read-hold keys; `None` when unknown or never expiring.
-    #[serde(rename = "ttl_ms", serialize_with = "millis::opt_ms")]
+    #[serde(rename = "ttl_ms", serialize_with = "millis::ser::opt_ms")]
     pub ttl: Option<Duration>,
     /// Since when it is held (from the client's holder record).
-    #[serde(rename = "since_ms", serialize_with = "millis::opt_unix_ms")]
+    #[serde(rename = "since_ms", serialize_with = "millis::ser::opt_unix_ms")]
     pub since: Option<SystemTime>,
     /// How long it has been held (`now - since`).
-    #[serde(rename = "held_for_ms", serialize_with = "millis::opt_ms")]
+    #[serde(rename = "held_for_ms", serialize_with = "millis::ser::opt_ms")]
     pub held_for: Option<Duration>,
     /// The holder record of its client; `null` when there is none (not an rlock client, e.g.
     /// Redisson; records switched off; or written within a second of the acquire).
@@ -229,7 +229,7 @@ pub struct ClientRecord {
     /// Its rlock version.
     pub version: String,
     /// When the record was last written (the client's clock).
-    #[serde(rename = "written_ms", serialize_with = "millis::unix_ms")]
+    #[serde(rename = "written_ms", serialize_with = "millis::ser::unix_ms")]
     pub written: SystemTime,
 }
 
@@ -243,10 +243,10 @@ pub struct QueuedWaiter {
     pub client_id: String,
     /// Its deadline (the waiter is dropped from the queue after it, unless it tries again);
     /// `None` when it has none.
-    #[serde(rename = "deadline_ms", serialize_with = "millis::opt_unix_ms")]
+    #[serde(rename = "deadline_ms", serialize_with = "millis::ser::opt_unix_ms")]
     pub deadline: Option<SystemTime>,
     /// Time left until that deadline (zero once it passed).
-    #[serde(rename = "deadline_in_ms", serialize_with = "millis::opt_ms")]
+    #[serde(rename = "deadline_in_ms", serialize_with = "millis::ser::opt_ms")]
     pub deadline_in: Option<Duration>,
     /// The holder record of its client, when there is one (a client that only waits and holds
     /// nothing has none: records exist while a client holds something).
@@ -260,19 +260,19 @@ pub struct HeldPermit {
     /// The permit id: 32 lowercase hex characters.
     pub id: String,
     /// When it expires; `None` for a permit without a lease (Redisson's 922337203685477).
-    #[serde(rename = "expires_ms", serialize_with = "millis::opt_unix_ms")]
+    #[serde(rename = "expires_ms", serialize_with = "millis::ser::opt_unix_ms")]
     pub expires: Option<SystemTime>,
     /// Time left until it expires (zero: expired, given back at the next call).
-    #[serde(rename = "expires_in_ms", serialize_with = "millis::opt_ms")]
+    #[serde(rename = "expires_in_ms", serialize_with = "millis::ser::opt_ms")]
     pub expires_in: Option<Duration>,
     /// The owner its client lists it under (`<client uuid>:0`); `null` when no record lists it
     /// (Redisson's permits; rlock permits with a lease, which the watchdog does not track).
     pub owner: Option<String>,
     /// Since when it is held (from the client's record).
-    #[serde(rename = "since_ms", serialize_with = "millis::opt_unix_ms")]
+    #[serde(rename = "since_ms", serialize_with = "millis::ser::opt_unix_ms")]
     pub since: Option<SystemTime>,
     /// How long it has been held.
-    #[serde(rename = "held_for_ms", serialize_with = "millis::opt_ms")]
+    #[serde(rename = "held_for_ms", serialize_with = "millis::ser::opt_ms")]
     pub held_for: Option<Duration>,
     /// The holder record of its client: the one listing it, or for a permit with a lease the
     /// client whose UUID begins its id (rlock ids start with 8 bytes of their client's UUID);

@@ -16,8 +16,10 @@ use crate::replicas::Synced;
 use crate::scripts::{self};
 use crate::shared::{Acquiring, Attempt};
 
+use crate::millis::whole_ms;
+
 use super::release::refused_upgrade;
-use super::{fair_message, lock_message, millis, now_ms, write_field, Busy, Flavor, Lock, Step};
+use super::{fair_message, lock_message, now_ms, write_field, Busy, Flavor, Lock, Step};
 
 impl Lock {
     /// Acquires (see [`Lock::acquire_guard`]); the fencing token when the wait did not run out
@@ -41,8 +43,8 @@ impl Lock {
                 Cow::Owned(format!("{}:{}", inner.channel, owner.as_str())),
                 fair_message,
                 match wait {
-                    Some(w) if !w.is_zero() => millis(w).max(1),
-                    _ => millis(shared.options().fair_lock_wait_timeout).max(1),
+                    Some(w) if !w.is_zero() => whole_ms(w).max(1),
+                    _ => whole_ms(shared.options().fair_lock_wait_timeout).max(1),
                 },
             ),
             _ => (Cow::Borrowed(&inner.channel), lock_message, 0),
@@ -124,7 +126,7 @@ impl Lock {
                 // No later than the acquire's send: the lease it sets runs from then at the
                 // earliest.
                 let sent = Instant::now();
-                let acquired = match lock.run_acquire(&owner, millis(lease), fair_wait_ms, queue_up).await {
+                let acquired = match lock.run_acquire(&owner, whole_ms(lease), fair_wait_ms, queue_up).await {
                     Ok(acquired) => acquired,
                     Err(e) => {
                         if e.outcome_unknown() && !lock.is_tracked(&owner) {

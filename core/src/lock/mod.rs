@@ -193,13 +193,7 @@ type Busy = (i64, Option<Undo>);
 /// Milliseconds since the Unix epoch (the fair lock's deadlines use the clients' clocks, as
 /// Redisson's do).
 fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    crate::millis::unix_ms(std::time::SystemTime::now())
 }
 
 impl Lock {

@@ -11,7 +11,9 @@ use crate::owner::Owner;
 use crate::scripts::{self, ReleaseKind};
 use crate::watchdog::Forgotten;
 
-use super::{millis, now_ms, write_field, Flavor, Lock, Released};
+use crate::millis::whole_ms;
+
+use super::{now_ms, write_field, Flavor, Lock, Released};
 
 impl Lock {
     /// Releases one hold level of `owner`: [`Released::Unlocked`] when the lock is free now.
@@ -66,7 +68,7 @@ impl Lock {
             name: &inner.name,
             channel: &inner.channel,
             latch: &latch,
-            lease_ms: millis(shared.watchdog().release_lease(&key)),
+            lease_ms: whole_ms(shared.watchdog().release_lease(&key)),
             owner: owner.as_str(),
             publish: shared.publish_command(),
             latch_ttl_ms: shared.latch_ttl_ms(),

@@ -236,7 +236,7 @@ pub(crate) async fn run(
         retry: retry_delay.min(period).max(tick),
     };
     let mut calls: FuturesUnordered<BoxFuture<'static, Renewed>> = FuturesUnordered::new();
-    let lease_ms = u64::try_from(wd.lease.as_millis()).unwrap_or(u64::MAX);
+    let lease_ms = crate::millis::whole_ms(wd.lease);
     loop {
         let expired = tokio::select! {
             _ = stop.cancelled() => return,

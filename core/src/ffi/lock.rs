@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
-use super::lost::{listener, rlock_lost_callback, HandleListeners};
+use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure, RLOCK_THREAD};
 use crate::error::Error;
 use crate::lock::Lock;
@@ -63,9 +63,7 @@ pub struct rlock_lock {
 
 impl Drop for rlock_lock {
     fn drop(&mut self) {
-        for id in self.listeners.drain() {
-            self.lock.remove_lost_listener(id);
-        }
+        self.listeners.remove_all(|id| self.lock.remove_lost_listener(id));
     }
 }
 
@@ -324,10 +322,8 @@ pub unsafe extern "C" fn rlock_lock_on_lost(
     guard(|| {
         // SAFETY: NULL or live per the header.
         let l = unsafe { take(lock) }?;
-        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
-        let id = l.lock.on_lost(Some(&owner_of(&l.client, owner)), listener(f, userdata));
-        write_out(out_listener, l.listeners.add(id));
-        Ok(())
+        l.listeners
+            .add(callback, userdata, out_listener, |f| l.lock.on_lost(Some(&owner_of(&l.client, owner)), f))
     })
 }
 
@@ -343,8 +339,7 @@ pub unsafe extern "C" fn rlock_lock_remove_lost_listener(
     guard(|| {
         // SAFETY: NULL or live per the header.
         let l = unsafe { take(lock) }?;
-        let removed = l.listeners.take(listener).is_some_and(|id| l.lock.remove_lost_listener(id));
-        write_out(out_removed, removed);
+        l.listeners.remove(listener, out_removed, |id| l.lock.remove_lost_listener(id));
         Ok(())
     })
 }

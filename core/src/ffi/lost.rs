@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Mutex;
 
+use super::{write_out, Failure};
 use crate::watchdog::{ListenerId, LostEvent};
 
 /// What the watchdog lost, for `rlock_lost_callback`: the same fields as the Python and Node
@@ -78,23 +79,46 @@ pub(crate) fn listener(
 #[derive(Default)]
 pub(crate) struct HandleListeners(Mutex<Vec<ListenerId>>);
 
+/// A listener calling C, boxed to be handed to any primitive's `on_lost`.
+pub(crate) type CListener = Box<dyn Fn(&LostEvent) + Send + Sync>;
+
 impl HandleListeners {
-    /// Records `id`, added by the handle; returns it as C sees it.
-    pub(crate) fn add(&self, id: ListenerId) -> u64 {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(id);
-        id.into_raw()
+    /// `rlock_<primitive>_on_lost`: registers a listener calling `callback` through core's
+    /// `register` (the primitive's `on_lost`), records it and writes its id to `out` (NULL:
+    /// not wanted). A NULL callback is `RLOCK_INVALID_ARGUMENT`, and nothing is registered.
+    pub(crate) fn add(
+        &self,
+        callback: rlock_lost_callback,
+        userdata: *mut c_void,
+        out: *mut u64,
+        register: impl FnOnce(CListener) -> ListenerId,
+    ) -> Result<(), Failure> {
+        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
+        let id = register(Box::new(listener(f, userdata)));
+        self.ids().push(id);
+        write_out(out, id.into_raw());
+        Ok(())
     }
 
-    /// Forgets listener `id` when this handle added it (then the caller removes it from core);
-    /// false for an id this handle did not add, or one already removed.
-    pub(crate) fn take(&self, id: u64) -> Option<ListenerId> {
-        let mut ids = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let i = ids.iter().position(|l| l.into_raw() == id)?;
-        Some(ids.swap_remove(i))
+    /// `rlock_<primitive>_remove_lost_listener`: removes listener `id` through core's `remove`
+    /// when this handle added it; writes whether it was there to `out` (NULL: not wanted).
+    pub(crate) fn remove(&self, id: u64, out: *mut bool, remove: impl FnOnce(ListenerId) -> bool) {
+        let taken = {
+            let mut ids = self.ids();
+            ids.iter().position(|l| l.into_raw() == id).map(|i| ids.swap_remove(i))
+        };
+        write_out(out, taken.is_some_and(remove));
     }
 
-    /// Every listener still registered (for the handle's drop).
-    pub(crate) fn drain(&self) -> Vec<ListenerId> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    /// Removes every listener still registered (the handle's drop).
+    pub(crate) fn remove_all(&self, remove: impl Fn(ListenerId) -> bool) {
+        for id in std::mem::take(&mut *self.ids()) {
+            remove(id);
+        }
+    }
+
+    fn ids(&self) -> std::sync::MutexGuard<'_, Vec<ListenerId>> {
+        // Every critical section leaves the list whole, so a poisoned mutex is still usable.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
-use super::lost::{listener, rlock_lost_callback, HandleListeners};
-use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string, Failure};
+use super::lost::{rlock_lost_callback, HandleListeners};
+use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string};
 use crate::error::Error;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
@@ -25,9 +25,7 @@ pub struct rlock_permit_expirable_semaphore {
 
 impl Drop for rlock_permit_expirable_semaphore {
     fn drop(&mut self) {
-        for id in self.listeners.drain() {
-            self.sem.remove_lost_listener(id);
-        }
+        self.listeners.remove_all(|id| self.sem.remove_lost_listener(id));
     }
 }
 
@@ -247,10 +245,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_on_lost(
     guard(|| {
         // SAFETY: NULL or live per the header.
         let h = unsafe { take(sem) }?;
-        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
-        let id = h.sem.on_lost(listener(f, userdata));
-        write_out(out_listener, h.listeners.add(id));
-        Ok(())
+        h.listeners.add(callback, userdata, out_listener, |f| h.sem.on_lost(f))
     })
 }
 
@@ -266,8 +261,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_remove_lost_listener(
     guard(|| {
         // SAFETY: NULL or live per the header.
         let h = unsafe { take(sem) }?;
-        let removed = h.listeners.take(listener).is_some_and(|id| h.sem.remove_lost_listener(id));
-        write_out(out_removed, removed);
+        h.listeners.remove(listener, out_removed, |id| h.sem.remove_lost_listener(id));
         Ok(())
     })
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::client::{client_ref, rlock_client};
 use super::handle::{give_up, hand_out, take, Handle};
 use super::lock::{owner_of, write_token};
-use super::lost::{listener, rlock_lost_callback, HandleListeners};
+use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure};
 use crate::client::Client;
 use crate::error::Error;
@@ -29,9 +29,7 @@ pub struct rlock_red_lock {
 
 impl Drop for rlock_red_lock {
     fn drop(&mut self) {
-        for id in self.listeners.drain() {
-            self.red.remove_lost_listener(id);
-        }
+        self.listeners.remove_all(|id| self.red.remove_lost_listener(id));
     }
 }
 
@@ -205,10 +203,8 @@ pub unsafe extern "C" fn rlock_red_lock_on_lost(
     guard(|| {
         // SAFETY: NULL or live per the header.
         let h = unsafe { take(red) }?;
-        let f = callback.ok_or_else(|| Failure::invalid("callback is NULL"))?;
-        let id = h.red.on_lost(Some(&owner_of(h.client(), owner)), listener(f, userdata));
-        write_out(out_listener, h.listeners.add(id));
-        Ok(())
+        h.listeners
+            .add(callback, userdata, out_listener, |f| h.red.on_lost(Some(&owner_of(h.client(), owner)), f))
     })
 }
 
@@ -224,8 +220,7 @@ pub unsafe extern "C" fn rlock_red_lock_remove_lost_listener(
     guard(|| {
         // SAFETY: NULL or live per the header.
         let h = unsafe { take(red) }?;
-        let removed = h.listeners.take(listener).is_some_and(|id| h.red.remove_lost_listener(id));
-        write_out(out_removed, removed);
+        h.listeners.remove(listener, out_removed, |id| h.red.remove_lost_listener(id));
         Ok(())
     })
 }

@@ -63,7 +63,7 @@ def check() -> list:
     return problems
 
 
-def spelled(surface: str, cell: dict) -> str:
+def spelled(cell: dict) -> str:
     """A cell as the docs show it: `name(params)` and its result."""
     if cell.get("absent"):
         return f"none: {cell['absent']}"
@@ -100,7 +100,7 @@ def render(check_only: bool = False) -> bool:
             print(f"wrote {TABLE}")
     lines = [BEGIN, "", "| primitive | operation | Rust | C | Python | Node |", "|---|---|---|---|---|---|"]
     for row in table["rows"]:
-        cells = [spelled(s, row[s]).replace("|", "\\|") for s in SURFACES]
+        cells = [spelled(row[s]).replace("|", "\\|") for s in SURFACES]
         lines.append(f"| {row['primitive']} | {row['operation']} | " + " | ".join(cells) + " |")
     lines += ["", END]
     text = CONCEPTS.read_text()

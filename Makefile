@@ -48,13 +48,13 @@ surface-ratio:
 	@set -o pipefail; python3 tools/surface-ratio.py --max 0.75 | tail -2
 	@set -o pipefail; python3 tools/layers.py | tail -1
 
-# The surface files derived from core's options and error kinds (core/examples/generate.rs).
+# The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).
 generated: ## Regenerate the C option setters, Python ClientOptions, Node option/error types, the parity table's docs
-	$(CARGO) run --quiet -p rlock --example generate
+	$(CARGO) run --quiet -p rlock-generate
 	python3 tools/parity.py render
 
 generated-check:
-	$(CARGO) run --quiet -p rlock --example generate -- --check
+	$(CARGO) run --quiet -p rlock-generate -- --check
 	python3 tools/parity.py render --check
 	python3 tools/parity.py check
 

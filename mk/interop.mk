@@ -1,5 +1,6 @@
 # Interop with the real Redisson (Java): tests/interop. `make interop` builds the rlock side
-# (cargo example `interop` of the core) and the Maven project, then runs tests/interop/run.sh.
+# (binary `interop` of the crate rlock-interop, tests/interop/rlock) and the Maven project, then
+# runs tests/interop/run.sh.
 APT_PACKAGES += maven openjdk-17-jdk-headless
 TEST_TARGETS += interop
 
@@ -18,7 +19,7 @@ $(INTEROP_JAR): $(INTEROP_SOURCES)
 interop-jar: deps $(INTEROP_JAR)
 
 build-interop: interop-jar
-	$(CARGO) build -p rlock --example interop
+	$(CARGO) build -p rlock-interop
 
 interop: build-interop testbed ## rlock and Redisson share locks (one server, then a cluster): mutex, wake-ups, holds, force-unlock, watchdog, fenced, read-write, fair, semaphore, permit-semaphore, multi-lock, latch; RedLock over three servers
 	bash tests/interop/run.sh

@@ -192,9 +192,10 @@ maturin sdist -m bindings-python/Cargo.toml -o "$OUT"
 echo "== dist: the npm package rlock (its addons: ${optional_deps[*]})"
 # The JS entry points and types, the addon packages as optional dependencies (what `napi
 # pre-publish` adds), no addon of its own, no development fields.
-mkdir -p "$STAGE/npm-rlock"
+mkdir -p "$STAGE/npm-rlock/lib"
 cp bindings-node/README.md bindings-node/rlock.js bindings-node/rlock.mjs bindings-node/rlock.d.ts \
   bindings-node/index.js bindings-node/index.d.ts LICENSE-MIT LICENSE-APACHE "$STAGE/npm-rlock/"
+cp bindings-node/lib/*.js "$STAGE/npm-rlock/lib/"
 node -e '
 const fs = require("fs")
 const [src, dst, version, ...deps] = process.argv.slice(1)

@@ -46,6 +46,7 @@ surface = files(
     "bindings-python/python/rlock/*.pyi",
     "bindings-node/src/*.rs",
     "bindings-node/rlock.js",
+    "bindings-node/lib/*.js",
     "bindings-node/rlock.mjs",
     "bindings-node/rlock.d.ts",
 )

@@ -30,7 +30,7 @@ NEXT = {"rust": "python", "python": "node", "node": "c", "c": "rust"}
 
 def worker_command(surface: str) -> List[str]:
     return {
-        "rust": [str(ROOT / "target/release/examples/chaos")],
+        "rust": [str(ROOT / "target/release/chaos")],
         "python": [str(ROOT / ".venv/bin/python"), str(ROOT / "tests/chaos/worker.py")],
         "node": ["node", str(ROOT / "tests/chaos/worker.mjs")],
         "c": [str(ROOT / "build/chaos/worker")],

@@ -3,7 +3,7 @@
 
 Each case starts its own redis-server (through rlock-testbed, tests/testbed.py: 127.0.0.1, a port
 outside the kernel's ephemeral range, a temporary directory), starts
-workers of every surface (tests/chaos/worker.*, core/examples/chaos.rs) that speak one
+workers of every surface (tests/chaos/worker.*, tests/chaos/rust) that speak one
 line protocol (a command per stdin line, JSON event lines on stdout), injects its fault, and
 asserts on the workers' events and on what Redis holds. Every case runs under a hard time bound
 (SIGALRM), prints one PASS/FAIL line with its numbers, and stops every process it started, also

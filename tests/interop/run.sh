@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make interop: rlock (core/examples/interop.rs) and the real Redisson (tests/interop/redisson)
+# make interop: rlock (tests/interop/rlock) and the real Redisson (tests/interop/redisson)
 # share locks, first on one private redis-server, then on a private 3-master Redis Cluster, then
 # (the redlock scenario only) on three independent private redis-servers. Each
 # scenario runs both programs at once; they coordinate through Redis lists and each asserts its
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 unset REDIS_URL # always private servers, never one from the environment
 . examples/redis.sh
 
-RUST=${INTEROP_RUST:-target/debug/examples/interop}
+RUST=${INTEROP_RUST:-target/debug/interop}
 # The Maven build output; point it elsewhere to try another Redisson build (see README.md).
 JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
 JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"

@@ -1,7 +1,9 @@
 //! Writes (or, with `--check`, checks) the surface files derived from core's one list of
 //! client options and error kinds: the C option setters, the Python `ClientOptions` typed
 //! dict, and the Node option and error-code types. `make generated` writes them; `make test`
-//! runs `make generated-check`, which fails when one drifted from core.
+//! runs `make generated-check`, which fails when one drifted from core. The version macros
+//! come from this crate's version, which is the workspace's (`version.workspace = true`), as
+//! core's is.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::fmt::Write as _;
@@ -150,7 +152,8 @@ fn c_version() -> String {
 
 fn main() {
     let check = std::env::args().any(|a| a == "--check");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The workspace root, two levels above this crate (tools/generate).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dts = root.join("bindings-node/rlock.d.ts");
     let dts_now = std::fs::read_to_string(&dts).expect("bindings-node/rlock.d.ts");
     let files = [

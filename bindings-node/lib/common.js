@@ -1,0 +1,155 @@
+'use strict'
+// What every part of the API shares: the native addon (index.js), RLockError and its codes,
+// argument checks, cancellation by AbortSignal, and lost-hold listeners.
+
+const native = require('../index.js')
+
+// Which runtime loaded us: off Node (Bun, Deno), the addon keeps calls off libuv's poll handles.
+const runtime = process.versions.bun ? 'bun' : process.versions.deno ? 'deno' : 'node'
+native.setRuntime(runtime)
+
+/** An rlock failure; `code` is one of the `RLOCK_*` strings listed in `codes`. */
+class RLockError extends Error {
+  constructor(code, message, options) {
+    super(message, options)
+    this.name = 'RLockError'
+    this.code = code
+  }
+}
+
+// The codes by short name (`codes.NOT_HELD === 'RLOCK_NOT_HELD'`), from core's one list.
+const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c.slice('RLOCK_'.length), c])))
+
+
+// The native layer rejects and throws errors whose `code` is core's code (`RLOCK_...`); they
+// become RLockErrors by that code alone. Anything else (napi's own argument errors) passes.
+function mapError(e) {
+  return e instanceof Error && !(e instanceof RLockError) && typeof e.code === 'string' && e.code.startsWith('RLOCK_')
+    ? new RLockError(e.code, e.message)
+    : e
+}
+
+function invalid(message) {
+  return new RLockError(codes.INVALID_ARGUMENT, message)
+}
+
+// A rejected promise that is only reported when someone awaits it (a Client whose URL is bad
+// must not crash the process with an unhandled rejection before it is used).
+function quietReject(err) {
+  const p = Promise.reject(err)
+  p.catch(() => {})
+  return p
+}
+
+function optionalMs(what, v) {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'number') throw invalid(`${what} must be a number of milliseconds (got ${typeof v})`)
+  return v
+}
+
+function optionsObject(options) {
+  if (options === undefined || options === null) return {}
+  if (typeof options !== 'object') throw invalid(`options must be an object (got ${typeof options})`)
+  return options
+}
+
+function abortReason(signal) {
+  return signal && signal.aborted && signal.reason !== undefined
+    ? signal.reason
+    : new DOMException('the acquire was aborted', 'AbortError')
+}
+
+// The cancel token of every acquire made without an AbortSignal; `cancel()` is never called on it.
+const NEVER_CANCELLED = new native.CancelToken()
+
+// Calls `method` of the native object `nativePromise` resolves to, with its errors as RLockErrors.
+async function callNative(nativePromise, method, ...args) {
+  const n = await nativePromise
+  try {
+    return await n[method](...args)
+  } catch (e) {
+    throw mapError(e)
+  }
+}
+
+function checkSignal(signal) {
+  if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+    throw invalid('signal must be an AbortSignal')
+  }
+}
+
+// Runs the native call `run(token)` with a cancel token that `signal` cancels; an aborted call
+// rejects with the signal's reason, other errors with their RLockError.
+async function cancellable(signal, run) {
+  if (signal && signal.aborted) throw abortReason(signal)
+  // Without a signal nothing can cancel the call: share one token that is never cancelled
+  // (a native object per call cost measurable CPU per acquire).
+  const token = signal ? new native.CancelToken() : NEVER_CANCELLED
+  const onAbort = () => token.cancel()
+  if (signal) signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    return await run(token)
+  } catch (e) {
+    if (e instanceof Error && e.code === 'RLOCK_ABORTED') throw abortReason(signal)
+    throw mapError(e)
+  } finally {
+    if (signal) signal.removeEventListener('abort', onAbort)
+  }
+}
+
+// A native acquire taking (wait, lease, orNone, token) (multi-lock, RedLock, permit-expirable
+// semaphore): core rejects RLOCK_NOT_ACQUIRED when the wait runs out, or resolves its "none"
+// with `orNone`, whose default wait is 0 (one round).
+async function acquiring(nativePromise, options, orNone) {
+  const { waitMs, leaseMs, signal } = optionsObject(options)
+  const wait = optionalMs('waitMs', waitMs)
+  const lease = optionalMs('leaseMs', leaseMs)
+  checkSignal(signal)
+  const n = await nativePromise
+  return cancellable(signal, (token) => n.acquire(orNone && wait === undefined ? 0 : wait, lease, orNone, token))
+}
+
+// withLock: runs `fn()` while `holder` holds and releases afterwards, also when `fn` throws
+// (then `fn`'s error wins over a failed release).
+async function holding(holder, fn, options) {
+  if (typeof fn !== 'function') throw invalid('withLock needs a function')
+  await holder.acquire(options)
+  let result
+  try {
+    result = await fn()
+  } catch (e) {
+    await holder.release().catch(() => {})
+    throw e
+  }
+  await holder.release()
+  return result
+}
+
+// A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
+const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
+
+// Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
+// a client): it gets one event object with the fields every surface has. Returns the function
+// that removes it.
+function listenLost(n, callback) {
+  if (typeof callback !== 'function') throw invalid('onLost needs a function')
+  const id = n.onLost((name, kind, owner, reason, permitId) => callback({ name, kind, owner, reason, permitId }))
+  return () => n.removeLostListener(id)
+}
+
+// Each Lock's native handle (a promise), for the multi-locks made over it.
+const nativeOfLock = new WeakMap()
+// Each Client's native client (a promise), for the RedLocks made over several.
+const nativeOfClient = new WeakMap()
+
+function permitsArg(permits) {
+  if (permits === undefined || permits === null) return 1
+  if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
+  return permits
+}
+
+module.exports = {
+  native, RLockError, codes, mapError, invalid, quietReject, optionalMs, optionsObject, callNative,
+  checkSignal, cancellable, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient,
+  permitsArg
+}

@@ -1,0 +1,177 @@
+"""The client: one connection to Redis (a single server, a Cluster or a Sentinel-managed
+master) that makes every primitive, and the owners of its asyncio tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import weakref
+from types import TracebackType
+from typing import Any, Callable, List, Literal, Optional, Type, cast
+
+from . import _native
+from ._describe import Description, Listed
+from ._errors import RLockError
+from ._locks import FencedLock, Lock, ReadWriteLock
+from ._lost import LostCallback, _listen
+from ._native import CountDownLatch
+from ._options import ClientOptions
+from ._semaphores import PermitExpirableSemaphore, Semaphore
+from ._stats import Stats
+from ._typing import Unpack
+
+
+class Client:
+    """A connection to Redis that makes locks; also a context manager that closes it.
+
+    ``url`` None means the ``REDIS_URL`` environment variable, else ``redis://127.0.0.1:6379``.
+    Also ``redis+cluster://host1:port1,host2:port2/`` (a Redis Cluster),
+    ``redis+sentinel://host1:port1,host2:port2/service_name[/db]`` (a master found and followed
+    through Sentinels) and ``rediss...`` for TLS. The keyword options are those of
+    :class:`ClientOptions` (seconds as floats), e.g. ``watchdog_timeout=10.0``.
+    """
+
+    def __init__(self, url: Optional[str] = None, **options: Unpack[ClientOptions]) -> None:
+        self._guard = threading.Lock()
+        self._task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
+        self._native = _native.Client(url, **options)
+
+    def lock(self, name: str) -> Lock:
+        """A handle on the lock ``name`` (also its Redis key). Cheap; make as many as you like."""
+        return Lock(self, self._native.lock(name))
+
+    def fenced_lock(self, name: str) -> FencedLock:
+        """A handle on the fenced lock ``name`` (Redisson's ``RFencedLock``): a :class:`Lock`
+        whose every acquire takes a fencing token, strictly larger than any before for that
+        name (see :attr:`FencedLock.token`)."""
+        return FencedLock(self, self._native.fenced_lock(name))
+
+    def read_write_lock(self, name: str) -> ReadWriteLock:
+        """A handle on the read-write lock ``name`` (Redisson's ``RReadWriteLock``): many readers
+        (:meth:`ReadWriteLock.read_lock`) or one writer (:meth:`ReadWriteLock.write_lock`)."""
+        read, write = self._native.read_write_lock(name)
+        return ReadWriteLock(Lock(self, read), Lock(self, write))
+
+    def semaphore(self, name: str) -> Semaphore:
+        """A handle on the semaphore ``name`` (Redisson's ``RSemaphore``): permits in the key
+        ``name``; a missing key means 0 permits (see :meth:`Semaphore.try_set_permits`)."""
+        return Semaphore(self._native.semaphore(name))
+
+    def permit_expirable_semaphore(self, name: str) -> PermitExpirableSemaphore:
+        """A handle on the permit-expirable semaphore ``name`` (Redisson's
+        ``RPermitExpirableSemaphore``): permits with ids, each held until released or until its
+        lease runs out. Permits taken without a lease are renewed by the watchdog, so they come
+        back by themselves within ``watchdog_timeout`` when their process dies."""
+        return PermitExpirableSemaphore(self._native.permit_expirable_semaphore(name))
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """A handle on the count-down latch ``name`` (Redisson's ``RCountDownLatch``): a count in
+        the key ``name``, open at 0; :meth:`CountDownLatch.wait` blocks until it is open."""
+        return self._native.count_down_latch(name)
+
+    def fair_lock(self, name: str) -> Lock:
+        """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
+        in arrival order across every client, Java's included. A waiter that stops waiting
+        (timeout, Ctrl-C, cancellation, a closed client) leaves the queue."""
+        return Lock(self, self._native.fair_lock(name))
+
+    def describe(self, name: str) -> Description:
+        """What lives under ``name``, read without changing anything: the kind found (``"lock"``,
+        ``"fenced_lock"``, ..., ``"semaphore_or_latch"`` when nobody waits to tell them apart,
+        ``"other"``, ``"none"``), holders with hold counts and who they are (their clients'
+        holder records), TTL, waiters, a fair lock's queue, a fenced lock's token, permits and
+        counts; durations in float seconds (``ttl``, ``held_for``), instants as Unix times in
+        float seconds (``now``, ``since``). A key of another type is ``"other"``, not an error; a bad name raises
+        :class:`InvalidArgumentError` (nothing is sent)."""
+        return cast(Description, json.loads(self._native.describe(name)))
+
+    def list(self, pattern: Optional[str] = None, limit: Optional[int] = None) -> List[Listed]:
+        """Names of locks and synchronizers whose key or helper keys match the Redis glob
+        ``pattern`` (None: all), found with SCAN on every master, sorted; at most ``limit``.
+        Any integer string counts as a ``"semaphore_or_latch"``. Costs time in proportion to
+        the number of keys."""
+        return cast(List[Listed], json.loads(self._native.list(pattern, limit)))
+
+    def close(self) -> None:
+        """Stops renewals and waiting; later calls raise :class:`ClosedError`. Holds are not
+        released: their leases run out within one watchdog timeout."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    def on_lost(self, callback: LostCallback) -> Callable[[], None]:
+        """Calls ``callback(LostEvent)`` (on a library thread) whenever this client's watchdog
+        loses any of its holds: locks of every kind and permits. An exception in the callback is
+        logged, never propagated. Returns a function that unregisters it."""
+        return _listen(self._native, callback, "client")
+
+    def stats(self) -> Stats:
+        """The client's figures since it connected, as a dict (times in float seconds): acquires
+        (contended, timed out), releases, renewals and their failures, lost holds, pub/sub
+        wake-ups, reconnects, wait and hold times (``count``, ``p50``, ``p99``, ...) and
+        errors by kind. All zero with ``metrics=False``. Cheap: sends nothing to Redis."""
+        stats: Stats = json.loads(self._native.stats_json())
+        return stats
+
+    def prometheus_text(self) -> str:
+        """:meth:`stats` in the Prometheus text exposition format, for a service that already
+        serves ``/metrics``: counters ``rlock_*_total`` and histograms ``rlock_wait_seconds`` and
+        ``rlock_hold_seconds``, labelled ``app="<app_name>"`` when that option is set."""
+        return self._native.prometheus_text()
+
+    def tracked_holds(self) -> int:
+        """Holds this client tracks (held, or lost and not yet released); for diagnostics."""
+        return self._native.tracked_holds()
+
+    def waited_channels(self) -> int:
+        """Lock channels this client is subscribed to for waiters; for diagnostics."""
+        return self._native.waited_channels()
+
+    @property
+    def topology(self) -> Literal["single", "cluster", "sentinel"]:
+        """What the URL named: ``"single"``, ``"cluster"`` or ``"sentinel"``."""
+        return self._native.topology
+
+    @property
+    def sharded_pubsub(self) -> bool:
+        """Whether waiters use sharded pub/sub (SSUBSCRIBE), decided at connect."""
+        return self._native.sharded_pubsub
+
+    @property
+    def replica_sync(self) -> bool:
+        """Whether acquires wait for a replica, decided at connect."""
+        return self._native.replica_sync
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def _task_owner(self) -> int:
+        """The owner id of the current asyncio task, made on its first lock call."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RLockError("asyncio lock calls must run inside an asyncio task")
+        with self._guard:
+            owner = self._task_owners.get(task)
+            if owner is None:
+                owner = self._native.new_owner_id()
+                self._task_owners[task] = owner
+            return owner
+
+    def _current_owner(self) -> Optional[int]:
+        """The current task's owner inside a running asyncio task, else None (this thread)."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return None
+        return None if task is None else self._task_owner()

@@ -1,0 +1,120 @@
+package rlock.interop;
+
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.redisson.api.RBlockingQueue;
+import org.redisson.api.RQueue;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+
+import rlock.interop.Main.Failure;
+
+/**
+ * What the scenarios share: the Redisson client, the message lists to and from the rlock side,
+ * the bounds, and the waits for the rlock side (its messages, its waiters' subscriptions).
+ * {@link Main} makes one per run; each scenario class ({@code LockScenarios}, {@code
+ * FencedScenario}, ...) is made from it and extends it for these helpers.
+ */
+class Scenario {
+    /** Bound on every hand-shake with the rlock side. */
+    static final long HANDSHAKE_S = 60;
+    /** A waiter must be woken by the unlock message this fast (the requirement). */
+    static final long WAKE_BOUND_US = 100_000;
+    /** A waiter woken by a force-unlock: far below the 30 s lease, so only a message explains it. */
+    static final long FORCE_WAKE_BOUND_US = 1_000_000;
+    /** Measured wake-up rounds after one warm-up round (the JVM compiles its paths in the first). */
+    static final int WAKE_ROUNDS = 5;
+
+    final RedissonClient redisson;
+    /** Whether Redis is a cluster (sharded pub/sub subscribers are counted too). */
+    final boolean cluster;
+    private final RBlockingQueue<String> inbox;
+    private final RQueue<String> outbox;
+    /** Every server's URL: one for single and cluster, three for the redlock scenario. */
+    final List<String> urls;
+
+    Scenario(String scenario, RedissonClient redisson, boolean cluster, List<String> urls) {
+        this.redisson = redisson;
+        this.cluster = cluster;
+        this.urls = urls;
+        this.inbox = redisson.getBlockingQueue("interop:" + scenario + ":to-java", StringCodec.INSTANCE);
+        this.outbox = redisson.getQueue("interop:" + scenario + ":to-rust", StringCodec.INSTANCE);
+    }
+
+    /** A scenario class on the client and message lists of {@code session}. */
+    Scenario(Scenario session) {
+        this.redisson = session.redisson;
+        this.cluster = session.cluster;
+        this.urls = session.urls;
+        this.inbox = session.inbox;
+        this.outbox = session.outbox;
+    }
+
+    static void check(boolean cond, String message) {
+        if (!cond) {
+            throw new Failure(message);
+        }
+    }
+
+    /** Wall-clock microseconds; both processes run on one machine, so their clocks agree. */
+    static long nowMicros() {
+        return ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
+    }
+
+    void send(String message) {
+        outbox.add(message);
+    }
+
+    /** Waits for the message tagged {@code tag} from the rlock side and returns its value part. */
+    String recv(String tag) throws InterruptedException {
+        String message = inbox.poll(HANDSHAKE_S, TimeUnit.SECONDS);
+        check(message != null, "no '" + tag + "' from the rlock side within " + HANDSHAKE_S + " s");
+        check(!message.startsWith("abort"), "the rlock side gave up: " + message);
+        String[] parts = message.split(" ", 2);
+        check(parts[0].equals(tag), "expected '" + tag + "' from the rlock side, got '" + message + "'");
+        return parts.length > 1 ? parts[1] : "";
+    }
+
+    /** The channel Redisson and rlock wait on for the lock {@code name}. */
+    static String lockChannel(String name) {
+        return "redisson_lock__channel:{" + name + "}";
+    }
+
+    /**
+     * Waits until some client (the rlock side here) is subscribed to the lock {@code name}'s
+     * channel, i.e. an rlock waiter is about to sleep on it.
+     */
+    void awaitSubscriber(String name) throws InterruptedException {
+        awaitChannelSubscriber(lockChannel(name), name);
+    }
+
+    /**
+     * Waits until some client is subscribed to {@code channel} (the waiters' channel of lock
+     * {@code what}). No event tells us that, so poll with a bound. On a cluster the subscription
+     * may be sharded (SSUBSCRIBE, counted by PUBSUB SHARDNUMSUB) or classic (PUBSUB NUMSUB), both
+     * asked of the node that owns the channel's slot.
+     */
+    void awaitChannelSubscriber(String channel, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        var topic = redisson.getTopic(channel, StringCodec.INSTANCE);
+        var sharded = cluster ? redisson.getShardedTopic(channel, StringCodec.INSTANCE) : null;
+        while (topic.countSubscribers() + (sharded == null ? 0 : sharded.countSubscribers()) < 1) {
+            check(System.nanoTime() < deadline, "no rlock waiter subscribed to " + what + " within 20 s");
+            Thread.sleep(2);
+        }
+    }
+
+    /** The Redisson owner (hash field) of the calling thread: {@code <client id>:<thread id>}. */
+    String threadOwner() {
+        return redisson.getId() + ":" + Thread.currentThread().getId();
+    }
+
+    /** The lock hash (owner -> hold count) as plain strings. */
+    Map<String, String> fields(String name) {
+        return redisson.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
+    }
+}

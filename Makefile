@@ -45,7 +45,7 @@ check: generated-check lint surface-ratio ## The inner loop: generated files, fm
 # check's failure (from 0.62); it is enforced again at 0.75 (0.73 with every primitive of issue
 # 14 on three surfaces), to be lowered as per-primitive binding code moves into core.
 surface-ratio:
-	@set -o pipefail; python3 tools/surface-ratio.py --max 0.75 | tail -2
+	@set -o pipefail; python3 tools/surface-ratio.py --max 0.6 | tail -2
 	@set -o pipefail; python3 tools/layers.py | tail -1
 
 # The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).

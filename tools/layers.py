@@ -16,7 +16,7 @@ LAYERS = [
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "local_calls", "replicas", "watchdog", "records", "pubsub", "shared"]),
     ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch", "describe"]),
-    ("client", ["client"]),
+    ("client", ["client", "bindings"]),
     ("over clients", ["red_lock"]),
     ("ffi", ["ffi"]),
 ]

@@ -10,7 +10,7 @@ use crate::error::{invalid, js_error, Code};
 use crate::lock::NativeLock;
 use crate::permit_expirable_semaphore::NativePermitSemaphore;
 use crate::semaphore::NativeSemaphore;
-use crate::{local, lost_listener, LostCallback};
+use crate::{local, lost_listener, LostCallback, NODE};
 
 /// Client options from a JS object, set by name through core (which knows every option, its
 /// type and its range; durations in milliseconds).
@@ -30,7 +30,7 @@ fn client_options(
             Value::String(s) => rlock::surface::OptionValue::Str(s),
             _ => return Err(invalid(&format!("option {key} must be a number, boolean, string or null"))),
         };
-        o.set(rlock::surface::Surface::Node, &key, value).map_err(js_error)?;
+        o.set(NODE, &key, value).map_err(js_error)?;
     }
     Ok(o)
 }
@@ -74,12 +74,7 @@ impl NativeClient {
             None | Some("lock") => c.lock(&name),
             Some("fenced") => c.fenced_lock(&name).map(|f| f.lock().clone()),
             Some("fair") => c.fair_lock(&name),
-            Some(k) => {
-                return Err(js_error(rlock::Error::new(
-                    rlock::ErrorKind::InvalidArgument,
-                    format!("unknown lock kind '{k}'"),
-                )))
-            }
+            Some(k) => return Err(invalid(&format!("unknown lock kind '{k}'"))),
         }
         .map_err(js_error)?;
         Ok(NativeLock { lock, owner: c.new_owner() })
@@ -133,11 +128,7 @@ impl NativeClient {
     ) -> napi::Result<PromiseRaw<'env, String>, Code> {
         let client = self.client.clone();
         local::spawn(env, async move {
-            client
-                .describe(&name)
-                .await
-                .map(|d| rlock::surface::to_json_for(rlock::surface::Surface::Node, &d))
-                .map_err(js_error)
+            rlock::surface::describe_json(&client, NODE, &name).await.map_err(js_error)
         })
     }
 
@@ -159,11 +150,7 @@ impl NativeClient {
                 Some(n) => Some(n as usize),
                 None => None,
             };
-            client
-                .list(pattern.as_deref(), limit)
-                .await
-                .map(|l| rlock::surface::to_json_for(rlock::surface::Surface::Node, &l))
-                .map_err(js_error)
+            rlock::surface::list_json(&client, NODE, pattern.as_deref(), limit).await.map_err(js_error)
         })
     }
 
@@ -198,7 +185,7 @@ impl NativeClient {
     /// The client's figures as JSON (core's `Stats`); `Client.stats()` parses it.
     #[napi]
     pub fn stats_json(&self) -> String {
-        rlock::surface::to_json_for(rlock::surface::Surface::Node, &self.client.stats())
+        rlock::surface::to_json_for(NODE, &self.client.stats())
     }
 
     /// The client's figures in the Prometheus text exposition format.

@@ -5,7 +5,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::error::{js_error, Code};
-use crate::{cancellable, local, opt_millis, permits_arg, CancelToken};
+use crate::{acquiring, local, opt_millis, permits_arg, CancelToken};
 
 /// A count-down latch (core `rlock::CountDownLatch`): no owners, anyone counts down.
 #[napi]
@@ -51,8 +51,8 @@ impl NativeCountDownLatch {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>, Code> {
         let parsed = opt_millis("waitMs", wait_ms);
-        let (latch, token) = (self.latch.clone(), cancel.token.clone());
-        local::spawn(env, async move { cancellable(&token, latch.wait(parsed?)).await })
+        let latch = self.latch.clone();
+        acquiring(env, parsed, cancel, move |wait| async move { latch.wait(wait).await })
     }
 
     /// Deletes the latch whatever its count; resolves whether it existed.

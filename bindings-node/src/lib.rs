@@ -19,17 +19,20 @@ pub mod semaphore;
 
 use std::time::Duration;
 
-use napi::bindgen_prelude::{FnArgs, Function};
+use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw, ToNapiValue};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Status;
+use napi::{Env, Status};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{aborted, from_napi, invalid, js_error, Code};
+use crate::error::{aborted, from_napi, invalid, js_error, Code, JsResult};
+
+/// This surface, as core spells for it.
+const NODE: rlock::surface::Surface = rlock::surface::Surface::Node;
 
 /// Milliseconds given by JS as a `Duration`, checked by core (every surface agrees).
 fn millis(what: &str, ms: f64) -> napi::Result<Duration, Code> {
-    rlock::surface::duration_arg(rlock::surface::Surface::Node, what, ms).map_err(js_error)
+    rlock::surface::duration_arg(NODE, what, ms).map_err(js_error)
 }
 
 fn opt_millis(what: &str, ms: Option<f64>) -> napi::Result<Option<Duration>, Code> {
@@ -59,7 +62,7 @@ pub fn set_runtime(name: String) {
 /// The option names core knows, in Node spelling (checked against the `.d.ts` by the tests).
 #[napi]
 pub fn option_names() -> Vec<String> {
-    rlock::surface::OPTIONS.iter().map(|o| o.spelling(rlock::surface::Surface::Node)).collect()
+    rlock::surface::option_names(NODE)
 }
 
 /// Cancels one pending acquire: the wrapper calls `cancel()` when the caller's `AbortSignal`
@@ -85,22 +88,34 @@ impl CancelToken {
     }
 }
 
-/// Runs a core call until `token` is cancelled: then the core future is dropped (core calls are
-/// cancel-safe) and the call rejects `RLOCK_ABORTED`, which the wrapper turns into the
-/// signal's `AbortError`.
-async fn cancellable<T>(
-    token: &CancellationToken,
-    call: impl std::future::Future<Output = rlock::Result<T>>,
-) -> napi::Result<T, Code> {
-    tokio::select! {
-        r = call => r.map_err(js_error),
-        _ = token.cancelled() => Err(aborted()),
-    }
+/// Runs an acquire (or another wait) as a call of the JS thread ([`local::spawn`]) that `cancel`
+/// cancels: `work` makes the core call from the arguments `parsed`, whose error rejects the call
+/// instead. Once `cancel` fired the core future is dropped (core calls are cancel-safe) and the
+/// call rejects `RLOCK_ABORTED`, which the wrapper turns into the signal's `AbortError`.
+fn acquiring<'env, A, T, W>(
+    env: &'env Env,
+    parsed: JsResult<A>,
+    cancel: &CancelToken,
+    work: impl FnOnce(A) -> W + Send + 'static,
+) -> JsResult<PromiseRaw<'env, T>>
+where
+    A: Send + 'static,
+    T: ToNapiValue + Send + 'static,
+    W: std::future::Future<Output = rlock::Result<T>> + Send,
+{
+    let token = cancel.token.clone();
+    local::spawn(env, async move {
+        let call = work(parsed?);
+        tokio::select! {
+            r = call => r.map_err(js_error),
+            _ = token.cancelled() => Err(aborted()),
+        }
+    })
 }
 
-/// The fields of a lost-hold event, in order: name, kind, owner, reason, permit id (null except
-/// for a permit). FnArgs spreads the tuple into JS arguments (a bare tuple arrives as one array).
-type LostArgs = FnArgs<(String, &'static str, String, &'static str, Option<String>)>;
+/// The fields of a lost-hold event, in order ([`rlock::surface::LostArgs`]). FnArgs spreads the
+/// tuple into JS arguments (a bare tuple arrives as one array).
+type LostArgs = FnArgs<rlock::surface::LostArgs>;
 
 /// A JS lost-hold callback taking [`LostArgs`].
 type LostCallback<'a> = Function<'a, LostArgs, ()>;
@@ -117,14 +132,7 @@ fn lost_listener(
         .build()
         .map_err(from_napi)?;
     Ok(move |ev: &rlock::LostEvent| {
-        let args = FnArgs::from((
-            ev.name.to_string(),
-            ev.kind,
-            ev.owner.as_str().to_owned(),
-            ev.reason.as_str(),
-            ev.permit_id.as_deref().map(str::to_owned),
-        ));
-        tsfn.call(args, ThreadsafeFunctionCallMode::NonBlocking);
+        tsfn.call(FnArgs::from(rlock::surface::lost_args(ev)), ThreadsafeFunctionCallMode::NonBlocking);
     })
 }
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, Status};
-use rlock::surface::{CallKey, Closer, LocalCalls, Polled, FLUSH_ALONE_BELOW, PANIC_MESSAGE};
+use rlock::surface::{CallKey, Closer, LocalCall, LocalCalls};
 
 use crate::error::{from_napi, internal, Code, JsResult};
 
@@ -59,26 +59,13 @@ impl Tsfn {
 struct Executor {
     env: sys::napi_env,
     tsfn: sys::napi_threadsafe_function,
-    /// Calls with their promise; a null deferred marks a background call (a local link),
-    /// which keeps no event loop alive and settles nothing.
+    /// Calls with their promise; a null deferred marks a background call (a local link, of a
+    /// client linked on this thread), which keeps no event loop alive and settles nothing.
     calls: LocalCalls<JsResult<Settle>, sys::napi_deferred>,
     /// napi's tokio runtime while this environment lives (see [`current_runtime`]).
     runtime: tokio::runtime::Handle,
-    /// How many of the calls are background calls.
-    background: usize,
-    /// Calls made since the last drain.
-    unflushed: usize,
-    /// The clients whose local link runs on this thread (by client id).
-    linked: Vec<u128>,
     /// The async context the local links' poll callbacks run JS in (made with the first link).
     scope: Option<(sys::napi_ref, sys::napi_async_context)>,
-}
-
-impl Executor {
-    /// Whether promise calls are pending (they keep the event loop alive).
-    fn promised(&self) -> usize {
-        self.calls.pending() - self.background
-    }
 }
 
 thread_local! {
@@ -124,16 +111,11 @@ where
         Ok(Box::new(move |env| unsafe { T::to_napi_value(env, value) }) as Settle)
     });
     let added = with_executor(raw, |ex| -> napi::Result<(CallKey, bool)> {
-        ex.unflushed += 1;
         // Few calls pending: each request goes out at once, so Redis works on it while this
         // thread makes the next (as ioredis writes each command). Many: every 8th call sends
-        // what is queued, and the bell's drain the rest, so one write carries several.
-        let flush = ex.promised() < FLUSH_ALONE_BELOW || ex.unflushed >= FLUSH_EVERY;
-        if flush {
-            // Wake-ups while this call is made are drained below, without a bell.
-            ex.calls.begin_drain();
-        }
-        if ex.promised() == 0 {
+        // what is queued. Wake-ups while this call is made are drained below, without a bell.
+        let flush = ex.calls.flush_for_call(FLUSH_EVERY);
+        if ex.calls.foreground() == 0 {
             // SAFETY: on the JS thread; the threadsafe function lives as long as the env.
             unsafe { sys::napi_ref_threadsafe_function(raw, ex.tsfn) };
         }
@@ -163,6 +145,12 @@ fn with_executor<R>(env: sys::napi_env, f: impl FnOnce(&mut Executor) -> R) -> n
     })
 }
 
+/// Runs `f` on this JS thread's executor if it is `env`'s (unlike [`with_executor`], makes
+/// none): what `f` gives, None without one.
+fn of_env<R>(env: sys::napi_env, f: impl FnOnce(&mut Executor) -> Option<R>) -> Option<R> {
+    EXECUTOR.with(|cell| cell.borrow_mut().as_mut().filter(|e| e.env == env).and_then(f))
+}
+
 /// Whether local links may be made: only under Node, whose libuv watches their sockets (see
 /// [`set_runtime`]).
 static LINKS: AtomicBool = AtomicBool::new(true);
@@ -185,25 +173,21 @@ pub(crate) fn link(env: &Env, client: &rlock::Client) -> JsResult<()> {
     }
     let raw = env.raw();
     let id = client.id().as_u128();
-    if with_executor(raw, |ex| ex.linked.contains(&id)).map_err(from_napi)? {
+    if with_executor(raw, |ex| ex.calls.is_linked(id)).map_err(from_napi)? {
         return Ok(());
     }
     let Some(run) = uv::watch(raw).and_then(|watch| client.local_link(watch)) else {
         return Ok(());
     };
-    let key = with_executor(raw, |ex| {
-        ex.linked.push(id);
-        ex.background += 1;
-        ex.calls.add(
-            Box::pin(async move {
-                run.await;
-                Ok(Box::new(|_| Ok(ptr::null_mut())) as Settle)
-            }),
-            ptr::null_mut(),
-        )
-    })
-    .map_err(from_napi)?;
-    poll(raw, key);
+    let driver: LocalCall<_> = Box::pin(async move {
+        run.await;
+        Ok(Box::new(|_| Ok(ptr::null_mut())) as Settle)
+    });
+    let key =
+        with_executor(raw, |ex| ex.calls.link(id, Some((driver, ptr::null_mut())))).map_err(from_napi)?;
+    if let Some(key) = key {
+        poll(raw, key);
+    }
     Ok(())
 }
 
@@ -254,35 +238,19 @@ impl Executor {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(torn_down), env as *mut c_void);
         }
-        Ok(Executor {
-            env,
-            tsfn,
-            calls,
-            runtime: current_runtime(),
-            background: 0,
-            unflushed: 0,
-            linked: Vec::new(),
-            scope: None,
-        })
+        Ok(Executor { env, tsfn, calls, runtime: current_runtime(), scope: None })
     }
 }
 
 /// Polls call `key` (if it is still pending) and settles its promise when it ended.
 fn poll(env: sys::napi_env, key: CallKey) {
-    let ended = EXECUTOR.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let ex = cell.as_mut().filter(|e| e.env == env)?;
-        let ended = match ex.calls.poll(key, &ex.runtime)? {
-            Polled::Pending => return None,
-            Polled::Ready(result, deferred) => (deferred, result),
-            Polled::Panicked(deferred) => (deferred, Err(internal(PANIC_MESSAGE))),
-        };
+    let ended = of_env(env, |ex| {
+        let ended = ex.calls.poll_ended(key, &ex.runtime, |message| Err(internal(message)))?;
         if ended.0.is_null() {
             // A local link ended (its client closed): nothing to settle.
-            ex.background -= 1;
             return None;
         }
-        if ex.promised() == 0 {
+        if ex.calls.foreground() == 0 {
             // SAFETY: as in `spawn`.
             unsafe { sys::napi_unref_threadsafe_function(env, ex.tsfn) };
         }
@@ -327,26 +295,20 @@ unsafe extern "C" fn drain(
     drain_all(env);
 }
 
-/// With [`FLUSH_ALONE_BELOW`] or more pending, a call sends the queued requests every this many
-/// calls (best with 64 owners).
+/// With [`rlock::surface::FLUSH_ALONE_BELOW`] or more pending, a call sends the queued requests
+/// every this many calls ([`LocalCalls::flush_for_call`]; best with 64 owners).
 const FLUSH_EVERY: usize = 8;
 
 /// Polls woken calls until none is left ([`rlock::surface::drain_woken`]).
 fn drain_all(env: sys::napi_env) {
-    let started = EXECUTOR.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let ex = cell.as_mut().filter(|e| e.env == env)?;
-        ex.unflushed = 0;
+    let started = of_env(env, |ex| {
         ex.calls.begin_drain();
         Some(())
     });
     if started.is_none() {
         return;
     }
-    rlock::surface::drain_woken(
-        || EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).map(|e| e.calls.woken())),
-        |key| poll(env, key),
-    );
+    rlock::surface::drain_woken(|| of_env(env, |ex| Some(ex.calls.woken())), |key| poll(env, key));
 }
 
 /// The threadsafe function was freed: its bell must never ring again.
@@ -391,7 +353,7 @@ mod uv {
     use napi::sys;
     use rlock::surface::{LocalIo, RawSocket, Watcher};
 
-    use super::{check, drain_all, EXECUTOR};
+    use super::{check, drain_all, of_env};
 
     // libuv, as the Node binary exports it (uv.h: `uv_handle_type` UV_POLL, `uv_poll_event`).
     const UV_POLL: c_int = 8;
@@ -463,9 +425,7 @@ mod uv {
             // SAFETY: the handle's data is its `Poll`; no callback comes after `uv_close`.
             let p = unsafe { &**(handle as *mut *mut Poll) };
             let env = p.env;
-            let scope = EXECUTOR.with(|cell| {
-                let cell = cell.borrow();
-                let ex = cell.as_ref().filter(|e| e.env == env)?;
+            let scope = of_env(env, |ex| {
                 ex.calls.begin_drain();
                 ex.scope
             });
@@ -532,9 +492,7 @@ mod uv {
 
     /// The async context the poll callbacks run in, made once per executor.
     fn scope(env: sys::napi_env) -> napi::Result<()> {
-        let made =
-            EXECUTOR.with(|cell| cell.borrow().as_ref().filter(|e| e.env == env).and_then(|e| e.scope));
-        if made.is_some() {
+        if of_env(env, |ex| ex.scope).is_some() {
             return Ok(());
         }
         let (mut object, mut name, mut reference, mut context) =
@@ -549,11 +507,7 @@ mod uv {
             check(sys::napi_create_reference(env, object, 1, &mut reference), "napi_create_reference")?;
             check(sys::napi_async_init(env, object, name, &mut context), "napi_async_init")?;
         }
-        EXECUTOR.with(|cell| {
-            if let Some(e) = cell.borrow_mut().as_mut().filter(|e| e.env == env) {
-                e.scope = Some((reference, context));
-            }
-        });
+        of_env(env, |ex| ex.scope.replace((reference, context)));
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use rlock::{ListenerId, Ttl};
 use std::time::Duration;
 
 use crate::error::{js_error, Code};
-use crate::{cancellable, local, lost_listener, opt_millis, CancelToken, LostCallback};
+use crate::{acquiring, local, lost_listener, opt_millis, CancelToken, LostCallback};
 
 /// One lock name together with the owner of this handle.
 #[napi]
@@ -57,16 +57,12 @@ impl NativeLock {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, Option<f64>>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
-        let (lock, owner, token) = (self.lock.clone(), self.owner.clone(), cancel.token.clone());
-        local::spawn(env, async move {
-            let (wait, lease) = parsed?;
-            let work = async {
-                match lock.acquire_guard(&owner, wait, lease).await? {
-                    Some(held) => Ok(kept_token(held)),
-                    None => Err(rlock::Error::not_acquired(format!("lock '{}'", lock.name()), wait)),
-                }
-            };
-            cancellable(&token, work).await
+        let (lock, owner) = (self.lock.clone(), self.owner.clone());
+        acquiring(env, parsed, cancel, move |(wait, lease)| async move {
+            match lock.acquire_guard(&owner, wait, lease).await? {
+                Some(held) => Ok(kept_token(held)),
+                None => Err(rlock::Error::not_acquired(format!("lock '{}'", lock.name()), wait)),
+            }
         })
     }
 
@@ -81,14 +77,10 @@ impl NativeLock {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, Option<f64>>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
-        let (lock, owner, token) = (self.lock.clone(), self.owner.clone(), cancel.token.clone());
-        local::spawn(env, async move {
-            let (wait, lease) = parsed?;
-            let work = async {
-                let got = lock.acquire_guard(&owner, Some(wait.unwrap_or(Duration::ZERO)), lease).await?;
-                Ok(got.map(|held| kept_token(held).unwrap_or(0.0)))
-            };
-            cancellable(&token, work).await
+        let (lock, owner) = (self.lock.clone(), self.owner.clone());
+        acquiring(env, parsed, cancel, move |(wait, lease)| async move {
+            let got = lock.acquire_guard(&owner, Some(wait.unwrap_or(Duration::ZERO)), lease).await?;
+            Ok(got.map(|held| kept_token(held).unwrap_or(0.0)))
         })
     }
 

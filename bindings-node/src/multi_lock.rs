@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use crate::error::{js_error, Code};
 use crate::lock::NativeLock;
-use crate::{cancellable, local, opt_millis, CancelToken};
+use crate::{acquiring, local, opt_millis, CancelToken};
 
 /// A multi-lock over the locks of `members` (core `rlock::MultiLock`), with a fresh owner of
 /// its own (the members' handles keep theirs).
@@ -39,20 +39,16 @@ impl NativeMultiLock {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
-        let (multi, owner, token) = (self.multi.clone(), self.owner.clone(), cancel.token.clone());
-        local::spawn(env, async move {
-            let (wait, lease) = parsed?;
-            let work = async {
-                match multi.acquire_guard(&owner, wait, lease).await? {
-                    Some(held) => {
-                        held.keep();
-                        Ok(true)
-                    }
-                    None if or_false => Ok(false),
-                    None => Err(rlock::Error::not_acquired("the multi-lock", wait)),
+        let (multi, owner) = (self.multi.clone(), self.owner.clone());
+        acquiring(env, parsed, cancel, move |(wait, lease)| async move {
+            match multi.acquire_guard(&owner, wait, lease).await? {
+                Some(held) => {
+                    held.keep();
+                    Ok(true)
                 }
-            };
-            cancellable(&token, work).await
+                None if or_false => Ok(false),
+                None => Err(rlock::Error::not_acquired("the multi-lock", wait)),
+            }
         })
     }
 

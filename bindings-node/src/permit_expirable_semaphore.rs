@@ -6,7 +6,7 @@ use napi_derive::napi;
 use rlock::ListenerId;
 
 use crate::error::{js_error, Code};
-use crate::{cancellable, local, lost_listener, opt_millis, permits_arg, whole, CancelToken, LostCallback};
+use crate::{acquiring, local, lost_listener, opt_millis, permits_arg, whole, CancelToken, LostCallback};
 
 /// A permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`): permits with ids.
 #[napi]
@@ -52,24 +52,15 @@ impl NativePermitSemaphore {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, Option<String>>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
-        let (sem, token) = (self.sem.clone(), cancel.token.clone());
-        local::spawn(env, async move {
-            let (wait, lease) = parsed?;
-            let work = async {
-                let got = match wait {
-                    Some(w) => sem.try_acquire(w, lease).await?,
-                    None => Some(sem.acquire(lease).await?),
-                };
-                match got {
-                    Some(p) => Ok(Some(p.keep())),
-                    None if or_null => Ok(None),
-                    None => Err(rlock::Error::not_acquired(
-                        format!("a permit of semaphore '{}'", sem.name()),
-                        wait,
-                    )),
+        let sem = self.sem.clone();
+        acquiring(env, parsed, cancel, move |(wait, lease)| async move {
+            match rlock::surface::acquire_permit(&sem, wait, lease).await? {
+                Some(p) => Ok(Some(p.keep())),
+                None if or_null => Ok(None),
+                None => {
+                    Err(rlock::Error::not_acquired(format!("a permit of semaphore '{}'", sem.name()), wait))
                 }
-            };
-            cancellable(&token, work).await
+            }
         })
     }
 

@@ -8,7 +8,7 @@ use rlock::ListenerId;
 
 use crate::client::NativeClient;
 use crate::error::{js_error, Code};
-use crate::{cancellable, local, lost_listener, opt_millis, CancelToken, LostCallback};
+use crate::{acquiring, local, lost_listener, opt_millis, CancelToken, LostCallback};
 
 /// A RedLock on `name` over `clients` (an odd number, at least 3, one per independent server),
 /// with a fresh owner of its own; `fenced` hands out fencing tokens.
@@ -58,17 +58,13 @@ impl NativeRedLock {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, Option<f64>>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
-        let (red, owner, token) = (self.red.clone(), self.owner.clone(), cancel.token.clone());
-        local::spawn(env, async move {
-            let (wait, lease) = parsed?;
-            let work = async {
-                match red.acquire_guard(&owner, wait, lease).await? {
-                    Some(g) => Ok(Some(g.keep().unwrap_or(0) as f64)),
-                    None if or_null => Ok(None),
-                    None => Err(rlock::Error::not_acquired(format!("RedLock '{}'", red.name()), wait)),
-                }
-            };
-            cancellable(&token, work).await
+        let (red, owner) = (self.red.clone(), self.owner.clone());
+        acquiring(env, parsed, cancel, move |(wait, lease)| async move {
+            match red.acquire_guard(&owner, wait, lease).await? {
+                Some(g) => Ok(Some(g.keep().unwrap_or(0) as f64)),
+                None if or_null => Ok(None),
+                None => Err(rlock::Error::not_acquired(format!("RedLock '{}'", red.name()), wait)),
+            }
         })
     }
 

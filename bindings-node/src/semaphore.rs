@@ -5,7 +5,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::error::{js_error, Code};
-use crate::{cancellable, local, opt_millis, permits_arg, whole, CancelToken};
+use crate::{acquiring, local, opt_millis, permits_arg, whole, CancelToken};
 
 /// A semaphore (core `rlock::Semaphore`): permits are not owned.
 #[napi]
@@ -51,23 +51,19 @@ impl NativeSemaphore {
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>, Code> {
         let parsed = permits_arg("permits", permits, 1).and_then(|p| Ok((p, opt_millis("waitMs", wait_ms)?)));
-        let (sem, token) = (self.sem.clone(), cancel.token.clone());
-        local::spawn(env, async move {
-            let (n, wait) = parsed?;
-            let work = async {
-                match sem.acquire_guard(n, wait).await? {
-                    Some(p) => {
-                        p.keep();
-                        Ok(true)
-                    }
-                    None if or_false => Ok(false),
-                    None => Err(rlock::Error::not_acquired(
-                        format!("{n} permit(s) of semaphore '{}'", sem.name()),
-                        wait,
-                    )),
+        let sem = self.sem.clone();
+        acquiring(env, parsed, cancel, move |(n, wait)| async move {
+            match sem.acquire_guard(n, wait).await? {
+                Some(p) => {
+                    p.keep();
+                    Ok(true)
                 }
-            };
-            cancellable(&token, work).await
+                None if or_false => Ok(false),
+                None => Err(rlock::Error::not_acquired(
+                    format!("{n} permit(s) of semaphore '{}'", sem.name()),
+                    wait,
+                )),
+            }
         })
     }
 

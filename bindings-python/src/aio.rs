@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use pyo3::{intern, IntoPyObjectExt};
-use rlock::surface::{CallKey, LocalCalls, LocalIo, Polled, RawSocket, Watcher, FLUSH_ALONE_BELOW};
+use rlock::surface::{CallKey, LocalCalls, LocalIo, RawSocket, Watcher};
 
 use crate::runtime::Rt;
 
@@ -43,21 +43,17 @@ type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 struct Executor {
     pid: u32,
     rt: Rt,
-    /// Each call with its asyncio future; `None` marks a local link (completes nothing).
+    /// Each call with its asyncio future; `None` marks a local link (completes nothing). Its
+    /// links are those of the watching loop.
     calls: LocalCalls<PyResult<Convert>, Option<Awaited>>,
     /// The loop's end of the socket pair (the calls' bell writes to the other end).
     listen: UnixStream,
     /// The loop that watches `listen` (a thread runs one loop at a time; `asyncio.run` makes
     /// a new one each time), weakly: a finished loop is not kept alive.
     watched_by: Option<Py<PyWeakrefReference>>,
-    /// The clients (by id) that have tried to link on the watching loop, with their link's call
-    /// (`None`: the client cannot have one).
-    linked: Vec<(u128, Option<CallKey>)>,
     /// The watching loop's calls so far (up to [`LINK_FROM_CALL`]): clients link from its
     /// `LINK_FROM_CALL`th call on, so a short `asyncio.run` opens no connection.
     loop_calls: usize,
-    /// Calls made since the last drain.
-    unflushed: usize,
 }
 
 thread_local! {
@@ -137,14 +133,8 @@ where
             ex.link(&event_loop, client);
         }
         // Few calls pending: the request goes out at once (the links' drivers are polled below,
-        // without a bell for them). Many: every `FLUSH_EVERY`th call writes what is queued, and
-        // the bell's drain the rest, so one write carries several.
-        ex.unflushed += 1;
-        let calls = ex.calls.pending().saturating_sub(ex.link_calls().count());
-        let flush = calls < FLUSH_ALONE_BELOW || ex.unflushed >= FLUSH_EVERY;
-        if flush {
-            ex.begin_drain();
-        }
+        // without a bell for them). Many: every `FLUSH_EVERY`th call writes what is queued.
+        let flush = ex.calls.flush_for_call(FLUSH_EVERY);
         let awaited = Awaited { future: future.clone().unbind(), on_done: on_done.clone_ref(py) };
         Ok((ex.calls.add(call, Some(awaited)), unlinked, flush))
     })?;
@@ -170,17 +160,11 @@ where
 /// bell: with [`NotInline`], a call never completes inside the call that made it, so its task
 /// always awaits it (and can be cancelled there).
 fn flush_links(py: Python<'_>) {
-    let links = with_executor(|ex| {
-        let links: Vec<CallKey> = ex.link_calls().collect();
-        Some(ex.calls.woken_of(&links))
-    });
+    let links = with_executor(|ex| Some(ex.calls.woken_of(&ex.calls.links().collect::<Vec<_>>())));
     for key in links.into_iter().flatten() {
         poll(py, key);
     }
-    with_executor(|ex| {
-        ex.calls.end_drain();
-        Some(())
-    });
+    on_executor(|ex| ex.calls.end_drain());
 }
 
 /// The call of a loop from which on its clients link: the calls before use the shared
@@ -188,9 +172,10 @@ fn flush_links(py: Python<'_>) {
 /// opens no connection for them.
 const LINK_FROM_CALL: usize = 8;
 
-/// With [`FLUSH_ALONE_BELOW`] or more pending, a call writes the queued requests every this many
-/// calls, so Redis works on them while the loop makes the next ones (measured best of 16, 32,
-/// 64 and only the bell's drain with 64 and 256 tasks).
+/// With [`rlock::surface::FLUSH_ALONE_BELOW`] or more pending, a call writes the queued requests
+/// every this many calls ([`LocalCalls::flush_for_call`]), so Redis works on them while the loop
+/// makes the next ones (measured best of 16, 32, 64 and only the bell's drain with 64 and 256
+/// tasks).
 const FLUSH_EVERY: usize = 32;
 
 /// A call that ends no earlier than its second poll: one that finished in its first (its reply
@@ -264,16 +249,7 @@ impl Executor {
         let calls = LocalCalls::new(move || {
             let _ = (&bell).write(&[1]);
         });
-        Ok(Executor {
-            pid,
-            rt,
-            calls,
-            listen,
-            watched_by: None,
-            linked: Vec::new(),
-            loop_calls: 0,
-            unflushed: 0,
-        })
+        Ok(Executor { pid, rt, calls, listen, watched_by: None, loop_calls: 0 })
     }
 
     /// Makes `event_loop` watch the socket pair, unless it does already. When it replaces
@@ -289,43 +265,28 @@ impl Executor {
         event_loop.call_method1(intern!(py, "add_reader"), (self.listen.as_raw_fd(), drain))?;
         self.watched_by = Some(PyWeakrefReference::new(event_loop)?.unbind());
         self.loop_calls = 0;
-        for (_, key) in std::mem::take(&mut self.linked) {
-            if let Some((call, _)) = key.and_then(|k| self.calls.take(k)) {
-                unlinked.calls.push(call);
-            }
-        }
+        unlinked.calls = self.calls.unlink_all().into_iter().map(|(call, _)| call).collect();
         Ok(unlinked)
-    }
-
-    /// The links' drivers among the calls.
-    fn link_calls(&self) -> impl Iterator<Item = CallKey> + '_ {
-        self.linked.iter().filter_map(|(_, key)| *key)
-    }
-
-    /// Begins a drain ([`LocalCalls::begin_drain`]); the drain writes every queued request.
-    fn begin_drain(&mut self) {
-        self.unflushed = 0;
-        self.calls.begin_drain();
     }
 
     /// Starts `client`'s local link on `event_loop` (the watching loop), once per client: its
     /// driver is a call of this executor, polled with the others.
     fn link(&mut self, event_loop: &Bound<'_, PyAny>, client: &rlock::Client) {
         let id = client.id().as_u128();
-        if self.linked.iter().any(|(c, _)| *c == id) {
+        if self.calls.is_linked(id) {
             return;
         }
-        let key = client.local_link(watch(event_loop.clone().unbind())).map(|run| {
-            let call = Box::pin(async move {
+        let driver = client.local_link(watch(event_loop.clone().unbind())).map(|run| {
+            let call: rlock::surface::LocalCall<_> = Box::pin(async move {
                 run.await;
                 Ok(Box::new(|py: Python<'_>| Ok(py.None())) as Convert)
             });
-            let key = self.calls.add(call, None);
+            (call, None)
+        });
+        if let Some(key) = self.calls.link(id, driver) {
             // Woken at once: the drain that follows polls it (and it connects).
             let _ = self.calls.poll(key, self.rt.handle());
-            key
-        });
-        self.linked.push((id, key));
+        }
     }
 }
 
@@ -411,12 +372,7 @@ struct LinkReady {
 #[pymethods]
 impl LinkReady {
     fn __call__(&self, py: Python<'_>) {
-        if with_executor(|ex| {
-            ex.begin_drain();
-            Some(())
-        })
-        .is_none()
-        {
+        if !on_executor(|ex| ex.calls.begin_drain()) {
             return;
         }
         self.io.ready(!self.writable, self.writable);
@@ -433,23 +389,24 @@ fn with_executor<R>(f: impl FnOnce(&mut Executor) -> Option<R>) -> Option<R> {
     })
 }
 
+/// [`with_executor`] for a step that gives nothing back: whether it ran.
+fn on_executor(f: impl FnOnce(&mut Executor)) -> bool {
+    with_executor(|ex| {
+        f(ex);
+        Some(())
+    })
+    .is_some()
+}
+
 /// Polls call `key` once (if it is still pending); when it ended, completes its future
 /// (unless that was cancelled). A panic in core becomes the exception.
 fn poll(py: Python<'_>, key: CallKey) {
-    let ended = with_executor(|ex| match ex.calls.poll(key, ex.rt.handle())? {
-        Polled::Pending => None,
-        Polled::Ready(result, future) => Some((future, result)),
-        Polled::Panicked(future) => {
-            Some((future, Err(crate::errors::rlock_error(rlock::surface::PANIC_MESSAGE.to_owned()))))
-        }
-    });
+    let panicked = |message: &str| Err(crate::errors::rlock_error(message.to_owned()));
+    let ended = with_executor(|ex| ex.calls.poll_ended(key, ex.rt.handle(), panicked));
     let Some((awaited, result)) = ended else { return };
     let Some(Awaited { future, on_done }) = awaited else {
         // A local link ended (its client closed): its client may link again.
-        with_executor(|ex| {
-            ex.linked.retain(|(_, k)| *k != Some(key));
-            Some(())
-        });
+        on_executor(|ex| ex.calls.unlink(key));
         return;
     };
     let future = future.bind(py);
@@ -472,13 +429,12 @@ fn poll(py: Python<'_>, key: CallKey) {
 /// Called by the event loop when the socket pair has a byte: polls every woken call.
 #[pyfunction]
 fn drain(py: Python<'_>) {
-    let started = with_executor(|ex| {
+    let started = on_executor(|ex| {
         let mut sink = [0u8; 64];
         while matches!((&ex.listen).read(&mut sink), Ok(n) if n > 0) {}
-        ex.begin_drain();
-        Some(())
+        ex.calls.begin_drain();
     });
-    if started.is_some() {
+    if started {
         drain_all(py);
     }
 }

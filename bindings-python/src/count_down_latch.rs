@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use crate::errors::map_err;
 use crate::runtime::Rt;
-use crate::{aio, opt_seconds, Handle, Outcome};
+use crate::{opt_seconds, Handle};
 
 /// Redisson's count-down latch (`RCountDownLatch`): a count in the key `name`, open at 0 (also
 /// while the key is missing). Any thread or task may count down; every waiter, Java's
@@ -41,9 +41,8 @@ impl CountDownLatch {
 
     /// Like `count_down`, as an awaitable (runs to the end even when cancelled).
     fn count_down_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.rt.check_pid()?;
         let latch = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(latch.count_down().await)) })
+        self.run_async(py, async move { latch.count_down().await })
     }
 
     /// The current count (0 when the latch is open).
@@ -65,9 +64,8 @@ impl CountDownLatch {
     #[pyo3(signature = (timeout = None))]
     fn wait_async<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
         let timeout = opt_seconds("timeout", timeout)?;
-        self.rt.check_pid()?;
         let latch = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(latch.wait(timeout).await)) })
+        self.run_async(py, async move { latch.wait(timeout).await })
     }
 
     /// Deletes the latch whatever its count; True when it existed. rlock waiters wake and find

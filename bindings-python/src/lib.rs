@@ -31,9 +31,12 @@ use permit_expirable_semaphore::PermitExpirableSemaphore;
 use runtime::Rt;
 use semaphore::Semaphore;
 
+/// This surface, as core spells for it.
+const PYTHON: rlock::surface::Surface = rlock::surface::Surface::Python;
+
 /// Seconds given by Python as a `Duration`, checked by core (every surface agrees).
 fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    rlock::surface::duration_arg(rlock::surface::Surface::Python, what, s).map_err(map_err)
+    rlock::surface::duration_arg(PYTHON, what, s).map_err(map_err)
 }
 
 /// [`seconds`] for optional arguments, where None keeps its own meaning (no limit, watchdog).
@@ -49,9 +52,7 @@ fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::Client
     let mut o = rlock::ClientOptions::default();
     for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
         let key: String = key.extract()?;
-        let Some(spec) =
-            rlock::surface::OPTIONS.iter().find(|s| s.spelling(rlock::surface::Surface::Python) == key)
-        else {
+        let Some(spec) = rlock::surface::OPTIONS.iter().find(|s| s.spelling(PYTHON) == key) else {
             return Err(PyTypeError::new_err(format!("Client() got an unexpected keyword argument '{key}'")));
         };
         let number = !value.is_instance_of::<PyBool>()
@@ -74,7 +75,7 @@ fn client_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<rlock::Client
             }
             _ => return Err(PyTypeError::new_err(format!("{key} cannot be {}", value.get_type().name()?))),
         };
-        o.set(rlock::surface::Surface::Python, &key, v).map_err(map_err)?;
+        o.set(PYTHON, &key, v).map_err(map_err)?;
     }
     Ok(o)
 }
@@ -160,7 +161,7 @@ impl Client {
     fn describe(&self, py: Python<'_>, name: String) -> PyResult<String> {
         let c = self.check()?.clone();
         run_blocking(py, &self.rt, &self.inner, async move {
-            c.describe(&name).await.map(|d| rlock::surface::to_json_for(rlock::surface::Surface::Python, &d))
+            rlock::surface::describe_json(&c, PYTHON, &name).await
         })
     }
 
@@ -171,9 +172,7 @@ impl Client {
         let limit = limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let c = self.check()?.clone();
         run_blocking(py, &self.rt, &self.inner, async move {
-            c.list(pattern.as_deref(), limit)
-                .await
-                .map(|l| rlock::surface::to_json_for(rlock::surface::Surface::Python, &l))
+            rlock::surface::list_json(&c, PYTHON, pattern.as_deref(), limit).await
         })
     }
 
@@ -213,7 +212,7 @@ impl Client {
 
     /// The client's figures as JSON (core's `Stats`); `rlock.Client.stats` makes it a dict.
     fn stats_json(&self) -> PyResult<String> {
-        Ok(rlock::surface::to_json_for(rlock::surface::Surface::Python, &self.check()?.stats()))
+        Ok(rlock::surface::to_json_for(PYTHON, &self.check()?.stats()))
     }
 
     /// The client's figures in the Prometheus text exposition format.
@@ -355,15 +354,9 @@ impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for Outcome<T> {
     }
 }
 
-/// The acquire future shared by the sync and async entry points.
-async fn acquire_future(
-    lock: rlock::Lock,
-    owner: rlock::Owner,
-    timeout: Option<Duration>,
-    lease: Option<Duration>,
-) -> rlock::Result<Acquired> {
-    Ok(Acquired(lock.acquire_guard(&owner, timeout, lease).await?.map(Taken::Hold)))
-}
+/// The arguments of a lock's acquire (lock, multi-lock, RedLock): the owner, the longest wait
+/// (None: no limit) and the lease (None: the watchdog renews).
+type AcquireArgs = (rlock::Owner, Option<Duration>, Option<Duration>);
 
 /// What every native handle holds to run core calls: its client and the runtime.
 trait Handle {
@@ -376,6 +369,18 @@ trait Handle {
         Ok(owner_of(self.client(), id))
     }
 
+    /// A lock's acquire arguments, as its sync and async entry points both read them: `timeout`
+    /// and `lease` in seconds, then the owner for `id` ([`Self::owner`]).
+    fn acquire_args(
+        &self,
+        id: Option<u64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<AcquireArgs> {
+        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
+        Ok((self.owner(id)?, timeout, lease))
+    }
+
     /// Runs a core call on the runtime, waiting with the GIL released.
     fn run<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
     where
@@ -383,6 +388,34 @@ trait Handle {
         F: Future<Output = rlock::Result<T>> + Send + 'static,
     {
         run_blocking(py, self.rt(), self.client(), fut)
+    }
+
+    /// Runs an acquire ([`Self::run`]): what it took, or nothing when the wait ran out.
+    fn acquired<F>(&self, py: Python<'_>, fut: F) -> PyResult<Acquired>
+    where
+        F: Future<Output = rlock::Result<Option<Taken>>> + Send + 'static,
+    {
+        self.run(py, async move { fut.await.map(Acquired) })
+    }
+
+    /// Runs a core call as an asyncio call of the running loop ([`aio::future_into_py`];
+    /// refused in a forked child): an awaitable of its value, or raising its error.
+    fn run_async<'py, T, F>(&self, py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+        F: Future<Output = rlock::Result<T>> + Send + 'static,
+    {
+        self.rt().check_pid()?;
+        aio::future_into_py(py, self.rt(), self.client(), async move { Ok(Outcome(fut.await)) })
+    }
+
+    /// Runs an acquire as an asyncio call ([`Self::run_async`]): an awaitable of a
+    /// `PendingAcquire` holding what it took.
+    fn pending<'py, F>(&self, py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = rlock::Result<Option<Taken>>> + Send + 'static,
+    {
+        self.run_async(py, async move { fut.await.map(PendingAcquire::new) })
     }
 }
 
@@ -399,7 +432,7 @@ macro_rules! handles {
     };
 }
 
-handles!(Lock, Semaphore, PermitExpirableSemaphore, MultiLock, CountDownLatch);
+handles!(Lock, Semaphore, PermitExpirableSemaphore, MultiLock, CountDownLatch, red_lock::RedLock);
 
 /// Longest an interrupted call waits for its clean-up before raising.
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
@@ -430,14 +463,7 @@ fn lost_caller(rt: &Rt, callback: Py<PyAny>) -> impl Fn(&rlock::LostEvent) + Sen
     let handle = rt.handle().clone();
     let callback = std::sync::Arc::new(callback);
     move |ev: &rlock::LostEvent| {
-        let cb = callback.clone();
-        let args = (
-            ev.name.to_string(),
-            ev.kind,
-            ev.owner.as_str().to_owned(),
-            ev.reason.as_str(),
-            ev.permit_id.as_deref().map(str::to_owned),
-        );
+        let (cb, args) = (callback.clone(), rlock::surface::lost_args(ev));
         handle.spawn_blocking(move || {
             Python::try_attach(|py| {
                 if let Err(e) = cb.call1(py, args) {
@@ -464,7 +490,7 @@ fn error_classes() -> Vec<(&'static str, &'static str)> {
 /// The option names core knows, in Python spelling (checked against `rlock.ClientOptions`).
 #[pyfunction]
 fn option_names() -> Vec<String> {
-    rlock::surface::OPTIONS.iter().map(|o| o.spelling(rlock::surface::Surface::Python)).collect()
+    rlock::surface::option_names(PYTHON)
 }
 
 /// The native module; the `rlock` package wraps it.

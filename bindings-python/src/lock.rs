@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 
 use crate::runtime::Rt;
-use crate::{acquire_future, aio, lost_caller, opt_seconds, Handle, Outcome, PendingAcquire};
+use crate::{lost_caller, AcquireArgs, Handle, Taken};
 
 /// A handle on one reentrant lock (core `rlock::Lock`). Holds belong to owners, not handles.
 #[pyclass(frozen, module = "rlock._native")]
@@ -12,6 +12,11 @@ pub(crate) struct Lock {
     pub(crate) inner: rlock::Lock,
     pub(crate) client: rlock::Client,
     pub(crate) rt: Rt,
+}
+
+/// The acquire of the sync and async entry points.
+async fn acquiring(lock: rlock::Lock, (owner, timeout, lease): AcquireArgs) -> rlock::Result<Option<Taken>> {
+    Ok(lock.acquire_guard(&owner, timeout, lease).await?.map(Taken::Hold))
 }
 
 #[pymethods]
@@ -39,11 +44,8 @@ impl Lock {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<Option<u64>> {
-        let timeout = opt_seconds("timeout", timeout)?;
-        let lease = opt_seconds("lease", lease)?;
-        let owner = self.owner(owner)?;
-        let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        Ok(self.run(py, fut)?.claim_token())
+        let args = self.acquire_args(owner, timeout, lease)?;
+        Ok(self.acquired(py, acquiring(self.inner.clone(), args))?.claim_token())
     }
 
     /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim()` takes the hold.
@@ -56,13 +58,8 @@ impl Lock {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let timeout = opt_seconds("timeout", timeout)?;
-        let lease = opt_seconds("lease", lease)?;
-        let owner = self.owner(Some(owner))?;
-        let fut = acquire_future(self.inner.clone(), owner, timeout, lease);
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            Ok(Outcome(fut.await.map(|a| PendingAcquire::new(a.0))))
-        })
+        let args = self.acquire_args(Some(owner), timeout, lease)?;
+        self.pending(py, acquiring(self.inner.clone(), args))
     }
 
     /// Releases one hold level of `owner`; True when the lock became free, False when `owner`
@@ -77,11 +74,8 @@ impl Lock {
 
     /// Like `release`, as an awaitable (the release runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
-        let owner = self.owner(Some(owner))?;
-        let lock = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            Ok(Outcome(lock.release(&owner).await.map(rlock::Released::is_unlocked)))
-        })
+        let (lock, owner) = (self.inner.clone(), self.owner(Some(owner))?);
+        self.run_async(py, async move { lock.release(&owner).await.map(rlock::Released::is_unlocked) })
     }
 
     /// Deletes the lock whoever holds it; True when it was locked.

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use crate::errors::map_err;
 use crate::lock::Lock;
 use crate::runtime::Rt;
-use crate::{aio, opt_seconds, Acquired, Handle, Outcome, PendingAcquire, Taken};
+use crate::{AcquireArgs, Handle, Taken};
 
 /// Several locks taken all-or-nothing (core `rlock::MultiLock`); members may come from several
 /// clients. Holds belong to owners: the calling thread, or an explicit id.
@@ -16,21 +16,24 @@ pub(crate) struct MultiLock {
     pub(crate) rt: Rt,
 }
 
+/// The acquire of the sync and async entry points.
+async fn acquiring(
+    multi: rlock::MultiLock,
+    (owner, timeout, lease): AcquireArgs,
+) -> rlock::Result<Option<Taken>> {
+    Ok(multi.acquire_guard(&owner, timeout, lease).await?.map(Taken::Multi))
+}
+
 #[pymethods]
 impl MultiLock {
     /// A multi-lock over `locks` (at least one), taken in this order.
     #[new]
     fn new(locks: Vec<PyRef<'_, Lock>>) -> PyResult<Self> {
-        let first = locks.first().map(|l| (l.client.clone(), l.rt.clone()));
-        let members = locks.iter().map(|l| l.inner.clone()).collect();
-        let inner = rlock::MultiLock::new(members).map_err(map_err)?;
-        let (client, rt) = first.ok_or_else(|| {
-            map_err(rlock::Error::new(
-                rlock::ErrorKind::InvalidArgument,
-                "a multi-lock needs at least one lock",
-            ))
-        })?;
-        Ok(MultiLock { inner, client, rt })
+        let inner =
+            rlock::MultiLock::new(locks.iter().map(|l| l.inner.clone()).collect()).map_err(map_err)?;
+        // Not empty: core refused that.
+        let first = &locks[0];
+        Ok(MultiLock { inner, client: first.client.clone(), rt: first.rt.clone() })
     }
 
     /// Blocks until `owner` (None: this thread) holds every member or `timeout` seconds passed
@@ -43,12 +46,8 @@ impl MultiLock {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<bool> {
-        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
-        let (multi, owner) = (self.inner.clone(), self.owner(owner)?);
-        let got = self.run(py, async move {
-            Ok(Acquired(multi.acquire_guard(&owner, timeout, lease).await?.map(Taken::Multi)))
-        })?;
-        Ok(got.claim())
+        let args = self.acquire_args(owner, timeout, lease)?;
+        Ok(self.acquired(py, acquiring(self.inner.clone(), args))?.claim())
     }
 
     /// Like `acquire` for `owner`, as an awaitable of a `PendingAcquire`.
@@ -60,15 +59,8 @@ impl MultiLock {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
-        let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            let got = multi
-                .acquire_guard(&owner, timeout, lease)
-                .await
-                .map(|g| PendingAcquire::new(g.map(Taken::Multi)));
-            Ok(Outcome(got))
-        })
+        let args = self.acquire_args(Some(owner), timeout, lease)?;
+        self.pending(py, acquiring(self.inner.clone(), args))
     }
 
     /// Releases every member held by `owner` (None: this thread); the error names every
@@ -82,12 +74,7 @@ impl MultiLock {
     /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let (multi, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        aio::future_into_py(
-            py,
-            &self.rt,
-            &self.client,
-            async move { Ok(Outcome(multi.release(&owner).await)) },
-        )
+        self.run_async(py, async move { multi.release(&owner).await })
     }
 
     /// Whether `owner` (None: this thread) holds every member.

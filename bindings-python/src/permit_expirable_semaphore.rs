@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 
 use crate::errors::map_err;
 use crate::runtime::Rt;
-use crate::{aio, lost_caller, opt_seconds, Acquired, Handle, Outcome, PendingAcquire, Taken};
+use crate::{lost_caller, opt_seconds, Handle, Taken};
 
 /// A handle on one permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`).
 #[pyclass(frozen, module = "rlock._native")]
@@ -16,17 +16,13 @@ pub(crate) struct PermitExpirableSemaphore {
     pub(crate) rt: Rt,
 }
 
-/// A permit acquire: `wait` `None` waits for good.
+/// A permit acquire ([`rlock::surface::acquire_permit`]): `wait` `None` waits for good.
 async fn permit_future(
     sem: rlock::PermitExpirableSemaphore,
     wait: Option<Duration>,
     lease: Option<Duration>,
 ) -> rlock::Result<Option<Taken>> {
-    Ok(match wait {
-        Some(w) => sem.try_acquire(w, lease).await?,
-        None => Some(sem.acquire(lease).await?),
-    }
-    .map(Taken::Permit))
+    Ok(rlock::surface::acquire_permit(&sem, wait, lease).await?.map(Taken::Permit))
 }
 
 #[pymethods]
@@ -52,9 +48,7 @@ impl PermitExpirableSemaphore {
     #[pyo3(signature = (timeout = None, lease = None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>, lease: Option<f64>) -> PyResult<Option<String>> {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
-        let sem = self.inner.clone();
-        let got = self.run(py, async move { Ok(Acquired(permit_future(sem, timeout, lease).await?)) })?;
-        Ok(got.claim_id())
+        Ok(self.acquired(py, permit_future(self.inner.clone(), timeout, lease))?.claim_id())
     }
 
     /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim_permit()` takes it.
@@ -66,12 +60,7 @@ impl PermitExpirableSemaphore {
         lease: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
-        self.rt.check_pid()?;
-        let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            let got = permit_future(sem, timeout, lease).await.map(PendingAcquire::new);
-            Ok(Outcome(got))
-        })
+        self.pending(py, permit_future(self.inner.clone(), timeout, lease))
     }
 
     /// Releases permit `id` (NotHeldError when it is not held, LockLostError when the watchdog
@@ -83,9 +72,8 @@ impl PermitExpirableSemaphore {
 
     /// Like `release`, as an awaitable (runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        self.rt.check_pid()?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(sem.release(&id).await)) })
+        self.run_async(py, async move { sem.release(&id).await })
     }
 
     /// Sets the lease of permit `id` to `lease` seconds from now (None: the watchdog renews it).

@@ -1,40 +1,27 @@
 //! RedLock on the Python surface (core `rlock::RedLock` / `rlock::FencedRedLock`): one native
 //! class for both; `rlock.RedLock` and `rlock.FencedRedLock` wrap it.
 
-use std::time::Duration;
-
 use pyo3::prelude::*;
 
 use crate::errors::map_err;
 use crate::runtime::Rt;
-use crate::{aio, lost_caller, opt_seconds, Acquired, Client, Handle, Outcome, PendingAcquire, Taken};
+use crate::{lost_caller, AcquireArgs, Client, Handle, Taken};
 
 /// One lock name held by a majority of N independent servers (one client each). Holds belong
 /// to owners: the calling thread, or an explicit id (unique across the process's clients).
 #[pyclass(frozen, module = "rlock._native")]
 pub(crate) struct RedLock {
     inner: rlock::RedLock,
-    client: rlock::Client,
-    rt: Rt,
+    pub(crate) client: rlock::Client,
+    pub(crate) rt: Rt,
 }
 
-impl Handle for RedLock {
-    fn client(&self) -> &rlock::Client {
-        &self.client
-    }
-    fn rt(&self) -> &Rt {
-        &self.rt
-    }
-}
-
-/// The acquire future of the sync and async entry points.
-async fn acquire(
+/// The acquire of the sync and async entry points.
+async fn acquiring(
     red: rlock::RedLock,
-    owner: rlock::Owner,
-    timeout: Option<Duration>,
-    lease: Option<Duration>,
-) -> rlock::Result<Acquired> {
-    Ok(Acquired(red.acquire_guard(&owner, timeout, lease).await?.map(Taken::Red)))
+    (owner, timeout, lease): AcquireArgs,
+) -> rlock::Result<Option<Taken>> {
+    Ok(red.acquire_guard(&owner, timeout, lease).await?.map(Taken::Red))
 }
 
 #[pymethods]
@@ -73,9 +60,8 @@ impl RedLock {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<Option<u64>> {
-        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
-        let (red, owner) = (self.inner.clone(), self.owner(owner)?);
-        Ok(self.run(py, acquire(red, owner, timeout, lease))?.claim_token())
+        let args = self.acquire_args(owner, timeout, lease)?;
+        Ok(self.acquired(py, acquiring(self.inner.clone(), args))?.claim_token())
     }
 
     /// Like `acquire` for `owner`, as an awaitable of a `PendingAcquire`.
@@ -87,12 +73,8 @@ impl RedLock {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
-        let (red, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            let got = acquire(red, owner, timeout, lease).await.map(|a| PendingAcquire::new(a.0));
-            Ok(Outcome(got))
-        })
+        let args = self.acquire_args(Some(owner), timeout, lease)?;
+        self.pending(py, acquiring(self.inner.clone(), args))
     }
 
     /// Releases `owner`'s holds (None: this thread) on every server; True when the lock became
@@ -106,9 +88,7 @@ impl RedLock {
     /// Like `release` for `owner`, as an awaitable (runs to the end even when cancelled).
     fn release_async<'py>(&self, py: Python<'py>, owner: u64) -> PyResult<Bound<'py, PyAny>> {
         let (red, owner) = (self.inner.clone(), self.owner(Some(owner))?);
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            Ok(Outcome(red.release(&owner).await.map(|r| r.is_unlocked())))
-        })
+        self.run_async(py, async move { red.release(&owner).await.map(|r| r.is_unlocked()) })
     }
 
     /// Whether `owner` (None: this thread) holds it on a majority of the servers.

@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use crate::errors::map_err;
 use crate::runtime::Rt;
-use crate::{aio, opt_seconds, Acquired, Handle, Outcome, PendingAcquire, Taken};
+use crate::{opt_seconds, Handle, Taken};
 
 /// A handle on one semaphore (core `rlock::Semaphore`).
 #[pyclass(frozen, module = "rlock._native")]
@@ -14,14 +14,12 @@ pub(crate) struct Semaphore {
     pub(crate) rt: Rt,
 }
 
-/// Permits as a core `u64` (a negative count is a bad argument).
-fn permits(n: i64) -> PyResult<u64> {
-    u64::try_from(n).map_err(|_| {
-        map_err(rlock::Error::new(
-            rlock::ErrorKind::InvalidArgument,
-            format!("permits must be at least 1 (got {n})"),
-        ))
-    })
+/// Permits as a core `u64`: a negative count is a bad argument, whose message says the permits
+/// `must` be so (0 passes, for core to refuse where it must be at least 1).
+fn permits(n: i64, must: &str) -> PyResult<u64> {
+    let invalid =
+        || rlock::Error::new(rlock::ErrorKind::InvalidArgument, format!("permits must {must} (got {n})"));
+    u64::try_from(n).map_err(|_| map_err(invalid()))
 }
 
 #[pymethods]
@@ -37,12 +35,7 @@ impl Semaphore {
     #[pyo3(signature = (permits, ttl = None))]
     fn try_set_permits(&self, py: Python<'_>, permits: i64, ttl: Option<f64>) -> PyResult<bool> {
         let ttl = opt_seconds("ttl", ttl)?;
-        let n = u64::try_from(permits).map_err(|_| {
-            map_err(rlock::Error::new(
-                rlock::ErrorKind::InvalidArgument,
-                format!("permits must not be negative (got {permits})"),
-            ))
-        })?;
+        let n = self::permits(permits, "not be negative")?;
         let sem = self.inner.clone();
         self.run(py, async move { sem.try_set_permits(n, ttl).await })
     }
@@ -51,12 +44,12 @@ impl Semaphore {
     /// once); whether they were taken.
     #[pyo3(signature = (permits = 1, timeout = None))]
     fn acquire(&self, py: Python<'_>, permits: i64, timeout: Option<f64>) -> PyResult<bool> {
-        let n = self::permits(permits)?;
+        let n = self::permits(permits, "be at least 1")?;
         let timeout = opt_seconds("timeout", timeout)?;
         let sem = self.inner.clone();
-        let got = self
-            .run(py, async move { Ok(Acquired(sem.acquire_guard(n, timeout).await?.map(Taken::Permits))) })?;
-        Ok(got.claim())
+        Ok(self
+            .acquired(py, async move { Ok(sem.acquire_guard(n, timeout).await?.map(Taken::Permits)) })?
+            .claim())
     }
 
     /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim()` takes the permits.
@@ -67,20 +60,16 @@ impl Semaphore {
         permits: i64,
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let n = self::permits(permits)?;
+        let n = self::permits(permits, "be at least 1")?;
         let timeout = opt_seconds("timeout", timeout)?;
-        self.rt.check_pid()?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move {
-            let got = sem.acquire_guard(n, timeout).await.map(|p| PendingAcquire::new(p.map(Taken::Permits)));
-            Ok(Outcome(got))
-        })
+        self.pending(py, async move { Ok(sem.acquire_guard(n, timeout).await?.map(Taken::Permits)) })
     }
 
     /// Gives back `permits`; the new count.
     #[pyo3(signature = (permits = 1))]
     fn release(&self, py: Python<'_>, permits: i64) -> PyResult<i64> {
-        let n = self::permits(permits)?;
+        let n = self::permits(permits, "be at least 1")?;
         let sem = self.inner.clone();
         self.run(py, async move { sem.release(n).await })
     }
@@ -88,10 +77,9 @@ impl Semaphore {
     /// Like `release`, as an awaitable (runs to the end even when cancelled).
     #[pyo3(signature = (permits = 1))]
     fn release_async<'py>(&self, py: Python<'py>, permits: i64) -> PyResult<Bound<'py, PyAny>> {
-        let n = self::permits(permits)?;
-        self.rt.check_pid()?;
+        let n = self::permits(permits, "be at least 1")?;
         let sem = self.inner.clone();
-        aio::future_into_py(py, &self.rt, &self.client, async move { Ok(Outcome(sem.release(n).await)) })
+        self.run_async(py, async move { sem.release(n).await })
     }
 
     /// The available permits (0 when the semaphore does not exist).

@@ -44,6 +44,7 @@
 //! - `capi`: the C ABI (`ffi`, implies `process-runtime`), from which `librlock` and `rlock.h`
 //!   are built.
 
+mod bindings;
 mod client;
 mod conn;
 mod count_down_latch;
@@ -101,6 +102,7 @@ pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 /// semver.
 #[doc(hidden)]
 pub mod surface {
+    pub use crate::bindings::{acquire_permit, describe_json, list_json, lost_args, option_names, LostArgs};
     pub use crate::conn::local::{LocalIo, RawSocket, Watch, Watcher};
     pub use crate::conn::thread::THREAD_LINK_NAME;
     pub use crate::describe::to_json;

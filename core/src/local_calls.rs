@@ -38,7 +38,7 @@ pub const PANIC_MESSAGE: &str = "internal error in rlock (a bug: please report i
 /// Below this many pending calls (a surface's link drivers not counted), a surface writes each
 /// call's request at once, so Redis works on it while the thread makes the next (measured best
 /// with 1 and 16 owners on Node and on asyncio); with more, it writes every few calls and lets
-/// the drain write the rest, so one write carries several.
+/// the drain write the rest, so one write carries several ([`LocalCalls::flush_for_call`]).
 pub const FLUSH_ALONE_BELOW: usize = 17;
 
 /// Polls woken calls until a take finds none, which ends the drain the surface began
@@ -125,6 +125,8 @@ struct Slot<O, T> {
     waker: Waker,
     data: T,
     generation: u64,
+    /// A local link's driver ([`LocalCalls::link`]), not a call the surface's user made.
+    background: bool,
 }
 
 /// The pending calls of one thread, each with data of the surface's (the promise or future to
@@ -134,6 +136,13 @@ pub struct LocalCalls<O, T> {
     slots: Vec<Option<Slot<O, T>>>,
     free: Vec<usize>,
     generation: u64,
+    /// How many of the pending calls are background calls (links' drivers).
+    background: usize,
+    /// Calls counted by [`Self::flush_for_call`] since the last drain began.
+    unflushed: usize,
+    /// The clients (by id) that tried to link on this thread, each with its link's driver
+    /// (`None`: the client cannot have one).
+    linked: Vec<(u128, Option<CallKey>)>,
 }
 
 impl<O, T> LocalCalls<O, T> {
@@ -144,12 +153,24 @@ impl<O, T> LocalCalls<O, T> {
             woken: Mutex::new(Woken { keys: Vec::new(), closed: false, draining: false }),
             bell: Box::new(bell),
         });
-        LocalCalls { ready, slots: Vec::new(), free: Vec::new(), generation: 0 }
+        LocalCalls {
+            ready,
+            slots: Vec::new(),
+            free: Vec::new(),
+            generation: 0,
+            background: 0,
+            unflushed: 0,
+            linked: Vec::new(),
+        }
     }
 
     /// Keeps `call` with `data` until it ends or is cancelled. It is not polled here: the
     /// surface polls it once right away (so its request goes out in the call), then on wake-ups.
     pub fn add(&mut self, call: LocalCall<O>, data: T) -> CallKey {
+        self.keep(call, data, false)
+    }
+
+    fn keep(&mut self, call: LocalCall<O>, data: T, background: bool) -> CallKey {
         self.generation += 1;
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
@@ -157,13 +178,68 @@ impl<O, T> LocalCalls<O, T> {
         });
         let key = CallKey { slot, generation: self.generation };
         let waker = Waker::from(Arc::new(CallWaker { ready: self.ready.clone(), key }));
-        self.slots[slot] = Some(Slot { call, waker, data, generation: key.generation });
+        self.slots[slot] = Some(Slot { call, waker, data, generation: key.generation, background });
+        self.background += usize::from(background);
         key
     }
 
     /// How many calls are pending.
     pub fn pending(&self) -> usize {
         self.slots.len() - self.free.len()
+    }
+
+    /// How many calls are pending, links' drivers not counted: the calls the surface's user
+    /// made.
+    pub fn foreground(&self) -> usize {
+        self.pending() - self.background
+    }
+
+    /// Counts a call the surface is about to add and says whether its request goes out at once.
+    /// With fewer than [`FLUSH_ALONE_BELOW`] foreground calls pending it does, so Redis works
+    /// on it while the thread makes the next; with more, only every `flush_every`th call's
+    /// does (writing what is queued), and the bell's drain writes the rest, so one write
+    /// carries several. When it does, a drain begins ([`Self::begin_drain`]), which the
+    /// surface ends right after adding and polling the call.
+    pub fn flush_for_call(&mut self, flush_every: usize) -> bool {
+        self.unflushed += 1;
+        let flush = self.foreground() < FLUSH_ALONE_BELOW || self.unflushed >= flush_every;
+        if flush {
+            self.begin_drain();
+        }
+        flush
+    }
+
+    /// Whether client `id` tried to link on this thread already ([`Self::link`]).
+    pub fn is_linked(&self, id: u128) -> bool {
+        self.linked.iter().any(|(c, _)| *c == id)
+    }
+
+    /// Records that client `id` tried to link on this thread, with its link's driver and data
+    /// when it got one: kept as a background call, which [`Self::foreground`] does not count,
+    /// until it ends (its client closed) or [`Self::unlink_all`]. The driver's key, for the
+    /// surface to poll it once (it connects).
+    pub fn link(&mut self, id: u128, driver: Option<(LocalCall<O>, T)>) -> Option<CallKey> {
+        let key = driver.map(|(call, data)| self.keep(call, data, true));
+        self.linked.push((id, key));
+        key
+    }
+
+    /// The links' drivers ([`Self::link`]).
+    pub fn links(&self) -> impl Iterator<Item = CallKey> + '_ {
+        self.linked.iter().filter_map(|(_, key)| *key)
+    }
+
+    /// Forgets the link whose driver `key` ended, so its client may link again.
+    pub fn unlink(&mut self, key: CallKey) {
+        self.linked.retain(|(_, k)| *k != Some(key));
+    }
+
+    /// Forgets every link and takes their drivers out unfinished, with their data ([`Self::take`]):
+    /// for a surface whose links end (its event loop changed).
+    pub fn unlink_all(&mut self) -> Vec<(LocalCall<O>, T)> {
+        let keys: Vec<CallKey> =
+            std::mem::take(&mut self.linked).into_iter().filter_map(|(_, k)| k).collect();
+        keys.into_iter().filter_map(|k| self.take(k)).collect()
     }
 
     /// Polls call `key` once inside `runtime`'s context (core futures use its timers, and a
@@ -187,6 +263,22 @@ impl<O, T> LocalCalls<O, T> {
             Some(output) => Polled::Ready(output, data),
             None => Polled::Panicked(data),
         })
+    }
+
+    /// [`Self::poll`] for a surface that fails a call that panicked with
+    /// `panicked(`[`PANIC_MESSAGE`]`)`: once the call ended, its data and output; None while it
+    /// is pending (or when `key` names no pending call).
+    pub fn poll_ended(
+        &mut self,
+        key: CallKey,
+        runtime: &Handle,
+        panicked: impl FnOnce(&str) -> O,
+    ) -> Option<(T, O)> {
+        match self.poll(key, runtime)? {
+            Polled::Pending => None,
+            Polled::Ready(output, data) => Some((data, output)),
+            Polled::Panicked(data) => Some((data, panicked(PANIC_MESSAGE))),
+        }
     }
 
     /// Drops call `key` unfinished (core calls are cancel-safe) inside `runtime`'s context and
@@ -221,7 +313,9 @@ impl<O, T> LocalCalls<O, T> {
     /// polling each) until the list it takes is empty. Until then wakers ring no bell: a
     /// waker on this thread (a reply read by a local link's driver) or elsewhere only adds
     /// to the list the drain takes next, which saves the surface a wake-up it does not need.
-    pub fn begin_drain(&self) {
+    /// The drain writes every queued request: [`Self::flush_for_call`] counts from here.
+    pub fn begin_drain(&mut self) {
+        self.unflushed = 0;
         self.ready.lock().draining = true;
     }
 
@@ -261,7 +355,9 @@ impl<O, T> LocalCalls<O, T> {
 
     fn remove(&mut self, slot: usize) -> Slot<O, T> {
         self.free.push(slot);
-        self.slots[slot].take().unwrap_or_else(|| unreachable!("checked by the caller"))
+        let removed = self.slots[slot].take().unwrap_or_else(|| unreachable!("checked by the caller"));
+        self.background -= usize::from(removed.background);
+        removed
     }
 }
 
@@ -272,6 +368,7 @@ impl<O: Send + 'static, T: Send + 'static> LocalCalls<O, T> {
     pub fn drop_pending_on(&mut self, runtime: &Handle) {
         let slots = std::mem::take(&mut self.slots);
         self.free.clear();
+        self.background = 0;
         if slots.iter().any(Option::is_some) {
             runtime.spawn(async move { drop(slots) });
         }
@@ -346,6 +443,22 @@ mod tests {
     }
 
     #[test]
+    fn an_ended_call_gives_its_data_and_output_or_what_the_surface_makes_of_a_panic() {
+        let (rt, _rings, mut calls) = setup();
+        let message_len = |m: &str| u32::try_from(m.len()).unwrap_or(0);
+        let boom = calls.add(Box::pin(async { panic!("a bug") }), "boom");
+        assert_eq!(
+            calls.poll_ended(boom, rt.handle(), message_len),
+            Some(("boom", message_len(PANIC_MESSAGE)))
+        );
+        let (tx, one) = pending(&mut calls, &rt, "one");
+        assert_eq!(calls.poll_ended(one, rt.handle(), message_len), None);
+        tx.send(1).unwrap_or_else(|_| unreachable!());
+        assert_eq!(calls.poll_ended(one, rt.handle(), message_len), Some(("one", 1)));
+        assert_eq!(calls.poll_ended(one, rt.handle(), message_len), None);
+    }
+
+    #[test]
     fn a_drain_rings_no_bell_until_it_ends() {
         let (rt, rings, mut calls) = setup();
         let (tx_a, a) = pending(&mut calls, &rt, "a");
@@ -391,6 +504,42 @@ mod tests {
     }
 
     #[test]
+    fn calls_flush_alone_while_few_are_pending_then_every_few() {
+        let (rt, rings, mut calls) = setup();
+        // A link's driver is a background call: not counted.
+        let link = calls.link(7, Some((Box::pin(std::future::pending()), "link")));
+        assert_eq!(calls.link(8, None), None); // a client that cannot link is recorded too
+        assert!(calls.is_linked(7) && calls.is_linked(8) && !calls.is_linked(9));
+        assert_eq!(calls.links().collect::<Vec<_>>(), Vec::from_iter(link));
+        let mut senders = Vec::new();
+        for _ in 0..FLUSH_ALONE_BELOW {
+            // Few pending: every call flushes.
+            assert!(calls.flush_for_call(4));
+            senders.push(pending(&mut calls, &rt, "w").0);
+        }
+        assert_eq!((calls.pending(), calls.foreground()), (FLUSH_ALONE_BELOW + 1, FLUSH_ALONE_BELOW));
+        // A flush begins a drain: a wake-up meanwhile rings no bell.
+        if let Some(tx) = senders.pop() {
+            tx.send(1).unwrap_or_else(|_| unreachable!());
+        }
+        assert_eq!((rings.load(Ordering::SeqCst), calls.woken().len()), (0, 1));
+        // The empty take ends the drain.
+        assert_eq!(calls.woken(), vec![]);
+        // Many pending: every 4th call flushes; a drain begun elsewhere starts the count again.
+        let flushes: Vec<bool> = (0..8).map(|_| calls.flush_for_call(4)).collect();
+        assert_eq!(flushes, [false, false, false, true, false, false, false, true]);
+        assert!(!calls.flush_for_call(4));
+        calls.begin_drain();
+        assert_eq!([calls.flush_for_call(4), calls.flush_for_call(4)], [false, false]);
+        // Unlinked (the surface's loop changed), the driver is taken out and its client may
+        // link again.
+        let drivers: Vec<&str> = calls.unlink_all().into_iter().map(|(_, name)| name).collect();
+        assert_eq!(drivers, ["link"]);
+        assert!(!calls.is_linked(7) && calls.links().next().is_none());
+        assert_eq!(calls.foreground(), calls.pending());
+    }
+
+    #[test]
     fn drain_woken_polls_calls_woken_while_it_runs_then_ends_the_drain() {
         let (rt, rings, mut calls) = setup();
         let (tx_a, a) = pending(&mut calls, &rt, "a");
@@ -399,7 +548,7 @@ mod tests {
         let mut tx_b = Some(tx_b);
         let mut ended = Vec::new();
 
-        calls.borrow().begin_drain();
+        calls.borrow_mut().begin_drain();
         tx_a.send(1).unwrap_or_else(|_| unreachable!());
         drain_woken(
             || Some(calls.borrow().woken()),

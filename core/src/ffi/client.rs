@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Handle;
 
+use super::handle::{self, take};
 use super::lost::{listener, rlock_lost_callback};
 use super::options_object::rlock_options;
-use super::{block_on, guard, rlock_result, runtime, str_arg, Failure};
+use super::{block_on, check_out, guard, rlock_result, runtime, str_arg, Failure};
 use crate::client::Client;
 use crate::conn::Topology;
 use crate::options::ClientOptions;
@@ -46,21 +47,20 @@ impl rlock_client {
 }
 
 /// Takes a reference to the client behind a C pointer for the duration of a call (or, kept,
-/// for the life of a handle made on it). Fails with `RLOCK_INVALID_ARGUMENT` for NULL and
-/// `RLOCK_FORKED` in a process other than the client's (taking no reference then).
+/// for the life of a handle made on it), as [`take`] does for any handle: fails with
+/// `RLOCK_INVALID_ARGUMENT` for NULL and `RLOCK_FORKED` in a process other than the client's.
 pub(crate) fn client_ref(client: *const rlock_client) -> Result<Arc<rlock_client>, Failure> {
-    if client.is_null() {
-        return Err(Failure::invalid("client is NULL"));
+    // SAFETY: NULL or a pointer from Arc::into_raw in rlock_client_new whose handle reference is
+    // still alive: no call starts after rlock_client_free returned (the header's contract).
+    unsafe { take(client) }
+}
+
+/// A client is the handle of its own calls.
+impl handle::Handle for rlock_client {
+    const WHAT: &'static str = "client";
+    fn client(&self) -> &rlock_client {
+        self
     }
-    // SAFETY: a pointer from Arc::into_raw in rlock_client_new whose handle reference is still
-    // alive: no call starts after rlock_client_free returned (the header's contract).
-    let c = unsafe { &*client };
-    c.check_process()?;
-    // SAFETY: as above: the count is at least 1 (the handle's) while we take our own.
-    Ok(unsafe {
-        Arc::increment_strong_count(client);
-        Arc::from_raw(client)
-    })
 }
 
 /// What `rlock_client_new` connected to, and what it decided there.
@@ -107,9 +107,7 @@ pub unsafe extern "C" fn rlock_client_new(
     out: *mut *mut rlock_client,
 ) -> rlock_result {
     guard(|| {
-        if out.is_null() {
-            return Err(Failure::invalid("out is NULL"));
-        }
+        check_out(out)?;
         let url = if url.is_null() {
             crate::url::default_url()
         } else {
@@ -140,9 +138,7 @@ pub unsafe extern "C" fn rlock_client_info(
 ) -> rlock_result {
     guard(|| {
         let c = client_ref(client)?;
-        if out.is_null() {
-            return Err(Failure::invalid("out is NULL"));
-        }
+        check_out(out)?;
         let topology = match c.client.topology() {
             Topology::Cluster => rlock_topology::RLOCK_TOPOLOGY_CLUSTER,
             Topology::Sentinel => rlock_topology::RLOCK_TOPOLOGY_SENTINEL,

@@ -4,9 +4,9 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use super::client::{client_ref, rlock_client};
-use super::handle::{give_up, hand_out, take, Handle};
-use super::{check_out, guard, rlock_result, str_arg, wait_arg, write_out};
+use super::client::rlock_client;
+use super::handle::{answer, give_up, handle, new_named, on, query, take, Handle};
+use super::{guard, rlock_result, wait_arg, write_out};
 use crate::count_down_latch::CountDownLatch;
 use crate::semaphore::count_arg;
 
@@ -18,12 +18,7 @@ pub struct rlock_count_down_latch {
     latch: CountDownLatch,
 }
 
-impl Handle for rlock_count_down_latch {
-    const WHAT: &'static str = "latch";
-    fn client(&self) -> &rlock_client {
-        &self.client
-    }
-}
+handle!(rlock_count_down_latch, "latch");
 
 /// Makes a handle on count-down latch `name` (the STRING key `name`, as in Redisson; a missing
 /// key is an open latch; `name` is only read during the call) on `client` and writes it to
@@ -37,15 +32,12 @@ pub unsafe extern "C" fn rlock_count_down_latch_new(
     name: *const c_char,
     out: *mut *mut rlock_count_down_latch,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        let c = client_ref(client)?;
-        // SAFETY: NULL or NUL-terminated per the header.
-        let latch = c.core().count_down_latch(unsafe { str_arg(name, "name") }?)?;
-        // SAFETY: checked non-NULL; writable per the header.
-        unsafe { hand_out(rlock_count_down_latch { client: c, latch }, out) };
-        Ok(())
-    })
+    // SAFETY: the header's contract.
+    unsafe {
+        new_named(client, name, out, |c, name| {
+            Ok(rlock_count_down_latch { latch: c.core().count_down_latch(name)?, client: c })
+        })
+    }
 }
 
 /// Frees a count-down latch handle; NULL is a no-op. Changes nothing in Redis. Calls in
@@ -73,7 +65,7 @@ pub unsafe extern "C" fn rlock_count_down_latch_try_set_count(
         let n = count_arg("count", count, 0)?;
         // SAFETY: NULL or live per the header.
         let l = unsafe { take(latch) }?;
-        write_out(out_set, l.client.block_on(l.latch.try_set_count(n))??);
+        write_out(out_set, l.run(l.latch.try_set_count(n))?);
         Ok(())
     })
 }
@@ -87,12 +79,8 @@ pub unsafe extern "C" fn rlock_count_down_latch_try_set_count(
 pub unsafe extern "C" fn rlock_count_down_latch_count_down(
     latch: *const rlock_count_down_latch,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(latch) }?;
-        l.client.block_on(l.latch.count_down())??;
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { on(latch, |l| l.run(l.latch.count_down())) }
 }
 
 /// Writes the count of `latch` to `*out_count` (0 when it is open or does not exist).
@@ -104,13 +92,8 @@ pub unsafe extern "C" fn rlock_count_down_latch_count(
     latch: *const rlock_count_down_latch,
     out_count: *mut u64,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out_count)?;
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(latch) }?;
-        write_out(out_count, l.client.block_on(l.latch.count())??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(latch, out_count, |l| l.run(l.latch.count())) }
 }
 
 /// Blocks until `latch` is open (count 0), waiting `wait_ms` (`RLOCK_FOREVER`: as long as it
@@ -129,7 +112,7 @@ pub unsafe extern "C" fn rlock_count_down_latch_wait(
         let wait = wait_arg(wait_ms)?;
         // SAFETY: NULL or live per the header.
         let l = unsafe { take(latch) }?;
-        write_out(out_opened, l.client.block_on(l.latch.wait(wait))??);
+        write_out(out_opened, l.run(l.latch.wait(wait))?);
         Ok(())
     })
 }
@@ -144,10 +127,6 @@ pub unsafe extern "C" fn rlock_count_down_latch_delete(
     latch: *const rlock_count_down_latch,
     out_existed: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(latch) }?;
-        write_out(out_existed, l.client.block_on(l.latch.delete())??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(latch, out_existed, |l| l.run(l.latch.delete())) }
 }

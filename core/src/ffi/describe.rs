@@ -4,6 +4,7 @@
 use std::ffi::c_char;
 
 use super::client::client_ref;
+use super::handle::Handle;
 use super::{check_out, guard, rlock_result, str_arg, write_string};
 
 /// Describes what lives under `name`, reading without changing anything, and writes it to
@@ -34,8 +35,7 @@ pub unsafe extern "C" fn rlock_client_describe(
         let c = client_ref(client)?;
         // SAFETY: NULL or NUL-terminated per the header.
         let name = unsafe { str_arg(name, "name") }?;
-        let d = c.block_on(c.core().describe(name))??;
-        write_string(json_out, crate::describe::to_json(&d))
+        write_string(json_out, crate::describe::to_json(&c.run(c.core().describe(name))?))
     })
 }
 
@@ -62,7 +62,6 @@ pub unsafe extern "C" fn rlock_client_list(
         // SAFETY: NULL or NUL-terminated per the header.
         let pattern = if pattern.is_null() { None } else { Some(unsafe { str_arg(pattern, "pattern") }?) };
         let limit = (limit > 0).then_some(limit);
-        let listed = c.block_on(c.core().list(pattern, limit))??;
-        write_string(json_out, crate::describe::to_json(&listed))
+        write_string(json_out, crate::describe::to_json(&c.run(c.core().list(pattern, limit))?))
     })
 }

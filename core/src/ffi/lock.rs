@@ -6,10 +6,10 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use super::client::{client_ref, rlock_client};
-use super::handle::{give_up, hand_out, take, Handle};
+use super::client::rlock_client;
+use super::handle::{answer, give_up, handle, new_named, on, query, Handle};
 use super::lost::{rlock_lost_callback, HandleListeners};
-use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure, RLOCK_THREAD};
+use super::{lease_arg, rlock_result, wait_arg, write_out, Failure, RLOCK_THREAD};
 use crate::error::Error;
 use crate::lock::Lock;
 use crate::owner::{thread_owner_id, Owner};
@@ -67,12 +67,7 @@ impl Drop for rlock_lock {
     }
 }
 
-impl Handle for rlock_lock {
-    const WHAT: &'static str = "lock";
-    fn client(&self) -> &rlock_client {
-        &self.client
-    }
-}
+handle!(rlock_lock, "lock");
 
 impl rlock_lock {
     /// The core lock, for the multi-lock.
@@ -101,25 +96,22 @@ pub unsafe extern "C" fn rlock_lock_new(
     kind: c_int,
     out: *mut *mut rlock_lock,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        let c = client_ref(client)?;
-        // SAFETY: NULL or NUL-terminated per the header.
-        let name = unsafe { str_arg(name, "name") }?;
-        let core = c.core();
-        // An int, not the enum: C may pass any value, and Rust may not hold an invalid enum.
-        let (lock, kind) = match kind {
-            0 => (core.lock(name)?, rlock_lock_kind::RLOCK_LOCK),
-            1 => (core.fenced_lock(name)?.lock().clone(), rlock_lock_kind::RLOCK_FENCED_LOCK),
-            2 => (core.read_write_lock(name)?.read_lock(), rlock_lock_kind::RLOCK_READ_LOCK),
-            3 => (core.read_write_lock(name)?.write_lock(), rlock_lock_kind::RLOCK_WRITE_LOCK),
-            4 => (core.fair_lock(name)?, rlock_lock_kind::RLOCK_FAIR_LOCK),
-            k => return Err(Failure::invalid(format!("kind {k} is not an rlock_lock_kind"))),
-        };
-        // SAFETY: `out` was checked non-NULL and is writable per the header.
-        unsafe { hand_out(rlock_lock { client: c, lock, kind, listeners: HandleListeners::default() }, out) };
-        Ok(())
-    })
+    // SAFETY: the header's contract.
+    unsafe {
+        new_named(client, name, out, |c, name| {
+            let core = c.core();
+            // An int, not the enum: C may pass any value, and Rust may not hold an invalid enum.
+            let (lock, kind) = match kind {
+                0 => (core.lock(name)?, rlock_lock_kind::RLOCK_LOCK),
+                1 => (core.fenced_lock(name)?.lock().clone(), rlock_lock_kind::RLOCK_FENCED_LOCK),
+                2 => (core.read_write_lock(name)?.read_lock(), rlock_lock_kind::RLOCK_READ_LOCK),
+                3 => (core.read_write_lock(name)?.write_lock(), rlock_lock_kind::RLOCK_WRITE_LOCK),
+                4 => (core.fair_lock(name)?, rlock_lock_kind::RLOCK_FAIR_LOCK),
+                k => return Err(Failure::invalid(format!("kind {k} is not an rlock_lock_kind"))),
+            };
+            Ok(rlock_lock { client: c, lock, kind, listeners: HandleListeners::default() })
+        })
+    }
 }
 
 /// Frees a lock handle; NULL is a no-op. Releases nothing (holds stay until released through
@@ -160,25 +152,25 @@ pub unsafe extern "C" fn rlock_lock_acquire(
     lease_ms: i64,
     out_token: *mut u64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        let wait = wait_arg(wait_ms)?;
-        let lease = lease_arg(lease_ms, "lease_ms")?;
-        let fenced = l.kind == rlock_lock_kind::RLOCK_FENCED_LOCK;
-        if !out_token.is_null() && !fenced {
-            return Err(Failure::invalid("out_token is for RLOCK_FENCED_LOCK handles only (pass NULL)"));
-        }
-        let o = owner_of(&l.client, owner);
-        let Some(held) = l.client.block_on(l.lock.acquire_guard(&o, wait, lease))?? else {
-            return Err(Error::not_acquired(format!("lock '{}'", l.lock.name()), wait).into());
-        };
-        if fenced {
-            write_token(held.token(), out_token)?;
-        }
-        held.keep();
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        on(lock, |l| {
+            let wait = wait_arg(wait_ms)?;
+            let lease = lease_arg(lease_ms, "lease_ms")?;
+            let fenced = l.kind == rlock_lock_kind::RLOCK_FENCED_LOCK;
+            if !out_token.is_null() && !fenced {
+                return Err(Failure::invalid("out_token is for RLOCK_FENCED_LOCK handles only (pass NULL)"));
+            }
+            let Some(held) = l.run(l.lock.acquire_guard(&l.owner(owner), wait, lease))? else {
+                return Err(Error::not_acquired(format!("lock '{}'", l.lock.name()), wait).into());
+            };
+            if fenced {
+                write_token(held.token(), out_token)?;
+            }
+            held.keep();
+            Ok(())
+        })
+    }
 }
 
 /// Releases one hold level of `lock` by `owner` (from any thread for an explicit owner). On
@@ -195,13 +187,8 @@ pub unsafe extern "C" fn rlock_lock_release(
     owner: u64,
     out_unlocked: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        let released = l.client.block_on(l.lock.release(&owner_of(&l.client, owner)))??;
-        write_out(out_unlocked, released.is_unlocked());
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(lock, out_unlocked, |l| Ok(l.run(l.lock.release(&l.owner(owner)))?.is_unlocked())) }
 }
 
 /// Deletes `lock` whoever holds it and wakes a waiter; `*out_released` (when not NULL) says
@@ -217,12 +204,8 @@ pub unsafe extern "C" fn rlock_lock_force_unlock(
     lock: *const rlock_lock,
     out_released: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        write_out(out_released, l.client.block_on(l.lock.force_unlock())??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(lock, out_released, |l| l.run(l.lock.force_unlock())) }
 }
 
 /// Writes whether anyone holds `lock` to `*out` (for `RLOCK_READ_LOCK` whether read holds
@@ -230,13 +213,8 @@ pub unsafe extern "C" fn rlock_lock_force_unlock(
 /// `RLOCK_INVALID_ARGUMENT` (NULL out), and those of `rlock_lock_acquire`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_lock_is_locked(lock: *const rlock_lock, out: *mut bool) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        write_out(out, l.client.block_on(l.lock.is_locked())??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(lock, out, |l| l.run(l.lock.is_locked())) }
 }
 
 /// Writes whether `owner` holds `lock` to `*out`. Thread-safe. Errors as
@@ -247,13 +225,8 @@ pub unsafe extern "C" fn rlock_lock_is_held(
     owner: u64,
     out: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        write_out(out, l.client.block_on(l.lock.is_held(&owner_of(&l.client, owner)))??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(lock, out, |l| l.run(l.lock.is_held(&l.owner(owner)))) }
 }
 
 /// Writes how many times `owner` holds `lock` to `*out` (0 when it does not). Thread-safe.
@@ -264,26 +237,16 @@ pub unsafe extern "C" fn rlock_lock_hold_count(
     owner: u64,
     out: *mut u32,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        write_out(out, l.client.block_on(l.lock.hold_count(&owner_of(&l.client, owner)))??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(lock, out, |l| l.run(l.lock.hold_count(&l.owner(owner)))) }
 }
 
 /// Writes the remaining lease of `lock` in milliseconds to `*out_ms`: -2 when it does not
 /// exist, -1 when it has no expiry. Thread-safe. Errors as `rlock_lock_is_locked`.
 #[no_mangle]
 pub unsafe extern "C" fn rlock_lock_remaining_ttl(lock: *const rlock_lock, out_ms: *mut i64) -> rlock_result {
-    guard(|| {
-        check_out(out_ms)?;
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        write_out(out_ms, l.client.block_on(l.lock.remaining_ttl())??.as_millis_i64());
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(lock, out_ms, |l| Ok(l.run(l.lock.remaining_ttl())?.as_millis_i64())) }
 }
 
 /// Writes whether the watchdog lost `owner`'s hold of `lock` to `*out` (true until the owner's
@@ -295,13 +258,8 @@ pub unsafe extern "C" fn rlock_lock_is_lost(
     owner: u64,
     out: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        write_out(out, l.lock.is_lost(&owner_of(&l.client, owner)));
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(lock, out, |l| Ok(l.lock.is_lost(&l.owner(owner)))) }
 }
 
 /// Adds a function called when the watchdog loses `owner`'s hold of `lock` (`RLOCK_THREAD`:
@@ -319,12 +277,12 @@ pub unsafe extern "C" fn rlock_lock_on_lost(
     userdata: *mut c_void,
     out_listener: *mut u64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        l.listeners
-            .add(callback, userdata, out_listener, |f| l.lock.on_lost(Some(&owner_of(&l.client, owner)), f))
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        on(lock, |l| {
+            l.listeners.add(callback, userdata, out_listener, |f| l.lock.on_lost(Some(&l.owner(owner)), f))
+        })
+    }
 }
 
 /// Removes a listener `rlock_lock_on_lost` added on this handle; writes whether it was there
@@ -336,10 +294,8 @@ pub unsafe extern "C" fn rlock_lock_remove_lost_listener(
     listener: u64,
     out_removed: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let l = unsafe { take(lock) }?;
-        l.listeners.remove(listener, out_removed, |id| l.lock.remove_lost_listener(id));
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        answer(lock, out_removed, |l| Ok(l.listeners.remove(listener, |id| l.lock.remove_lost_listener(id))))
+    }
 }

@@ -101,13 +101,13 @@ impl HandleListeners {
     }
 
     /// `rlock_<primitive>_remove_lost_listener`: removes listener `id` through core's `remove`
-    /// when this handle added it; writes whether it was there to `out` (NULL: not wanted).
-    pub(crate) fn remove(&self, id: u64, out: *mut bool, remove: impl FnOnce(ListenerId) -> bool) {
+    /// when this handle added it; whether it was there.
+    pub(crate) fn remove(&self, id: u64, remove: impl FnOnce(ListenerId) -> bool) -> bool {
         let taken = {
             let mut ids = self.ids();
             ids.iter().position(|l| l.into_raw() == id).map(|i| ids.swap_remove(i))
         };
-        write_out(out, taken.is_some_and(remove));
+        taken.is_some_and(remove)
     }
 
     /// Removes every listener still registered (the handle's drop).

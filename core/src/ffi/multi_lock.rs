@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use super::client::rlock_client;
-use super::handle::{give_up, hand_out, take, Handle};
-use super::lock::{owner_of, rlock_lock};
-use super::{check_out, guard, lease_arg, rlock_result, wait_arg, write_out, Failure};
+use super::handle::{give_up, hand_out, on, query, take, Handle};
+use super::lock::rlock_lock;
+use super::{check_out, guard, lease_arg, rlock_result, wait_arg, Failure};
 use crate::error::Error;
-use crate::multi_lock::{MultiGuard, MultiLock};
+use crate::multi_lock::MultiLock;
 
 /// An opaque multi-lock: `rlock_multi_lock_new` makes it over lock handles,
 /// `rlock_multi_lock_free` frees it. Thread-safe, and free may race calls in progress, as
@@ -89,20 +89,12 @@ pub unsafe extern "C" fn rlock_multi_lock_acquire(
         let lease = lease_arg(lease_ms, "lease_ms")?;
         // SAFETY: NULL or live per the header.
         let m = unsafe { take(multi) }?;
-        let o = owner_of(m.client(), owner);
-        let taken = match wait {
-            None => m
-                .client()
-                .block_on(m.multi.acquire_guard(&o, None, lease))?
-                .map(|g| g.map(MultiGuard::keep).is_some())?,
-            Some(w) => m.client().block_on(m.multi.try_acquire(&o, w, lease))??,
-        };
-        if taken {
-            Ok(())
-        } else {
+        let Some(held) = m.run(m.multi.acquire_guard(&m.owner(owner), wait, lease))? else {
             let n = m.members.len();
-            Err(Error::not_acquired(format!("the multi-lock of {n} members"), wait).into())
-        }
+            return Err(Error::not_acquired(format!("the multi-lock of {n} members"), wait).into());
+        };
+        held.keep();
+        Ok(())
     })
 }
 
@@ -116,13 +108,8 @@ pub unsafe extern "C" fn rlock_multi_lock_release(
     multi: *const rlock_multi_lock,
     owner: u64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let m = unsafe { take(multi) }?;
-        let o = owner_of(m.client(), owner);
-        m.client().block_on(m.multi.release(&o))??;
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { on(multi, |m| m.run(m.multi.release(&m.owner(owner)))) }
 }
 
 /// Writes whether `owner` holds every member of `multi` to `*out` (one query per member).
@@ -134,12 +121,6 @@ pub unsafe extern "C" fn rlock_multi_lock_is_held(
     owner: u64,
     out: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let m = unsafe { take(multi) }?;
-        let o = owner_of(m.client(), owner);
-        write_out(out, m.client().block_on(m.multi.is_held(&o))??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(multi, out, |m| m.run(m.multi.is_held(&m.owner(owner)))) }
 }

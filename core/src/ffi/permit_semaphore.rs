@@ -6,10 +6,11 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-use super::client::{client_ref, rlock_client};
-use super::handle::{give_up, hand_out, take, Handle};
+use super::client::rlock_client;
+use super::handle::{answer, give_up, handle, new_named, on, take, Handle};
 use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string};
+use crate::bindings::acquire_permit;
 use crate::error::Error;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
@@ -29,12 +30,7 @@ impl Drop for rlock_permit_expirable_semaphore {
     }
 }
 
-impl Handle for rlock_permit_expirable_semaphore {
-    const WHAT: &'static str = "semaphore";
-    fn client(&self) -> &rlock_client {
-        &self.client
-    }
-}
+handle!(rlock_permit_expirable_semaphore, "semaphore");
 
 /// Makes a handle on permit-expirable semaphore `name` (Redisson's keys; a missing semaphore
 /// has 0 permits; `name` is only read during the call) on `client` and writes it to `*out`.
@@ -48,20 +44,13 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_new(
     name: *const c_char,
     out: *mut *mut rlock_permit_expirable_semaphore,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        let c = client_ref(client)?;
-        // SAFETY: NULL or NUL-terminated per the header.
-        let sem = c.core().permit_expirable_semaphore(unsafe { str_arg(name, "name") }?)?;
-        // SAFETY: checked non-NULL; writable per the header.
-        unsafe {
-            hand_out(
-                rlock_permit_expirable_semaphore { client: c, sem, listeners: HandleListeners::default() },
-                out,
-            )
-        };
-        Ok(())
-    })
+    // SAFETY: the header's contract.
+    unsafe {
+        new_named(client, name, out, |c, name| {
+            let sem = c.core().permit_expirable_semaphore(name)?;
+            Ok(rlock_permit_expirable_semaphore { client: c, sem, listeners: HandleListeners::default() })
+        })
+    }
 }
 
 /// Frees a permit-expirable semaphore handle; NULL is a no-op. Releases no permit (permits
@@ -91,7 +80,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_try_set_permits(
         let ttl = lease_arg(ttl_ms, "ttl_ms")?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        write_out(out_set, s.client.block_on(s.sem.try_set_permits(n, ttl))??);
+        write_out(out_set, s.run(s.sem.try_set_permits(n, ttl))?);
         Ok(())
     })
 }
@@ -118,11 +107,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_acquire(
         let lease = lease_arg(lease_ms, "lease_ms")?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        let permit = match wait {
-            None => Some(s.client.block_on(s.sem.acquire(lease))??),
-            Some(w) => s.client.block_on(s.sem.try_acquire(w, lease))??,
-        };
-        let Some(permit) = permit else {
+        let Some(permit) = s.run(acquire_permit(&s.sem, wait, lease))? else {
             return Err(Error::not_acquired(format!("a permit of semaphore '{}'", s.sem.name()), wait).into());
         };
         write_string(id_out, permit.keep())
@@ -145,8 +130,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_release(
         let id = unsafe { str_arg(id, "id") }?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        s.client.block_on(s.sem.release(id))??;
-        Ok(())
+        s.run(s.sem.release(id))
     })
 }
 
@@ -167,8 +151,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_update_lease(
         let lease = lease_arg(lease_ms, "lease_ms")?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        s.client.block_on(s.sem.update_lease(id, lease))??;
-        Ok(())
+        s.run(s.sem.update_lease(id, lease))
     })
 }
 
@@ -181,15 +164,16 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_permits(
     out_available: *mut i64,
     out_acquired: *mut i64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let s = unsafe { take(sem) }?;
-        let available = s.client.block_on(s.sem.available_permits())??;
-        let acquired = s.client.block_on(s.sem.acquired_permits())??;
-        write_out(out_available, available);
-        write_out(out_acquired, acquired);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        on(sem, |s| {
+            let available = s.run(s.sem.available_permits())?;
+            let acquired = s.run(s.sem.acquired_permits())?;
+            write_out(out_available, available);
+            write_out(out_acquired, acquired);
+            Ok(())
+        })
+    }
 }
 
 /// Adds `delta` permits to `sem` (negative removes them) and wakes waiters; `*out_count` (when
@@ -201,12 +185,8 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_add_permits(
     delta: i64,
     out_count: *mut i64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let s = unsafe { take(sem) }?;
-        write_out(out_count, s.client.block_on(s.sem.add_permits(delta))??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(sem, out_count, |s| s.run(s.sem.add_permits(delta))) }
 }
 
 /// Writes whether this client's watchdog lost permit `permit_id` of `sem` to `*out` (true until
@@ -242,11 +222,8 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_on_lost(
     userdata: *mut c_void,
     out_listener: *mut u64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let h = unsafe { take(sem) }?;
-        h.listeners.add(callback, userdata, out_listener, |f| h.sem.on_lost(f))
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { on(sem, |h| h.listeners.add(callback, userdata, out_listener, |f| h.sem.on_lost(f))) }
 }
 
 /// Removes a listener `rlock_permit_expirable_semaphore_on_lost` added on this handle; writes whether it was there to
@@ -258,10 +235,8 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_remove_lost_listener(
     listener: u64,
     out_removed: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let h = unsafe { take(sem) }?;
-        h.listeners.remove(listener, out_removed, |id| h.sem.remove_lost_listener(id));
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        answer(sem, out_removed, |h| Ok(h.listeners.remove(listener, |id| h.sem.remove_lost_listener(id))))
+    }
 }

@@ -7,10 +7,10 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::client::{client_ref, rlock_client};
-use super::handle::{give_up, hand_out, take, Handle};
-use super::lock::{owner_of, write_token};
+use super::handle::{answer, give_up, hand_out, on, query, Handle};
+use super::lock::write_token;
 use super::lost::{rlock_lost_callback, HandleListeners};
-use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, Failure};
+use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, Failure};
 use crate::client::Client;
 use crate::error::Error;
 use crate::red_lock::{red_lock, RedLock};
@@ -106,24 +106,24 @@ pub unsafe extern "C" fn rlock_red_lock_acquire(
     lease_ms: i64,
     out_token: *mut u64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let r = unsafe { take(red) }?;
-        let wait = wait_arg(wait_ms)?;
-        let lease = lease_arg(lease_ms, "lease_ms")?;
-        if !out_token.is_null() && !r.fenced {
-            return Err(Failure::invalid("out_token is for a fenced RedLock only (pass NULL)"));
-        }
-        let o = owner_of(r.client(), owner);
-        let Some(held) = r.client().block_on(r.red.acquire_guard(&o, wait, lease))?? else {
-            return Err(Error::not_acquired(format!("RedLock '{}'", r.red.name()), wait).into());
-        };
-        if r.fenced {
-            write_token(held.token(), out_token)?;
-        }
-        held.keep();
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        on(red, |r| {
+            let wait = wait_arg(wait_ms)?;
+            let lease = lease_arg(lease_ms, "lease_ms")?;
+            if !out_token.is_null() && !r.fenced {
+                return Err(Failure::invalid("out_token is for a fenced RedLock only (pass NULL)"));
+            }
+            let Some(held) = r.run(r.red.acquire_guard(&r.owner(owner), wait, lease))? else {
+                return Err(Error::not_acquired(format!("RedLock '{}'", r.red.name()), wait).into());
+            };
+            if r.fenced {
+                write_token(held.token(), out_token)?;
+            }
+            held.keep();
+            Ok(())
+        })
+    }
 }
 
 /// Releases `owner`'s holds on every server of `red`. On success `*out_unlocked` (when not
@@ -137,14 +137,8 @@ pub unsafe extern "C" fn rlock_red_lock_release(
     owner: u64,
     out_unlocked: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let r = unsafe { take(red) }?;
-        let o = owner_of(r.client(), owner);
-        let released = r.client().block_on(r.red.release(&o))??;
-        write_out(out_unlocked, released.is_unlocked());
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(red, out_unlocked, |r| Ok(r.run(r.red.release(&r.owner(owner)))?.is_unlocked())) }
 }
 
 /// Writes whether `owner` holds `red` on a majority of its servers to `*out` (one query per
@@ -156,14 +150,8 @@ pub unsafe extern "C" fn rlock_red_lock_is_held(
     owner: u64,
     out: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let r = unsafe { take(red) }?;
-        let o = owner_of(r.client(), owner);
-        write_out(out, r.client().block_on(r.red.is_held(&o))??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(red, out, |r| r.run(r.red.is_held(&r.owner(owner)))) }
 }
 
 /// Writes whether `owner`'s hold of `red` was lost to `*out`: a member's hold was lost and
@@ -177,13 +165,8 @@ pub unsafe extern "C" fn rlock_red_lock_is_lost(
     owner: u64,
     out: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let r = unsafe { take(red) }?;
-        write_out(out, r.red.is_lost(&owner_of(r.client(), owner)));
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(red, out, |r| Ok(r.red.is_lost(&r.owner(owner)))) }
 }
 
 /// Adds a function called when the watchdog loses `owner`'s hold of `red` (`RLOCK_THREAD`: the calling thread's; fewer than a majority left), with `userdata` as its first argument
@@ -200,12 +183,12 @@ pub unsafe extern "C" fn rlock_red_lock_on_lost(
     userdata: *mut c_void,
     out_listener: *mut u64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let h = unsafe { take(red) }?;
-        h.listeners
-            .add(callback, userdata, out_listener, |f| h.red.on_lost(Some(&owner_of(h.client(), owner)), f))
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        on(red, |h| {
+            h.listeners.add(callback, userdata, out_listener, |f| h.red.on_lost(Some(&h.owner(owner)), f))
+        })
+    }
 }
 
 /// Removes a listener `rlock_red_lock_on_lost` added on this handle; writes whether it was there to
@@ -217,10 +200,8 @@ pub unsafe extern "C" fn rlock_red_lock_remove_lost_listener(
     listener: u64,
     out_removed: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let h = unsafe { take(red) }?;
-        h.listeners.remove(listener, out_removed, |id| h.red.remove_lost_listener(id));
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe {
+        answer(red, out_removed, |h| Ok(h.listeners.remove(listener, |id| h.red.remove_lost_listener(id))))
+    }
 }

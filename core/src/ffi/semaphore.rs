@@ -4,9 +4,9 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use super::client::{client_ref, rlock_client};
-use super::handle::{give_up, hand_out, take, Handle};
-use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out};
+use super::client::rlock_client;
+use super::handle::{answer, give_up, handle, new_named, query, take, Handle};
+use super::{guard, lease_arg, rlock_result, wait_arg, write_out};
 use crate::error::Error;
 use crate::semaphore::{count_arg, Semaphore};
 
@@ -17,12 +17,7 @@ pub struct rlock_semaphore {
     sem: Semaphore,
 }
 
-impl Handle for rlock_semaphore {
-    const WHAT: &'static str = "semaphore";
-    fn client(&self) -> &rlock_client {
-        &self.client
-    }
-}
+handle!(rlock_semaphore, "semaphore");
 
 /// Makes a handle on semaphore `name` (the STRING key `name`, Redisson's layout; a missing key
 /// is 0 permits; `name` is only read during the call) on `client` and writes it to `*out`.
@@ -36,15 +31,12 @@ pub unsafe extern "C" fn rlock_semaphore_new(
     name: *const c_char,
     out: *mut *mut rlock_semaphore,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        let c = client_ref(client)?;
-        // SAFETY: NULL or NUL-terminated per the header.
-        let sem = c.core().semaphore(unsafe { str_arg(name, "name") }?)?;
-        // SAFETY: checked non-NULL; writable per the header.
-        unsafe { hand_out(rlock_semaphore { client: c, sem }, out) };
-        Ok(())
-    })
+    // SAFETY: the header's contract.
+    unsafe {
+        new_named(client, name, out, |c, name| {
+            Ok(rlock_semaphore { sem: c.core().semaphore(name)?, client: c })
+        })
+    }
 }
 
 /// Frees a semaphore handle; NULL is a no-op. Gives back nothing (permits are not owned).
@@ -74,7 +66,7 @@ pub unsafe extern "C" fn rlock_semaphore_try_set_permits(
         let ttl = lease_arg(ttl_ms, "ttl_ms")?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        write_out(out_set, s.client.block_on(s.sem.try_set_permits(n, ttl))??);
+        write_out(out_set, s.run(s.sem.try_set_permits(n, ttl))?);
         Ok(())
     })
 }
@@ -96,15 +88,13 @@ pub unsafe extern "C" fn rlock_semaphore_acquire(
         let wait = wait_arg(wait_ms)?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        let taken = match wait {
-            None => s.client.block_on(s.sem.acquire(n))?.map(|()| true)?,
-            Some(w) => s.client.block_on(s.sem.try_acquire(n, w))??,
+        let Some(permits) = s.run(s.sem.acquire_guard(n, wait))? else {
+            return Err(
+                Error::not_acquired(format!("{n} permit(s) of semaphore '{}'", s.sem.name()), wait).into()
+            );
         };
-        if taken {
-            Ok(())
-        } else {
-            Err(Error::not_acquired(format!("{n} permit(s) of semaphore '{}'", s.sem.name()), wait).into())
-        }
+        permits.keep();
+        Ok(())
     })
 }
 
@@ -122,7 +112,7 @@ pub unsafe extern "C" fn rlock_semaphore_release(
         let n = count_arg("permits", permits, 1)?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        write_out(out_count, s.client.block_on(s.sem.release(n))??);
+        write_out(out_count, s.run(s.sem.release(n))?);
         Ok(())
     })
 }
@@ -134,13 +124,8 @@ pub unsafe extern "C" fn rlock_semaphore_available_permits(
     sem: *const rlock_semaphore,
     out: *mut i64,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or live per the header.
-        let s = unsafe { take(sem) }?;
-        write_out(out, s.client.block_on(s.sem.available_permits())??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { query(sem, out, |s| s.run(s.sem.available_permits())) }
 }
 
 /// Adds `delta` permits to `sem` (negative removes them) and wakes waiters; `*out_count` (when
@@ -151,12 +136,8 @@ pub unsafe extern "C" fn rlock_semaphore_add_permits(
     delta: i64,
     out_count: *mut i64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let s = unsafe { take(sem) }?;
-        write_out(out_count, s.client.block_on(s.sem.add_permits(delta))??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(sem, out_count, |s| s.run(s.sem.add_permits(delta))) }
 }
 
 /// Takes every available permit of `sem`; `*out_drained` (when not NULL) receives how many
@@ -166,10 +147,6 @@ pub unsafe extern "C" fn rlock_semaphore_drain_permits(
     sem: *const rlock_semaphore,
     out_drained: *mut i64,
 ) -> rlock_result {
-    guard(|| {
-        // SAFETY: NULL or live per the header.
-        let s = unsafe { take(sem) }?;
-        write_out(out_drained, s.client.block_on(s.sem.drain_permits())??);
-        Ok(())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { answer(sem, out_drained, |s| s.run(s.sem.drain_permits())) }
 }

@@ -4,6 +4,7 @@
 use std::ffi::c_char;
 
 use super::client::{client_ref, rlock_client};
+use super::handle::on;
 use super::{guard, rlock_result, write_string};
 use crate::metrics::Summary;
 
@@ -116,9 +117,6 @@ pub unsafe extern "C" fn rlock_client_prometheus_text(
     client: *const rlock_client,
     text_out: *mut *mut c_char,
 ) -> rlock_result {
-    guard(|| {
-        let c = client_ref(client)?;
-        super::check_out(text_out)?;
-        write_string(text_out, c.core().prometheus_text())
-    })
+    // SAFETY: NULL or live per the header.
+    unsafe { on(client, |c| write_string(text_out, c.core().prometheus_text())) }
 }

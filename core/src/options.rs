@@ -381,6 +381,14 @@ options! {
     replica_sync, with_replica_sync: Option<bool> = None;
     /// How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's).
     replica_sync_timeout, with_replica_sync_timeout: Duration = Duration::from_secs(1);
+    /// With replica sync, acquires wait with `WAITAOF` instead of `WAIT`: until the hold is
+    /// fsynced to the append-only file of one replica, and of its master too when the master
+    /// has `appendonly yes` (a master with neither is not waited on). Needs a server that has
+    /// `WAITAOF` (Redis 7.2 and Valkey 7.2 on): where it has none, connect fails
+    /// `InvalidArgument`. The replicas need `appendonly yes`, or no acquire is acknowledged.
+    /// On, it turns replica sync on; with `replica_sync` set off it is refused
+    /// (`InvalidArgument`). Default off.
+    replica_sync_aof, with_replica_sync_aof: bool = false;
     /// Connections for commands to a single server, used in turn (1 to 8). Default 1: one
     /// multiplexed connection already pipelines concurrent requests; 2 raises throughput with
     /// tens of concurrent owners. Ignored for Cluster and Sentinel URLs.
@@ -448,6 +456,11 @@ impl ClientOptions {
         }
         // WAIT takes whole milliseconds; 0 would mean "wait forever".
         positive_ms("replica_sync_timeout", self.replica_sync_timeout)?;
+        if self.replica_sync_aof && self.replica_sync == Some(false) {
+            return Err(Error::invalid(
+                "replica_sync_aof waits for replicas, but replica_sync is off: turn it on or leave it unset",
+            ));
+        }
         positive_ms("fair_lock_wait_timeout", self.fair_lock_wait_timeout)?;
         if let Some(app) = &self.app_name {
             if app.is_empty() || app.chars().count() > 128 || app.chars().any(char::is_control) {
@@ -491,7 +504,8 @@ mod tests {
         assert_eq!(spec("tls_ca_file").spelling(Surface::Node), "tlsCaFile");
         assert_eq!(spec("command_connections").spelling(Surface::C), "command_connections");
         assert_eq!(spec("lease_doubt_margin").spelling(Surface::Node), "leaseDoubtMarginMs");
-        assert_eq!(OPTIONS.len(), 20);
+        assert_eq!(OPTIONS.len(), 21);
+        assert_eq!(spec("replica_sync_aof").spelling(Surface::Node), "replicaSyncAof");
         assert_eq!(spec("app_name").spelling(Surface::Node), "appName");
     }
 

@@ -9,6 +9,11 @@
 //! way), so a replica-less setup pays nothing. The replica counts are read in the background
 //! every [`REFRESH`]: `INFO replication` on a single master, `CLUSTER SLOTS` on a cluster.
 //!
+//! With `replica_sync_aof` the wait is `WAITAOF` instead: until the write is fsynced to the
+//! append-only file of one replica, and of the master as well when the master has `appendonly
+//! yes` (read with the replica counts, `INFO persistence`). Where the server has no `WAITAOF`
+//! (probed at connect with `COMMAND INFO`), connect fails rather than sync less than asked.
+//!
 //! What it narrows: a failover right after an acquire promotes a replica that has the lock.
 //! What it cannot close: the replica that acknowledged may not be the one promoted (another
 //! replica may win), a renewal or release is not synced, and an acknowledged write can still be
@@ -22,19 +27,42 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::conn::{slot_master, Commands};
+use crate::error::{Error, ErrorKind, Result};
 
 /// How often the replica counts are refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
 
-/// Connected replicas per master, as last read.
+/// What a master offers to wait on, as last read.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Master {
+    /// Connected (online) replicas.
+    replicas: usize,
+    /// Whether the master itself has `appendonly yes` (read only with `replica_sync_aof`).
+    aof: bool,
+}
+
+/// What each master offers, as last read.
 #[derive(Debug, Clone, PartialEq)]
 enum Counts {
     /// Not read yet: assume replicas, so the first acquires are synced rather than not.
     Unknown,
     /// One master (single server, Sentinel).
-    One(usize),
-    /// A cluster: (first slot, last slot, replicas) per slot range.
-    Ranges(Vec<(u16, u16, usize)>),
+    One(Master),
+    /// A cluster: (first slot, last slot, its master) per slot range.
+    Ranges(Vec<(u16, u16, Master)>),
+}
+
+impl Counts {
+    /// The master of batch group `group` (its slot on a cluster); None when not read yet.
+    fn of(&self, group: u16) -> Option<Master> {
+        match self {
+            Counts::Unknown => None,
+            Counts::One(m) => Some(*m),
+            Counts::Ranges(r) => Some(
+                r.iter().find(|(a, b, _)| (*a..=*b).contains(&group)).map_or_else(Master::default, |r| r.2),
+            ),
+        }
+    }
 }
 
 /// Replica sync for one client.
@@ -42,6 +70,8 @@ pub(crate) struct Replicas {
     counts: RwLock<Counts>,
     sync: Commands,
     timeout_ms: u64,
+    /// `WAITAOF` (fsynced) instead of `WAIT` (received).
+    aof: bool,
 }
 
 /// The outcome of a replica-synced write.
@@ -57,15 +87,18 @@ impl Replicas {
     /// Starts replica sync on `sync` (its own connection): reads the replica counts through
     /// `main` once before returning (so a replica-less setup never waits), then every
     /// [`REFRESH`] in the background until `stop`.
+    /// With `aof`, acquires wait with `WAITAOF` (see the module), and the masters' `appendonly`
+    /// is read with their replica counts.
     pub(crate) async fn start(
         handle: &tokio::runtime::Handle,
         mut main: Commands,
         sync: Commands,
         timeout: Duration,
+        aof: bool,
         master_changes: Option<watch::Receiver<u64>>,
         stop: CancellationToken,
     ) -> Arc<Replicas> {
-        let first = read_counts(&mut main).await.unwrap_or_else(|e| {
+        let first = read_counts(&mut main, aof).await.unwrap_or_else(|e| {
             log::warn!(
                 "rlock: replica sync is on but the replica counts cannot be read ({e}); every \
                  acquire will wait for a replica. Allow INFO / CLUSTER SLOTS for this user or set \
@@ -77,26 +110,27 @@ impl Replicas {
             counts: RwLock::new(first),
             sync,
             timeout_ms: crate::millis::whole_ms(timeout).max(1),
+            aof,
         });
-        handle.spawn(refresh(Arc::downgrade(&replicas), main, master_changes, stop));
+        handle.spawn(refresh(Arc::downgrade(&replicas), main, aof, master_changes, stop));
         replicas
     }
 
     /// Whether an acquire of a key in batch group `group` (its slot on a cluster) should wait
     /// for a replica.
     pub(crate) fn wanted(&self, group: u16) -> bool {
-        match &*self.counts.read().unwrap_or_else(|p| p.into_inner()) {
-            Counts::Unknown => true,
-            Counts::One(n) => *n > 0,
-            Counts::Ranges(r) => r.iter().any(|(a, b, n)| (*a..=*b).contains(&group) && *n > 0),
-        }
+        self.master(group).is_none_or(|m| m.replicas > 0 || (self.aof && m.aof))
+    }
+
+    fn master(&self, group: u16) -> Option<Master> {
+        self.counts.read().unwrap_or_else(|p| p.into_inner()).of(group)
     }
 
     /// Runs `write` (one command or script on `key`, given the sync connection) and, when
-    /// `wrote` says it changed something, `WAIT 1 <timeout>` on the same connection to the same
-    /// master. When no replica acknowledged, asks that master whether it has any online
-    /// replica: a master without one (a replica just promoted, while the cached counts are
-    /// stale) is not waited on, as in Redisson.
+    /// `wrote` says it changed something, `WAIT 1 <timeout>` (or `WAITAOF`, see the module) on
+    /// the same connection to the same master. When no replica acknowledged, asks that master
+    /// whether it has any online replica: a master without one (a replica just promoted, while
+    /// the cached counts are stale) is not waited on, as in Redisson.
     pub(crate) async fn run<T, Fut>(
         &self,
         key: &str,
@@ -117,10 +151,27 @@ impl Replicas {
         if !wrote(&out) {
             return Ok(Synced::Acknowledged(out));
         }
-        let mut wait = redis::cmd("WAIT");
-        wait.arg(1).arg(self.timeout_ms);
-        let acked: i64 = redis::from_redis_value(conn.route(wait, slot_master(key)).await?)?;
-        if acked > 0 {
+        let acked = if self.aof {
+            // Unknown counts (not read yet) ask for a replica only: WAITAOF refuses a local
+            // fsync on a master without appendonly.
+            let master = self.master(group);
+            let local = master.is_some_and(|m| m.aof);
+            let replica = master.is_none_or(|m| m.replicas > 0);
+            let mut wait = redis::cmd("WAITAOF");
+            wait.arg(u8::from(local)).arg(u8::from(replica)).arg(self.timeout_ms);
+            // [fsynced locally, replicas that fsynced]
+            let (here, replicas): (i64, i64) =
+                redis::from_redis_value(conn.route(wait, slot_master(key)).await?)?;
+            if local && here < 1 {
+                return Ok(Synced::Unacknowledged(out));
+            }
+            !replica || replicas > 0
+        } else {
+            let mut wait = redis::cmd("WAIT");
+            wait.arg(1).arg(self.timeout_ms);
+            redis::from_redis_value::<i64>(conn.route(wait, slot_master(key)).await?)? > 0
+        };
+        if acked {
             return Ok(Synced::Acknowledged(out));
         }
         let mut info = redis::cmd("INFO");
@@ -139,13 +190,14 @@ impl Replicas {
         let mut counts = self.counts.write().unwrap_or_else(|p| p.into_inner());
         match &mut *counts {
             Counts::Ranges(r) => {
-                for (a, b, n) in r.iter_mut() {
+                for (a, b, m) in r.iter_mut() {
                     if (*a..=*b).contains(&group) {
-                        *n = 0;
+                        m.replicas = 0;
                     }
                 }
             }
-            other => *other = Counts::One(0),
+            Counts::One(m) => m.replicas = 0,
+            other => *other = Counts::One(Master::default()),
         }
     }
 
@@ -159,6 +211,7 @@ impl Replicas {
 async fn refresh(
     replicas: std::sync::Weak<Replicas>,
     mut main: Commands,
+    aof: bool,
     mut master_changes: Option<watch::Receiver<u64>>,
     stop: CancellationToken,
 ) {
@@ -173,7 +226,7 @@ async fn refresh(
                 }
             } => {}
         }
-        let counts = read_counts(&mut main).await;
+        let counts = read_counts(&mut main, aof).await;
         let Some(r) = replicas.upgrade() else { return };
         match counts {
             Ok(c) => r.set(c),
@@ -182,10 +235,10 @@ async fn refresh(
     }
 }
 
-async fn read_counts(main: &mut Commands) -> RedisResult<Counts> {
+async fn read_counts(main: &mut Commands, aof: bool) -> RedisResult<Counts> {
     match main {
-        Commands::Cluster(_) => cluster_counts(main).await,
-        _ => master_count(main).await,
+        Commands::Cluster(_) => cluster_counts(main, aof).await,
+        _ => master_count(main, aof).await,
     }
 }
 
@@ -194,25 +247,64 @@ fn online_replicas(info: &str) -> usize {
     info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count()
 }
 
-/// Online replicas of one master.
-async fn master_count(conn: &mut Commands) -> RedisResult<Counts> {
-    let info: String = redis::cmd("INFO").arg("replication").query_async(conn).await?;
-    Ok(Counts::One(online_replicas(&info)))
+/// Whether an `INFO persistence` reply says the append-only file is on (`aof_enabled:1`).
+fn aof_enabled(info: &str) -> bool {
+    info.lines().any(|l| l.trim_end() == "aof_enabled:1")
 }
 
-/// Replicas per slot range, from `CLUSTER SLOTS` (which lists replicas not marked failed).
-async fn cluster_counts(conn: &mut Commands) -> RedisResult<Counts> {
+/// `INFO persistence` of the master of `routing` (any master off a cluster): whether it has
+/// `appendonly yes`.
+async fn master_aof(conn: &mut Commands, routing: redis::cluster_routing::RoutingInfo) -> RedisResult<bool> {
+    let mut info = redis::cmd("INFO");
+    info.arg("persistence");
+    Ok(aof_enabled(&redis::from_redis_value::<String>(conn.route(info, routing).await?)?))
+}
+
+/// Online replicas of one master (and, with `aof`, whether it has `appendonly yes`).
+async fn master_count(conn: &mut Commands, aof: bool) -> RedisResult<Counts> {
+    let info: String = redis::cmd("INFO").arg("replication").query_async(conn).await?;
+    let aof = aof && aof_enabled(&redis::cmd("INFO").arg("persistence").query_async::<String>(conn).await?);
+    Ok(Counts::One(Master { replicas: online_replicas(&info), aof }))
+}
+
+/// Replicas per slot range, from `CLUSTER SLOTS` (which lists replicas not marked failed), and
+/// with `aof` whether each range's master has `appendonly yes`.
+async fn cluster_counts(conn: &mut Commands, aof: bool) -> RedisResult<Counts> {
     let slots: Vec<Vec<Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await?;
-    let ranges = slots
-        .iter()
-        .filter_map(|range| {
-            let first = int(range.first()?)?;
-            let last = int(range.get(1)?)?;
-            // [first, last, master, replica...]
-            Some((first, last, range.len().saturating_sub(3)))
-        })
-        .collect();
+    let mut ranges = Vec::new();
+    for range in &slots {
+        let (Some(first), Some(last)) = (range.first().and_then(int), range.get(1).and_then(int)) else {
+            continue;
+        };
+        // [first, last, master, replica...]
+        let mut master = Master { replicas: range.len().saturating_sub(3), aof: false };
+        if aof {
+            master.aof = master_aof(conn, slot_route(first)).await?;
+        }
+        ranges.push((first, last, master));
+    }
     Ok(Counts::Ranges(ranges))
+}
+
+/// The master of `slot`.
+fn slot_route(slot: u16) -> redis::cluster_routing::RoutingInfo {
+    use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master)))
+}
+
+/// Fails unless the server knows `WAITAOF` (`COMMAND INFO` answers nil for a command it does
+/// not have): `replica_sync_aof` must not sync less than it says.
+pub(crate) async fn require_waitaof(mut conn: Commands) -> Result<()> {
+    let reply = redis::cmd("COMMAND").arg("INFO").arg("WAITAOF").query_async::<Value>(&mut conn).await;
+    let reply = reply.map_err(|e| Error::from_redis("COMMAND INFO WAITAOF failed", e))?;
+    match reply {
+        Value::Array(v) if v.first().is_some_and(|c| !matches!(c, Value::Nil)) => Ok(()),
+        _ => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "replica_sync_aof is on, but this server has no WAITAOF (Redis and Valkey have it from \
+             7.2 on): upgrade, or use replica sync without it",
+        )),
+    }
 }
 
 fn int(v: &Value) -> Option<u16> {

@@ -21,7 +21,7 @@ use crate::options::ClientOptions;
 use crate::owner::Owner;
 use crate::pubsub::{self, Meaning, Membership, SubState};
 use crate::records;
-use crate::replicas::Replicas;
+use crate::replicas::{require_waitaof, Replicas};
 use crate::watchdog::{self, Watchdog};
 
 /// A client's shared state. Dropping the last reference stops its background tasks.
@@ -84,6 +84,9 @@ impl Shared {
         });
         let conns = conn::connect(target, &options, on_push).await?;
         let commands = conns.commands;
+        if conns.sync.is_some() && options.replica_sync_aof {
+            require_waitaof(commands.clone()).await?;
+        }
         let wd = Watchdog::new(
             options.watchdog_timeout,
             options.max_hold,
@@ -130,6 +133,7 @@ impl Shared {
                     commands.clone(),
                     sync,
                     options.replica_sync_timeout,
+                    options.replica_sync_aof,
                     conns.master_changes,
                     closed.clone(),
                 )

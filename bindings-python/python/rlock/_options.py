@@ -57,6 +57,9 @@ class ClientOptions(TypedDict, total=False):
     replica_sync_timeout: float
     """How long one acquire waits for a replica's acknowledgement. Default 1 s (Redisson's)."""
 
+    replica_sync_aof: bool
+    """With replica sync, acquires wait with ``WAITAOF`` instead of ``WAIT``: until the hold is fsynced to the append-only file of one replica, and of its master too when the master has ``appendonly yes`` (a master with neither is not waited on). Needs a server that has ``WAITAOF`` (Redis 7.2 and Valkey 7.2 on): where it has none, connect fails ``InvalidArgument``. The replicas need ``appendonly yes``, or no acquire is acknowledged. On, it turns replica sync on; with ``replica_sync`` set off it is refused (``InvalidArgument``). Default off."""
+
     command_connections: int
     """Connections for commands to a single server, used in turn (1 to 8). Default 1: one multiplexed connection already pipelines concurrent requests; 2 raises throughput with tens of concurrent owners. Ignored for Cluster and Sentinel URLs."""
 
@@ -92,6 +95,7 @@ OPTION_NAMES: Tuple[str, ...] = (
     "sharded_pubsub",
     "replica_sync",
     "replica_sync_timeout",
+    "replica_sync_aof",
     "command_connections",
     "thread_connections",
     "fair_lock_wait_timeout",

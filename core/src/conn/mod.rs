@@ -353,8 +353,9 @@ pub(crate) async fn connect(
         Target::Cluster { .. } => Topology::Cluster,
         Target::Sentinel(_) => Topology::Sentinel,
     };
-    // Redisson syncs replicas on every topology but a single server.
-    let with_sync = options.replica_sync.unwrap_or(topology != Topology::Single);
+    // Redisson syncs replicas on every topology but a single server; asking for fsynced
+    // replicas asks for replica sync.
+    let with_sync = options.replica_sync.unwrap_or(topology != Topology::Single || options.replica_sync_aof);
     let opener =
         Opener { options: options.clone(), on_push, with_sync, sentinel: topology == Topology::Sentinel };
     match target {

@@ -195,3 +195,30 @@ async fn a_stopped_server_gives_timeouts_and_everything_recovers() {
     assert!(lock.try_acquire(&b, Duration::ZERO, None).await.unwrap());
     lock.release(&b).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undo_that_fails_leaves_no_renewed_hold_behind() {
+    // A guard dropped unclaimed gives its hold back in the background; when that release fails
+    // (the server is stopped), nobody is left to retry it, so the client must stop renewing
+    // the hold and let its lease end it rather than keep a hold nobody owns alive.
+    let server = Server::start().unwrap();
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_millis(1500))
+        .with_command_timeout(Some(Duration::from_millis(300)))
+        .with_retry_attempts(0);
+    let client = client_with(&server, options).await;
+    let lock = client.lock("faults:undo").unwrap();
+    let guard = lock.lock(&client.owner(1)).await.unwrap();
+    assert_eq!(client.tracked_holds(), 1);
+    server.sigstop().unwrap();
+    drop(guard);
+    let untracked = eventually(Duration::from_secs(10), || client.tracked_holds() == 0).await;
+    server.sigcont().unwrap();
+    assert!(untracked, "the hold whose give-back failed is still tracked (and renewed)");
+    let mut conn = server.conn();
+    assert!(
+        eventually(Duration::from_secs(10), || !conn.exists::<_, bool>("faults:undo").unwrap()).await,
+        "the hold outlived its lease"
+    );
+    client.close();
+}

@@ -224,7 +224,14 @@ impl Lock {
                 // Nothing left to give back: the acquire took nothing, or the hold ended.
                 Err(e) if e.kind() == ErrorKind::NotHeld || e.kind() == ErrorKind::Lost => {}
                 Err(e) => {
-                    log::warn!("rlock: could not undo an acquire nobody took on '{}': {e}", lock.name())
+                    // Nobody will release it later, so the watchdog must not keep it alive:
+                    // untracked, the hold ends with its lease on the server.
+                    lock.inner.shared.watchdog().untrack(&lock.key(&owner));
+                    log::warn!(
+                        "rlock: could not undo an acquire nobody took on '{}' ({e}); it is no longer \
+                         renewed, so its lease ends it",
+                        lock.name()
+                    )
                 }
                 Ok(_) => {}
             }

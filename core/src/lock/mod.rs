@@ -397,6 +397,14 @@ impl Guard {
         self.lock = None;
     }
 
+    /// Gives the hold back as an acquire nobody took is undone, and waits until that is done:
+    /// released, or, when the release fails, no longer renewed, so its lease ends it.
+    pub(crate) async fn give_back(mut self) {
+        if let Some(lock) = self.lock.take() {
+            lock.undo(&self.owner).now().await;
+        }
+    }
+
     /// Releases now (see [`Lock::release`]).
     pub async fn release(mut self) -> Result<Released> {
         match self.lock.take() {

@@ -710,14 +710,11 @@ impl Drop for RedInner {
 }
 
 /// Releases what a failed round took, before anything else is tried.
+/// Gives back members taken by a try nobody uses: each released, or, where that fails, no
+/// longer renewed, so its lease ends it (a member the watchdog kept renewing would be held
+/// by nobody until the client closes).
 async fn give_back(guards: Vec<Guard>) {
-    for r in futures_util::future::join_all(guards.into_iter().map(Guard::release)).await {
-        if let Err(e) = r {
-            if e.kind() != ErrorKind::NotHeld {
-                log::warn!("rlock: RedLock could not give back a member it took: {e}");
-            }
-        }
-    }
+    futures_util::future::join_all(guards.into_iter().map(Guard::give_back)).await;
 }
 
 /// How long the members still answering get once `took` brought a majority: twice that, at

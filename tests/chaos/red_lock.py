@@ -42,7 +42,15 @@ def no_lock_keys(servers: List[Server], prefix: str, limit: float) -> None:
     try:
         eventually(lambda: not left(), limit, "no RedLock member left on any server")
     except Fail:
-        raise Fail(f"left behind: {left()}")
+        # What a leftover is tells why it stayed: its server, its TTL (renewed, or none) and
+        # its holders (owner fields and hold counts).
+        found = []
+        for i, s in enumerate(servers):
+            c = s.conn()
+            for k in left():
+                if c.exists(k):
+                    found.append(f"{k} on server {i + 1}: pttl {c.pttl(k)} ms, {c.type(k)} {c.hgetall(k) if c.type(k) == 'hash' else ''}")
+        raise Fail(f"left behind: {'; '.join(found) or left()}")
 
 
 def mx_with_fault(ctx: Ctx, prefix: str, fault: str) -> str:

@@ -26,7 +26,7 @@ use redis::{RedisResult, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::{slot_master, Commands};
+use crate::conn::{master_of_slot, slot_master, Commands};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How often the replica counts are refreshed.
@@ -279,17 +279,11 @@ async fn cluster_counts(conn: &mut Commands, aof: bool) -> RedisResult<Counts> {
         // [first, last, master, replica...]
         let mut master = Master { replicas: range.len().saturating_sub(3), aof: false };
         if aof {
-            master.aof = master_aof(conn, slot_route(first)).await?;
+            master.aof = master_aof(conn, master_of_slot(first)).await?;
         }
         ranges.push((first, last, master));
     }
     Ok(Counts::Ranges(ranges))
-}
-
-/// The master of `slot`.
-fn slot_route(slot: u16) -> redis::cluster_routing::RoutingInfo {
-    use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master)))
 }
 
 /// Fails unless the server knows `WAITAOF` (`COMMAND INFO` answers nil for a command it does

@@ -7,21 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, Inspect as _, Server};
+use common::{client, client_with, eventually, short_watchdog, Inspect as _, Server};
 use redis::Commands;
 use rlock::{Client, ClientOptions, ErrorKind, LostReason, Released, Ttl};
-
-async fn client(server: &Server) -> Client {
-    Client::connect(&server.url(), ClientOptions::default()).await.unwrap()
-}
-
-async fn client_with(server: &Server, options: ClientOptions) -> Client {
-    Client::connect(&server.url(), options).await.unwrap()
-}
-
-fn short_watchdog() -> ClientOptions {
-    ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1000))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_release_and_reentrancy_in_redisson_layout() {

@@ -284,10 +284,12 @@ pub(crate) struct Reopen {
 
 /// The routing of a command to the master of `key`'s slot (on a cluster).
 pub(crate) fn slot_master(key: &str) -> RoutingInfo {
-    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
-        keys::slot(key.as_bytes()),
-        SlotAddr::Master,
-    )))
+    master_of_slot(keys::slot(key.as_bytes()))
+}
+
+/// The master of cluster slot `slot` (see [`slot_master`]).
+pub(crate) fn master_of_slot(slot: u16) -> RoutingInfo {
+    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master)))
 }
 
 /// SUBSCRIBE / UNSUBSCRIBE (`subscribe` false) on a cluster; sharded, one call per slot.

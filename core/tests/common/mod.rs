@@ -34,6 +34,21 @@ pub fn numsub_on(port: u16, channel: &str) -> i64 {
     }
 }
 
+/// A client of `server` with the default options.
+pub async fn client(server: &Server) -> rlock::Client {
+    client_with(server, rlock::ClientOptions::default()).await
+}
+
+/// A client of `server` with `options`.
+pub async fn client_with(server: &Server, options: rlock::ClientOptions) -> rlock::Client {
+    rlock::Client::connect(&server.url(), options).await.unwrap()
+}
+
+/// Options with a 1 s watchdog timeout, so leases end (and renewals show) within a test.
+pub fn short_watchdog() -> rlock::ClientOptions {
+    rlock::ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1000))
+}
+
 /// Inspection of a testbed server through the `redis` crate.
 pub trait Inspect {
     /// A plain synchronous connection.

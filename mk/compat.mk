@@ -3,11 +3,11 @@
 # ${RLOCK_CACHE:-~/.cache/rlock}/servers/<name>-<version>/bin/); `make compat` runs the suites
 # against each (tools/compat.py), writes tests/compat/results.json and regenerates
 # docs/compatibility.md from it. Any suite runs against one of them with RLOCK_SERVER=<name>-<version>
-# (or a path): rlock-testbed starts that binary. Not part of `make test` (see docs/compatibility.md
-# for the times).
+# (or a path): rlock-testbed starts that binary. Not part of `make test`; CI runs `make compat-ci`
+# after it (see docs/compatibility.md for the times).
 APT_PACKAGES += libssl-dev build-essential
 
-.PHONY: servers compat compat-doc
+.PHONY: servers compat compat-ci compat-doc
 
 servers: deps ## Build/unpack the matrix's servers into the cache (~/.cache/rlock/servers), idempotent
 	bash tools/servers.sh
@@ -15,6 +15,11 @@ servers: deps ## Build/unpack the matrix's servers into the cache (~/.cache/rloc
 compat: servers build-chaos build-c build-python build-node testbed ## Every suite against every cached server and mode; docs/compatibility.md
 	python3 tools/compat.py run $(COMPAT_ARGS)
 	python3 tools/compat.py doc
+
+# CI's part of the matrix (.ci/run, after `make test`, which built everything it runs; no build
+# here, as it runs beside `make dist`): tools/compat.py's CI_SUBSET, failing on any failure.
+compat-ci: servers ## The matrix's CI subset (after `make test`); fails on any failure
+	python3 tools/compat.py run --subset ci --strict
 
 compat-doc: ## Regenerate docs/compatibility.md from tests/compat/results.json
 	python3 tools/compat.py doc

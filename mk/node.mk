@@ -21,8 +21,11 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 	cd $(NODE_DIR) && $(NPM) install --no-audit --no-fund
 	@touch $@
 
+# Under a lock that `make dist` takes to copy index.js and index.d.ts (CI runs it beside
+# `make test`), so it never copies them half rewritten.
 build-node: node-deps ## Build the Node addon and regenerate bindings-node/index.js, index.d.ts
-	cd $(NODE_DIR) && $(NPM) run build
+	@mkdir -p build
+	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build
 
 test-node: deps build-node testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \

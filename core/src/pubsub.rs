@@ -256,8 +256,9 @@ pub(crate) struct Queue(mpsc::UnboundedReceiver<Command>, Arc<Notify>);
 ///   Messages sent meanwhile are lost; waiters are bounded by the holder's TTL.
 /// - A connection can also stop delivering without closing (a partition, a middlebox that
 ///   dropped it): while any channel has waiters, it is pinged every third of
-///   `answer_within` (the subscription timeout). One that gives no answer within
-///   `answer_within` is replaced by a new one, every channel is subscribed on it, and every
+///   `answer_within` (the subscription timeout; on a cluster, every master's connection). One
+///   that gives no answer within `answer_within` is replaced by a new one (a cluster's is
+///   rebuilt from the seed nodes), every channel is subscribed on it, and every
 ///   waiter is woken to try again at once (it may have missed an unlock). A waiter so gets
 ///   the lock at most about `4/3 answer_within` plus a connect after the release, where it
 ///   waited up to the holder's TTL before.
@@ -302,7 +303,7 @@ pub(crate) async fn run(
             }
             _ = check.tick(), if repair_at.is_none() => {
                 let Some(registry) = registry.upgrade() else { break };
-                if registry.channel_count() > 0 && conn.answers(answer_within).await == Some(false) {
+                if registry.channel_count() > 0 && !conn.answers(answer_within).await {
                     metrics.reconnected();
                     tracing::warn!("rlock: the pub/sub connection stopped answering; opening a new one");
                     match conn.reopen().await {

@@ -26,7 +26,7 @@ use redis::{RedisResult, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::{master_of_slot, slot_master, Commands};
+use crate::conn::{master_of_slot, server_named, slot_master, Commands};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How often the replica counts are refreshed.
@@ -293,11 +293,16 @@ pub(crate) async fn require_waitaof(mut conn: Commands) -> Result<()> {
     let reply = reply.map_err(|e| Error::from_redis("COMMAND INFO WAITAOF failed", e))?;
     match reply {
         Value::Array(v) if v.first().is_some_and(|c| !matches!(c, Value::Nil)) => Ok(()),
-        _ => Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "replica_sync_aof is on, but this server has no WAITAOF (Redis and Valkey have it from \
-             7.2 on): upgrade, or use replica sync without it",
-        )),
+        _ => {
+            let server = server_named(&mut conn).await;
+            Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "replica_sync_aof is on, but this server{server} has no WAITAOF (Redis and Valkey \
+                     have it from 7.2 on): upgrade, or use replica sync without it"
+                ),
+            ))
+        }
     }
 }
 

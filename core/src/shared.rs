@@ -2,9 +2,10 @@
 //! pub/sub waiting, replica sync, latches and the retry policy. Primitives get an
 //! `Arc<Shared>` and call its methods; its fields stay private.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -22,7 +23,7 @@ use crate::owner::Owner;
 use crate::pubsub::{self, Meaning, Membership, SubState};
 use crate::records;
 use crate::replicas::{require_waitaof, Replicas};
-use crate::watchdog::{self, Watchdog};
+use crate::watchdog::{self, HoldKey, Watchdog};
 
 /// A client's shared state. Dropping the last reference stops its background tasks.
 pub(crate) struct Shared {
@@ -39,6 +40,10 @@ pub(crate) struct Shared {
     topology: Topology,
     sharded: bool,
     metrics: Arc<Metrics>,
+    /// RedLock member tries a round stopped waiting for, still under way in the background,
+    /// by the hold each would take (see `red_lock::strays`). Per client, not per RedLock
+    /// handle: users make a new handle for every acquire.
+    strays: Mutex<HashMap<HoldKey, usize>>,
 }
 
 /// An acquire, as the metrics and traces name it.
@@ -158,6 +163,7 @@ impl Shared {
             topology: conns.topology,
             sharded: conns.sharded,
             metrics,
+            strays: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -241,6 +247,12 @@ impl Shared {
     /// The client's counters and histograms.
     pub(crate) fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// RedLock member tries still under way in the background, by the hold each would take.
+    pub(crate) fn strays(&self) -> std::sync::MutexGuard<'_, HashMap<HoldKey, usize>> {
+        // Every critical section leaves the map consistent, so a poisoned mutex is still usable.
+        self.strays.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts an error a release (or another call a user made) returns, and passes `r` on.

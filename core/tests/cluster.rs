@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{cluster_calls, conn_to, eventually, wait_for, Cluster};
+use common::{cluster_calls, conn_to, eventually, server_version, wait_for, Cluster};
 use redis::Commands as _;
 use rlock::{Client, ClientOptions, ErrorKind, LostEvent, LostReason, Topology};
 
@@ -33,6 +33,9 @@ async fn forced(cluster: &Cluster, options: ClientOptions, sharded: bool) -> Opt
         };
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
         assert!(err.to_string().contains("SHARDNUMSUB"), "{err}");
+        // It names the server it refused, in the server's own words.
+        let version = server_version(cluster.nodes()[0].port());
+        assert!(err.to_string().contains(&version), "{err} does not name {version}");
         return None;
     }
     Some(Client::connect(&cluster.url(), options).await.unwrap())

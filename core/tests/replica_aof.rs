@@ -11,7 +11,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{wait_for, Inspect as _, Server};
+use common::{server_version, wait_for, Inspect as _, Server};
 use rlock::{Client, ClientOptions, ErrorKind};
 
 /// The server binary with `WAITAOF`: `RLOCK_WAITAOF_SERVER` (a path, or NAME-VERSION in the
@@ -111,6 +111,9 @@ async fn a_server_without_waitaof_is_refused_at_connect() {
     assert!(matches!(known.first(), Some(redis::Value::Nil)), "refused a server that has WAITAOF: {err}");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     assert!(err.to_string().contains("WAITAOF"), "{err}");
+    // It names the server it refused, in the server's own words.
+    let version = server_version(server.port());
+    assert!(err.to_string().contains(&version), "{err} does not name {version}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

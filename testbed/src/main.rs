@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rlock_testbed::describe::Topology;
 use rlock_testbed::server::LOG_LINES;
-use rlock_testbed::{ports, resp, Certs, Cluster, Error, Result, SentinelSet, Server, TlsFiles};
+use rlock_testbed::{ports, resp, Certs, Cluster, Error, Proxy, Result, SentinelSet, Server, TlsFiles};
 use serde_json::{json, Value};
 
 const USAGE: &str = "\
@@ -24,10 +24,13 @@ stdin reaches EOF, `quit`, or SIGTERM/SIGINT/SIGHUP; then stops them and removes
 
 topologies:
   single     one server      [--requirepass P] [--appendonly] [--tls]
+             [--proxy] (a proxy in front too: proxy_url; blackhole-subscribers)
   tls        single --tls    (TLS port with a CA and certificate made by openssl)
   cluster    Redis Cluster   [--masters 3] [--replicas 0] [--node-timeout 1000] [--tls]
   tls-cluster cluster --tls
   sentinel   master + replica(s) + 3 sentinels watching 'mymaster'  [--replicas 1] [--down-after 1000]
+             [--replication-proxy] (the master is known by a proxy in front of it, which can cut the
+             replicas' links alone: cut-replication)
   port       print {\"port\": N}, a free port outside the ephemeral range, and exit
   probe      start each topology once and print what the server supports, then exit:
              {\"program\", \"server\", \"version\", \"modes\": {\"single\", \"tls\", \"cluster\",
@@ -45,6 +48,11 @@ stdin commands (NODE: a name from \"nodes\", a port, or an index; may be left ou
   cont [NODE]       SIGCONT
   log [NODE] [N]    the last N (60) lines of its log
   info              the description again (current pids)
+  blackhole-subscribers   (single --proxy) silence, for good, every proxied connection that has
+                    subscribed: nothing passes either way, the sockets stay open
+  cut-replication on|off   (sentinel --replication-proxy) partition the replicas from the master,
+                    or heal: nothing passes either way on their links meanwhile (sentinels and
+                    clients still pass), connections stay open
   quit              stop everything and exit
 each answered with one JSON line: {\"ok\": true, ...} or {\"ok\": false, \"error\": \"...\"}.
 ";
@@ -59,6 +67,8 @@ struct Args {
     replicas: Option<usize>,
     node_timeout_ms: Option<u64>,
     down_after_ms: Option<u64>,
+    replication_proxy: bool,
+    proxy: bool,
     extra: Vec<String>,
 }
 
@@ -93,6 +103,7 @@ fn parse(argv: &[String]) -> std::result::Result<Args, String> {
             }
             "--requirepass" if k == "single" => a.requirepass = Some(value("--requirepass", &mut it)?),
             "--appendonly" if k == "single" => a.appendonly = true,
+            "--proxy" if k == "single" => a.proxy = true,
             "--tls" if k == "single" || k == "cluster" => a.tls = true,
             "--masters" if k == "cluster" => a.masters = Some(value("--masters", &mut it)?),
             "--replicas" if k == "cluster" || k == "sentinel" => {
@@ -100,6 +111,7 @@ fn parse(argv: &[String]) -> std::result::Result<Args, String> {
             }
             "--node-timeout" if k == "cluster" => a.node_timeout_ms = Some(value("--node-timeout", &mut it)?),
             "--down-after" if k == "sentinel" => a.down_after_ms = Some(value("--down-after", &mut it)?),
+            "--replication-proxy" if k == "sentinel" => a.replication_proxy = true,
             other => return Err(format!("{k}: unknown option {other:?}")),
         }
     }
@@ -142,7 +154,7 @@ fn start(a: &Args, tls: Option<&TlsFiles>) -> Result<Topology> {
             if let Some(ms) = a.down_after_ms {
                 b = b.down_after(Duration::from_millis(ms));
             }
-            Topology::Sentinel(b.start()?)
+            Topology::Sentinel(b.replication_proxy(a.replication_proxy).start()?)
         }
         other => return Err(Error::new(format!("cannot start {other:?}"))),
     })
@@ -153,14 +165,7 @@ fn start(a: &Args, tls: Option<&TlsFiles>) -> Result<Topology> {
 fn probe() -> Result<Value> {
     let program = rlock_testbed::program::from_env()?;
     let single = Server::builder().name("probe").start()?;
-    let info = resp::query_text(single.port(), None, &["INFO", "server"])?;
-    let field = |k: &str| {
-        info.lines().find_map(|l| l.strip_prefix(k).and_then(|v| v.strip_prefix(':'))).map(str::trim)
-    };
-    let (server, version) = match field("valkey_version") {
-        Some(v) => ("valkey", v),
-        None => (field("server_name").unwrap_or("redis"), field("redis_version").unwrap_or("?")),
-    };
+    let (server, version) = resp::server_version(single.port(), None)?;
     let mut commands = serde_json::Map::new();
     for c in ["ssubscribe", "waitaof"] {
         let known = resp::query(single.port(), None, &["COMMAND", "INFO", c])
@@ -202,7 +207,7 @@ fn fail(command: &str, e: impl std::fmt::Display) -> Value {
 }
 
 /// Runs one stdin command; returns its answer and whether to quit.
-fn handle(topo: &mut Topology, tls: Option<&TlsFiles>, line: &str) -> (Value, bool) {
+fn handle(topo: &mut Topology, proxy: Option<&Proxy>, tls: Option<&TlsFiles>, line: &str) -> (Value, bool) {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((&command, rest)) = words.split_first() else {
         return (fail("", "empty command"), false);
@@ -254,12 +259,23 @@ fn handle(topo: &mut Topology, tls: Option<&TlsFiles>, line: &str) -> (Value, bo
             }
             v
         }
+        ("cut-replication", [on @ ("on" | "off")]) => match topo {
+            Topology::Sentinel(SentinelSet { replication: Some(proxy), .. }) => {
+                proxy.cut_replicas(*on == "on");
+                json!({"ok": true, "command": "cut-replication", "cut": *on == "on"})
+            }
+            _ => fail(command, "no replication proxy (start: sentinel --replication-proxy)"),
+        },
+        ("blackhole-subscribers", []) => match proxy {
+            Some(p) => json!({"ok": true, "command": "blackhole-subscribers", "blackholed": p.blackhole_subscribers()}),
+            None => fail(command, "no proxy (start: single --proxy)"),
+        },
         ("quit", []) => return (json!({"ok": true, "command": "quit"}), true),
-        ("kill" | "restart" | "stop" | "cont" | "log" | "info" | "quit", _) => {
+        ("kill" | "restart" | "stop" | "cont" | "log" | "info" | "quit" | "cut-replication" | "blackhole-subscribers", _) => {
             fail(command, format!("bad arguments: {line:?}"))
         }
         _ => {
-            fail(command, format!("unknown command {command:?} (kill, restart, stop, cont, log, info, quit)"))
+            fail(command, format!("unknown command {command:?} (kill, restart, stop, cont, log, info, cut-replication, blackhole-subscribers, quit)"))
         }
     };
     (answer, false)
@@ -327,12 +343,21 @@ fn run(argv: &[String]) -> Result<()> {
     let certs = if args.tls { Some(Certs::generate()?) } else { None };
     let files = certs.as_ref().map(Certs::files);
     let mut topo = start(&args, files.as_ref())?;
-    say(&mut stdout, &topo.summary(files.as_ref()).to_json());
+    let proxy = match (&topo, args.proxy) {
+        (Topology::Single(s), true) => Some(Proxy::start(s.port())?),
+        _ => None,
+    };
+    let mut summary = topo.summary(files.as_ref()).to_json();
+    if let (Some(p), Some(m)) = (&proxy, summary.as_object_mut()) {
+        m.insert("proxy_port".into(), json!(p.port()));
+        m.insert("proxy_url".into(), json!(p.url()));
+    }
+    say(&mut stdout, &summary);
     while let Ok(event) = rx.recv() {
         match event {
             Event::Line(l) if l.trim().is_empty() => {}
             Event::Line(l) => {
-                let (answer, quit) = handle(&mut topo, files.as_ref(), &l);
+                let (answer, quit) = handle(&mut topo, proxy.as_ref(), files.as_ref(), &l);
                 say(&mut stdout, &answer);
                 if quit {
                     break;
@@ -341,6 +366,7 @@ fn run(argv: &[String]) -> Result<()> {
             Event::Eof | Event::Signal => break,
         }
     }
+    drop(proxy);
     drop(topo); // kills every server, removes the directories
     drop(certs);
     Ok(())

@@ -35,6 +35,8 @@ struct Conn {
     subscribed: AtomicBool,
     /// Blackholed for good (see [`Proxy::blackhole_subscribers`]).
     blackholed: AtomicBool,
+    /// Its client is a replica: it sent PSYNC (see [`Proxy::cut_replicas`]).
+    replica: AtomicBool,
 }
 
 /// What the proxy holds back.
@@ -44,6 +46,8 @@ struct Cut {
     both: bool,
     /// The server's replies only.
     replies: bool,
+    /// Both directions of the replicas' connections only.
+    replicas: bool,
     /// How late each read of the server's replies is passed on.
     reply_delay: std::time::Duration,
 }
@@ -58,6 +62,12 @@ impl Cut {
 pub struct Proxy {
     port: Reserved,
     state: Arc<State>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy").field("port", &self.port()).finish_non_exhaustive()
+    }
 }
 
 impl Proxy {
@@ -123,6 +133,14 @@ impl Proxy {
         n
     }
 
+    /// Cuts the replicas' connections only (`true`): those whose client sent PSYNC; the
+    /// other clients (sentinels, applications) still get through. `false` heals them, delivering
+    /// what was held back, in order.
+    pub fn cut_replicas(&self, on: bool) {
+        self.state.cut.lock().unwrap_or_else(|p| p.into_inner()).replicas = on;
+        self.state.healed.notify_all();
+    }
+
     /// Passes the server's replies on `delay` late (each read of them; zero: at once): a slow
     /// server or link that still answers.
     pub fn delay_replies(&self, delay: std::time::Duration) {
@@ -153,6 +171,11 @@ fn subscribes(request: &[u8]) -> bool {
     request.windows(b"SUBSCRIBE".len()).any(|w| w == b"SUBSCRIBE")
 }
 
+/// Whether `request` bytes hold a PSYNC (a replica's handshake; replicas send it upper case).
+fn replicates(request: &[u8]) -> bool {
+    request.windows(b"PSYNC".len()).any(|w| w == b"PSYNC")
+}
+
 /// Copies `from` to `to`; `reply`: the server-to-client direction.
 fn copy(st: &State, conn: &Conn, mut from: TcpStream, mut to: TcpStream, reply: bool) {
     let mut buf = [0u8; 16 * 1024];
@@ -164,9 +187,15 @@ fn copy(st: &State, conn: &Conn, mut from: TcpStream, mut to: TcpStream, reply: 
         if !reply && subscribes(&buf[..n]) {
             conn.subscribed.store(true, Ordering::SeqCst);
         }
+        if !reply && replicates(&buf[..n]) {
+            conn.replica.store(true, Ordering::SeqCst);
+        }
         // Held back while cut (in this buffer, and in the socket's behind it).
         let mut cut = st.cut.lock().unwrap_or_else(|p| p.into_inner());
-        while (cut.holds(reply) || conn.blackholed.load(Ordering::SeqCst)) && !st.stop.load(Ordering::SeqCst)
+        while (cut.holds(reply)
+            || conn.blackholed.load(Ordering::SeqCst)
+            || (cut.replicas && conn.replica.load(Ordering::SeqCst)))
+            && !st.stop.load(Ordering::SeqCst)
         {
             cut = st.healed.wait(cut).unwrap_or_else(|p| p.into_inner());
         }

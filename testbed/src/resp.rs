@@ -185,6 +185,20 @@ pub fn query_text(port: u16, auth: Option<&Auth>, args: &[&str]) -> Result<Strin
     }
 }
 
+/// The server on `port` as `INFO server` names it: (`valkey` or its `server_name`, else
+/// `redis`; its version, Valkey's own before the Redis version it reports compatibility with).
+pub fn server_version(port: u16, auth: Option<&Auth>) -> Result<(String, String)> {
+    let info = query_text(port, auth, &["INFO", "server"])?;
+    let field = |k: &str| info.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix(':')).map(str::trim);
+    let (name, version) = match field("valkey_version") {
+        Some(v) => ("valkey", Some(v)),
+        None => (field("server_name").unwrap_or("redis"), field("redis_version")),
+    };
+    let version =
+        version.ok_or_else(|| Error::new(format!("{HOST}:{port}: INFO server gives no version")))?;
+    Ok((name.to_owned(), version.to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::proxy::Proxy;
 use crate::resp::{self, Reply};
 use crate::server::{topology_failure, Server};
 use crate::{poll_until, Result, HOST};
@@ -21,6 +22,7 @@ pub struct SentinelBuilder {
     failover_timeout: Duration,
     die_with_parent: bool,
     ready_limit: Duration,
+    replication_proxy: bool,
 }
 
 impl Default for SentinelBuilder {
@@ -33,6 +35,7 @@ impl Default for SentinelBuilder {
             failover_timeout: Duration::from_millis(3000),
             die_with_parent: false,
             ready_limit: Duration::from_secs(30),
+            replication_proxy: false,
         }
     }
 }
@@ -56,11 +59,22 @@ impl SentinelBuilder {
         self
     }
 
+    /// Whether the master is known by a [`Proxy`] in front of it (default no): the replicas
+    /// replicate through it and the sentinels monitor it there (so they never "fix" a replica
+    /// whose master address differs from theirs), and clients are sent to it. A test can then
+    /// cut the replicas' connections alone ([`Proxy::cut_replicas`], through
+    /// [`SentinelSet::replication`]) while sentinels and clients still reach the master.
+    pub fn replication_proxy(mut self, on: bool) -> Self {
+        self.replication_proxy = on;
+        self
+    }
+
     /// Starts the master, the replicas (waiting until they are in sync) and the sentinels
     /// (waiting until each knows the other sentinels and the replicas, which a failover needs).
     pub fn start(self) -> Result<SentinelSet> {
         let master = Server::builder().name("master").die_with_parent(self.die_with_parent).start()?;
-        let mport = master.port().to_string();
+        let replication = if self.replication_proxy { Some(Proxy::start(master.port())?) } else { None };
+        let mport = replication.as_ref().map_or(master.port(), Proxy::port).to_string();
         let mut replicas = Vec::with_capacity(self.replicas);
         for i in 0..self.replicas {
             replicas.push(
@@ -90,7 +104,7 @@ impl SentinelBuilder {
              sentinel down-after-milliseconds {SERVICE} {}\n\
              sentinel failover-timeout {SERVICE} {}\n\
              sentinel parallel-syncs {SERVICE} 1\n",
-            master.port(),
+            mport,
             self.quorum,
             self.down_after.as_millis(),
             self.failover_timeout.as_millis()
@@ -106,7 +120,7 @@ impl SentinelBuilder {
                     .start()?,
             );
         }
-        let set = SentinelSet { master, replicas, sentinels };
+        let set = SentinelSet { master, replicas, sentinels, replication };
         let (others, nreplicas) = (self.sentinels.saturating_sub(1), self.replicas);
         let len = |r: Result<Reply>| r.ok().and_then(|r| r.array().map(<[Reply]>::len));
         let ready = poll_until(self.ready_limit, Duration::from_millis(50), || {
@@ -135,6 +149,9 @@ pub struct SentinelSet {
     pub replicas: Vec<Server>,
     /// The sentinels.
     pub sentinels: Vec<Server>,
+    /// The proxy in front of the master, when asked for ([`SentinelBuilder::replication_proxy`]):
+    /// `cut_replicas(true)` partitions the replicas from the master.
+    pub replication: Option<Proxy>,
 }
 
 impl SentinelSet {

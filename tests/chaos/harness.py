@@ -34,6 +34,10 @@ def worker_command(surface: str) -> List[str]:
         "python": [str(ROOT / ".venv/bin/python"), str(ROOT / "tests/chaos/worker.py")],
         "node": ["node", str(ROOT / "tests/chaos/worker.mjs")],
         "c": [str(ROOT / "build/chaos/worker")],
+        # The real Redisson (tests/interop/redisson, `make interop-jar`): the protocol's lock
+        # commands only, for the network-fault scenarios.
+        "redisson": ["java", "-cp", f"{ROOT}/tests/interop/redisson/target/interop.jar:"
+                     f"{ROOT}/tests/interop/redisson/target/lib/*", "rlock.interop.Worker"],
     }[surface]
 
 
@@ -193,14 +197,16 @@ def locks_gone(r: redis.Redis, keys: List[str], workers: Iterable["Worker"]) -> 
 class Worker:
     """One worker process of one surface; a reader thread queues its event lines."""
 
-    def __init__(self, surface: str, url: str, tmp: Path, label: str, **options: Any) -> None:
+    def __init__(self, surface: str, url: str, tmp: Path, label: str, env: Optional[Dict[str, str]] = None,
+                 **options: Any) -> None:
+        """`options` go to the worker's command line; `env` adds to its environment."""
         self.surface, self.label = surface, label
         self.log = tmp / f"{label}.stderr"
         opts = [f"{k}={v}" for k, v in options.items()] + [f"label={label}"]
         with open(self.log, "w") as stderr:
             self.proc = subprocess.Popen(
                 worker_command(surface) + [url] + opts, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=stderr, text=True, bufsize=1, cwd=ROOT,
+                stderr=stderr, text=True, bufsize=1, cwd=ROOT, env={**os.environ, **(env or {})},
             )
         self.events: "queue.Queue[Tuple[float, Dict[str, Any]]]" = queue.Queue()
         self.lost: List[Tuple[float, str]] = []
@@ -295,8 +301,12 @@ class Ctx:
         return s
 
     def worker(self, surface: str, server: Server, label: Optional[str] = None, **options: Any) -> Worker:
+        return self.worker_at(surface, server.url, label, **options)
+
+    def worker_at(self, surface: str, url: str, label: Optional[str] = None, **options: Any) -> Worker:
+        """A worker of `surface` on `url` (a proxy, a Sentinel set), stopped with the case."""
         label = label or f"{surface}-{len(self.workers)}"
-        w = Worker(surface, server.url, self.tmp, label, **options)
+        w = Worker(surface, url, self.tmp, label, **options)
         self.workers.append(w)
         return w
 

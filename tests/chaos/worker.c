@@ -9,13 +9,16 @@
  * handles). The lost-hold callback prints {"event":"lost","name":...,"kind":...,"owner":...,
  * "reason":...,"permit_id":...} from the librlock thread. */
 #define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +126,7 @@ static struct taken {
     char spec[256];
     int n;
     char *ids[MAX_IDS]; /* allocated by librlock, freed (rlock_string_free) on release */
+    uint64_t token;     /* a fenced lock's last acquire's token: what `write` writes with */
 } taken[MAX_SPECS];
 static int ntaken;
 
@@ -135,6 +139,32 @@ static struct taken *taken_of(const char *spec) {
     }
     snprintf(taken[ntaken].spec, sizeof taken[0].spec, "%s", spec);
     return &taken[ntaken++];
+}
+
+/* One write to the network-fault suite's fenced store (tests/netfaults/history.py) on
+ * 127.0.0.1:port: the lock's name, the token and this worker's label. 1 when the store accepted
+ * it (it refuses a token below the highest it has seen), 0 when it refused, -1 on a socket error. */
+static int store_write(int port, const char *key, uint64_t token) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "write %s %llu %s\n", key, (unsigned long long)token, label);
+    int result = -1;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 && n > 0 && n < (int)sizeof buf &&
+        write(fd, buf, (size_t)n) == n) {
+        size_t got = 0;
+        ssize_t r;
+        while (got < sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0) {
+            got += (size_t)r;
+            if (memchr(buf, '\n', got)) break;
+        }
+        buf[got] = 0;
+        if (memchr(buf, '\n', got)) result = strncmp(buf, "accepted\n", 9) == 0;
+    }
+    close(fd);
+    return result;
 }
 
 /* A new handle on the lock of `kind` named `name` on the worker's client (NULL on failure). */
@@ -470,6 +500,9 @@ int main(int argc, char **argv) {
         else if (strcmp(key, "retry_attempts") == 0) set = rlock_options_set_retry_attempts(options, (uint32_t)v);
         else if (strcmp(key, "retry_delay_ms") == 0) set = rlock_options_set_retry_delay_ms(options, v);
         else if (strcmp(key, "fair_wait_ms") == 0) set = rlock_options_set_fair_lock_wait_timeout_ms(options, v);
+        else if (strcmp(key, "subscription_timeout_ms") == 0)
+            set = rlock_options_set_subscription_timeout_ms(options, v);
+        else if (strcmp(key, "replica_sync") == 0) set = rlock_options_set_replica_sync(options, (int32_t)v);
         else if (strcmp(key, "label") == 0) snprintf(label, sizeof label, "%s", eq + 1);
         else if (strcmp(key, "red_urls") == 0) snprintf(red_urls, sizeof red_urls, "%s", eq + 1);
         else {
@@ -506,6 +539,7 @@ int main(int argc, char **argv) {
         if (strcmp(cmd, "exit") == 0) break;
         if (strcmp(cmd, "acquire") == 0 && nw >= 2) {
             rc = acquire_spec(name, nw > 2 ? atoll(words[2]) : -1, nw > 3 ? atoll(words[3]) : 0);
+            if (rc == RLOCK_OK && last_token != 0) taken_of(name)->token = last_token;
             if (rc == RLOCK_OK && last_token != 0)
                 emit("{\"event\":\"acquired\",\"name\":\"%s\",\"token\":%llu}", name, (unsigned long long)last_token);
             else if (rc == RLOCK_OK) emit("{\"event\":\"acquired\",\"name\":\"%s\",\"token\":null}", name);
@@ -525,6 +559,17 @@ int main(int argc, char **argv) {
             rlock_lock_free(l);
             if (rc == RLOCK_OK) emit("{\"event\":\"%s\",\"value\":%s}", cmd, v ? "true" : "false");
             else reply_error(cmd, rc);
+        } else if (strcmp(cmd, "write") == 0 && nw == 3) {
+            uint64_t token = taken_of(name)->token;
+            int accepted = token ? store_write(atoi(words[2]), bare, token) : -1;
+            if (!token)
+                emit("{\"event\":\"error\",\"op\":\"write\",\"code\":\"INVALID_ARGUMENT\",\"message\":"
+                     "\"no fenced acquire of %s to write with\"}", name);
+            else if (accepted < 0)
+                emit("{\"event\":\"error\",\"op\":\"write\",\"code\":\"STORE\",\"message\":\"the store did not answer\"}");
+            else
+                emit("{\"event\":\"written\",\"name\":\"%s\",\"token\":%llu,\"accepted\":%s}", name,
+                     (unsigned long long)token, accepted ? "true" : "false");
         } else if (strcmp(cmd, "stats") == 0) {
             emit("{\"event\":\"stats\",\"tracked\":null,\"channels\":null}");
         } else if (strcmp(cmd, "mx") == 0 && nw == 4) {

@@ -6,6 +6,7 @@
 // per name; `cancel` aborts acquires through AbortSignals at random moments.
 
 import { createRequire } from 'node:module'
+import net from 'node:net'
 import readline from 'node:readline'
 
 // The package under test and the plain Redis client (its dev dependency `redis`) for the
@@ -28,6 +29,8 @@ for (const a of args) {
   else if (k === 'retry_attempts') options.retryAttempts = Number(v)
   else if (k === 'retry_delay_ms') options.retryDelayMs = Number(v)
   else if (k === 'fair_wait_ms') options.fairLockWaitTimeoutMs = Number(v)
+  else if (k === 'subscription_timeout_ms') options.subscriptionTimeoutMs = Number(v)
+  else if (k === 'replica_sync') options.replicaSync = v === '1'
   else if (k === 'label') label = v
   else if (k === 'red_urls') redUrls = v.split(',')
   else throw new Error(`unknown option ${k}`)
@@ -241,6 +244,29 @@ async function bad(guard, wrongtype, wrongPwUrl, deadUrl) {
   return { event: 'bad_done' }
 }
 
+// The token each fenced lock's last acquire returned, by spec: what `write` writes with.
+const tokens = new Map()
+
+// One write to the network-fault suite's fenced store (tests/netfaults/history.py) on
+// 127.0.0.1:port: the lock's name (the spec without its kind), the token and this worker's
+// label; whether the store accepted it (it refuses a token below the highest it has seen).
+function storeWrite(port, spec, token) {
+  const key = spec.includes('@') ? spec.slice(spec.indexOf('@') + 1) : spec
+  return new Promise((resolve, reject) => {
+    let answer = ''
+    const conn = net.connect(port, '127.0.0.1', () => conn.write(`write ${key} ${token} ${label}\n`))
+    conn.setEncoding('utf8')
+    conn.on('data', (d) => {
+      answer += d
+      if (answer.includes('\n')) {
+        conn.destroy()
+        resolve(answer.trim() === 'accepted')
+      }
+    })
+    conn.on('error', reject)
+  })
+}
+
 async function command(words) {
   const [op, name] = words
   try {
@@ -253,6 +279,7 @@ async function command(words) {
         else got = await l.tryAcquire({ waitMs: Number(words[2]), leaseMs })
         if (got) watchLost(l)
         const token = got && l.fenced ? await l.token() : null
+        if (token !== null) tokens.set(name, token)
         return { event: got ? 'acquired' : 'not_acquired', name, token }
       }
       case 'release':
@@ -261,6 +288,13 @@ async function command(words) {
         return { event: 'locked', value: await lockOf(name).isLocked() }
       case 'held':
         return { event: 'held', value: await lockOf(name).isHeld() }
+      case 'write': {
+        const token = tokens.get(name)
+        if (token === undefined) {
+          return { event: 'error', op, code: 'INVALID_ARGUMENT', message: `no fenced acquire of ${name} to write with` }
+        }
+        return { event: 'written', name, token, accepted: await storeWrite(Number(words[2]), name, token) }
+      }
       case 'stats':
         return { event: 'stats', tracked: await client.trackedHolds(), channels: await client.waitedChannels() }
       case 'mx':

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import random
+import socket
 import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
@@ -141,6 +142,16 @@ def error(op: str, e: BaseException) -> None:
     emit(event="error", op=op, code=code(e), message=str(e))
 
 
+def store_write(port: int, spec: str, token: int, label: str) -> bool:
+    """One write to the network-fault suite's fenced store (tests/netfaults/history.py) on
+    127.0.0.1:`port`: the lock's name (the spec without its kind), the token and this worker's
+    label; whether the store accepted it (it refuses a token below the highest it has seen)."""
+    key = spec.split("@", 1)[-1]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(f"write {key} {token} {label}\n".encode())
+        return conn.makefile("r").readline().strip() == "accepted"
+
+
 def cancel_delay(rng: random.Random) -> float:
     """A random moment (seconds) to cancel an acquire at: mostly within a round trip or two,
     sometimes while it waits for another holder."""
@@ -160,6 +171,8 @@ class Worker:
         # The other servers' clients of a RedLock (red@NAME).
         self.others = [rlock.Client(u, **options) for u in red_urls]
         self.locks: Dict[str, Target] = {}
+        # The token each fenced lock's last acquire returned, by spec: what `write` writes with.
+        self.tokens: Dict[str, int] = {}
 
     def lock(self, name: str) -> Target:
         lock = self.locks.get(name)
@@ -177,6 +190,8 @@ class Worker:
                 lease = int(words[3]) / 1000 if len(words) > 3 else None
                 got = lock.acquire(timeout=wait, lease=lease)
                 token = lock.token if got and isinstance(lock, rlock.FencedLock) else None
+                if token is not None:
+                    self.tokens[words[1]] = token
                 emit(event="acquired" if got else "not_acquired", name=words[1], token=token)
             elif op == "release":
                 lock = self.lock(words[1])
@@ -186,6 +201,14 @@ class Worker:
                 emit(event="locked", value=self.lock(words[1]).locked())
             elif op == "held":
                 emit(event="held", value=self.lock(words[1]).is_held())
+            elif op == "write":
+                token = self.tokens.get(words[1])
+                if token is None:
+                    emit(event="error", op="write", code="INVALID_ARGUMENT",
+                         message=f"no fenced acquire of {words[1]} to write with")
+                else:
+                    accepted = store_write(int(words[2]), words[1], token, self.label)
+                    emit(event="written", name=words[1], token=token, accepted=accepted)
             elif op == "stats":
                 emit(event="stats", tracked=self.client.tracked_holds(), channels=self.client.waited_channels())
             elif op == "mx":
@@ -332,6 +355,10 @@ def main(argv: List[str]) -> int:
             options["retry_delay"] = int(value) / 1000
         elif key == "fair_wait_ms":
             options["fair_lock_wait_timeout"] = int(value) / 1000
+        elif key == "subscription_timeout_ms":
+            options["subscription_timeout"] = int(value) / 1000
+        elif key == "replica_sync":
+            options["replica_sync"] = value == "1"
         elif key == "label":
             label = value
         elif key == "red_urls":

@@ -169,9 +169,9 @@ built() { [[ " $TARGETS " == *" $1 "* ]]; }
 if built x86_64-unknown-linux-musl; then
 echo "== dist-check: musl (x86_64): the static command, static and dynamic C programs"
 # No musl Python or Node comes from the registries: the musllinux wheel and the musl addon are
-# checked by auditwheel (make dist) and by their NEEDED libraries here; librlock.so, built the
-# same way, is loaded by a program linked against musl (Debian's musl-gcc, the host's musl
-# loader).
+# checked by auditwheel (make dist), by their NEEDED libraries, and by a load test here; librlock.so,
+# built the same way, is loaded by a program linked against musl (Debian's musl-gcc, the host's
+# musl loader).
 CM=rlock-$V-x86_64-linux-musl
 mkdir -p "$WORK/musl"
 tar -C "$WORK/musl" -xzf "$DIST/$CM.tar.gz"
@@ -202,7 +202,31 @@ for so in "$PM/lib/librlock.so.$V" "$WORK/musl/addon.node" "$WORK/musl/module.so
   [ "$needed" = "libc.musl-x86_64.so.1 " ] ||
     { echo "dist-check: a musl shared object needs '$needed', not musl's libc.musl-x86_64.so.1 alone"; exit 1; }
 done
-echo "musl x86_64: static rlock, C static (zig) and dynamic (musl-gcc, librlock.so): ok"
+# The load test: a musl-linked program dlopen()s the object with RTLD_NOW under musl's dynamic
+# linker. Only the host's symbols (Node's napi_*/uv_*, Python's Py*) are stubbed, exported by the
+# program; every other symbol must come from musl's libc, so a glibc-only one fails the load
+# (the glibc addon fails it: it needs ld-linux-x86-64.so.2).
+musl_load() {
+  local so=$1 host=$2 dir out
+  dir=$(mktemp -d "$WORK/musl/load.XXXXXX")
+  {
+    echo '#include <dlfcn.h>'
+    echo '#include <stdio.h>'
+    nm -D --undefined-only "$so" | awk '{print $NF}' | sed 's/@.*//' | grep -E "$host" | sort -u |
+      while read -r s; do echo "char $s[64];"; done
+    echo 'int main(int argc, char **argv) {'
+    echo '  void *h = argc > 1 ? dlopen(argv[1], RTLD_NOW | RTLD_LOCAL) : NULL;'
+    echo '  if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }'
+    echo '  puts("loaded"); return 0;'
+    echo '}'
+  } >"$dir/load.c"
+  musl-gcc -O0 -rdynamic "$dir/load.c" -o "$dir/load"
+  out=$("$dir/load" "$so" 2>&1) || true
+  [ "$out" = loaded ] || { echo "dist-check: musl's loader could not load $so: $out"; exit 1; }
+}
+musl_load "$WORK/musl/addon.node" '^(napi_|node_api_|uv_)'
+musl_load "$WORK/musl/module.so" '^_?Py'
+echo "musl x86_64: static rlock, C static (zig) and dynamic (musl-gcc, librlock.so), the addon and the wheel's module loaded by musl's loader: ok"
 fi
 
 if built aarch64-unknown-linux-gnu && built aarch64-unknown-linux-musl; then

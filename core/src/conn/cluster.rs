@@ -78,18 +78,38 @@ impl ClusterLink {
         self.epoch.subscribe()
     }
 
+    /// Connects anew from the seed nodes and swaps the new connection in.
+    async fn reconnect(&self) -> Result<()> {
+        let conn = tokio::time::timeout(self.connect_timeout, self.client.get_async_connection())
+            .await
+            .map_err(|_| {
+                Error::new(crate::ErrorKind::Timeout, format!("reconnecting the {} timed out", self.what))
+            })?
+            .map_err(|e| Error::from_redis(&format!("reconnecting the {} failed", self.what), e))?;
+        *self.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
+        *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        self.epoch.send_modify(|e| *e += 1);
+        Ok(())
+    }
+
     async fn rebuild(self: Arc<Self>) {
         log::warn!("rlock: the {} stopped answering; reconnecting to the cluster", self.what);
-        match tokio::time::timeout(self.connect_timeout, self.client.get_async_connection()).await {
-            Ok(Ok(conn)) => {
-                *self.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;
-                *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
-                self.epoch.send_modify(|e| *e += 1);
-            }
-            Ok(Err(e)) => log::warn!("rlock: reconnecting the {} failed: {e}", self.what),
-            Err(_) => log::warn!("rlock: reconnecting the {} timed out", self.what),
+        if let Err(e) = self.reconnect().await {
+            log::warn!("rlock: {e}");
         }
         self.rebuilding.store(false, Ordering::Release);
+    }
+
+    /// Rebuilds the connection now and waits for it (the pub/sub side found it silent while
+    /// nothing else used it). When a rebuild is already under way, returns at once: that one
+    /// bumps the epoch when it is done.
+    pub(crate) async fn rebuild_now(&self) -> Result<()> {
+        if self.rebuilding.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let result = self.reconnect().await;
+        self.rebuilding.store(false, Ordering::Release);
+        result
     }
 }
 

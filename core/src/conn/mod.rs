@@ -12,7 +12,9 @@ use tokio::sync::watch;
 use futures_util::future::join_all;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClientBuilder;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{
+    MultipleNodeRoutingInfo, ResponsePolicy, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
+};
 use redis::{Cmd, FromRedisValue, Pipeline, ProtocolVersion, RedisFuture, RedisResult, Value};
 
 mod cluster;
@@ -231,24 +233,49 @@ impl Subscriber {
         }
     }
 
-    /// Whether the connection still answers: a PING within `timeout`. A connection can stop
+    /// Whether the connection still answers: a PING within `timeout` (on a cluster, a PING to
+    /// every master, where sharded and classic subscriptions live). A connection can stop
     /// delivering without closing (a middlebox dropped it, a partition): the `redis` crate
     /// reconnects only once it sees the socket closed, and a waiter would miss every unlock
-    /// message meanwhile. `None` where it is not checked yet: a cluster and Sentinel (their
-    /// waiters fall back on the holder's lease).
-    pub(crate) async fn answers(&self, timeout: Duration) -> Option<bool> {
-        let Subscriber::Single { conn, .. } = self else { return None };
-        let mut conn = conn.clone();
+    /// message meanwhile.
+    pub(crate) async fn answers(&self, timeout: Duration) -> bool {
         let ping = redis::cmd("PING");
-        Some(matches!(tokio::time::timeout(timeout, ping.query_async::<()>(&mut conn)).await, Ok(Ok(()))))
+        let answered = match self {
+            Subscriber::Single { conn, .. } => {
+                tokio::time::timeout(timeout, ping.query_async::<()>(&mut conn.clone()))
+                    .await
+                    .map(|r| r.is_ok())
+            }
+            Subscriber::Sentinel(link, _) => {
+                tokio::time::timeout(timeout, ping.query_async::<()>(&mut link.pubsub()))
+                    .await
+                    .map(|r| r.is_ok())
+            }
+            Subscriber::Cluster { link, .. } => {
+                let every_master = RoutingInfo::MultiNode((
+                    MultipleNodeRoutingInfo::AllMasters,
+                    Some(ResponsePolicy::AllSucceeded),
+                ));
+                let mut conn = link.current();
+                tokio::time::timeout(timeout, conn.route_command(ping, every_master)).await.map(|r| r.is_ok())
+            }
+        };
+        answered.unwrap_or(false)
     }
 
-    /// Replaces the connection by a new one to the same server (after [`Subscriber::answers`]
-    /// said it stopped answering); the caller subscribes its channels again. Fails when the
-    /// new connection cannot be opened.
+    /// Replaces the connection by a new one (after [`Subscriber::answers`] said it stopped
+    /// answering): to the same server, to the Sentinel's current master, or a cluster
+    /// connection rebuilt from the seed nodes. The caller subscribes its channels again. Fails
+    /// when the new connection cannot be opened.
     pub(crate) async fn reopen(&mut self) -> Result<()> {
-        if let Subscriber::Single { conn, reopen } = self {
-            *conn = reopen.opener.open_pubsub(&reopen.client).await?;
+        match self {
+            Subscriber::Single { conn, reopen } => *conn = reopen.opener.open_pubsub(&reopen.client).await?,
+            Subscriber::Sentinel(link, _) => link.reopen_pubsub().await?,
+            Subscriber::Cluster { link, epoch, .. } => {
+                link.rebuild_now().await?;
+                // The caller subscribes again now: the swap needs no second pass.
+                epoch.borrow_and_update();
+            }
         }
         Ok(())
     }
@@ -430,11 +457,14 @@ pub(crate) async fn connect(
                 Some(true) => {
                     if !supports_sharded_pubsub(&mut commands).await? {
                         // Every SPUBLISH in the scripts would fail: refuse now, typed.
+                        let server = server_named(&mut commands).await;
                         return Err(Error::new(
                             ErrorKind::InvalidArgument,
-                            "sharded_pubsub is on, but this cluster does not answer PUBSUB SHARDNUMSUB \
-                             (sharded pub/sub needs Redis 7 or Valkey 7 and later); leave the option \
-                             unset to use classic pub/sub here",
+                            format!(
+                                "sharded_pubsub is on, but this cluster{server} does not answer PUBSUB \
+                                 SHARDNUMSUB (sharded pub/sub needs Redis 7 or Valkey 7 and later); leave \
+                                 the option unset to use classic pub/sub here"
+                            ),
                         ));
                     }
                     true
@@ -484,9 +514,49 @@ async fn supports_sharded_pubsub(conn: &mut Commands) -> Result<bool> {
     }
 }
 
+/// The server's own name and version, as ` (Redis 6.2.16)` or ` (Valkey 8.0.1)`, for an error
+/// that refuses what the server lacks; empty when `INFO server` is not answered (an ACL may
+/// forbid it). On a cluster, the master of slot 0's. Only ever shown to a person: what the
+/// server supports is probed, never read from this.
+pub(crate) async fn server_named(conn: &mut Commands) -> String {
+    let mut info = redis::cmd("INFO");
+    info.arg("server");
+    let text = conn
+        .route(info, master_of_slot(0))
+        .await
+        .ok()
+        .and_then(|v| redis::from_redis_value::<String>(v).ok());
+    text.as_deref().and_then(server_version).map(|v| format!(" ({v})")).unwrap_or_default()
+}
+
+/// `Valkey V` or `Redis V` from an `INFO server` reply (Valkey also reports the Redis version
+/// it is compatible with as `redis_version`, so its own comes first).
+fn server_version(info: &str) -> Option<String> {
+    let field = |k: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix(':'))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    match field("valkey_version") {
+        Some(v) => Some(format!("Valkey {v}")),
+        None => field("redis_version").map(|v| format!("Redis {v}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_version_is_read_from_info_server() {
+        let redis = "# Server\r\nredis_version:6.2.16\r\nredis_git_sha1:00000000\r\n";
+        assert_eq!(server_version(redis).as_deref(), Some("Redis 6.2.16"));
+        let valkey = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n";
+        assert_eq!(server_version(valkey).as_deref(), Some("Valkey 8.0.1"));
+        assert_eq!(server_version("# Server\r\nredis_version:\r\n"), None);
+        assert_eq!(server_version(""), None);
+    }
 
     #[test]
     fn channels_are_grouped_by_slot_for_ssubscribe() {

@@ -33,10 +33,14 @@ pub(crate) struct Link {
     /// Asks the monitor to look now instead of at its next scan.
     recheck: Notify,
     db: i64,
+    /// Opens a master's pub/sub connection again (see [`Link::reopen_pubsub`]).
+    opener: Opener,
 }
 
 struct Master {
     addr: (String, u16),
+    /// What the master's connections were opened with.
+    client: redis::Client,
     conns: Opened,
 }
 
@@ -63,6 +67,23 @@ impl Link {
     /// Follows master switches (for the pub/sub side).
     pub(crate) fn epochs(&self) -> watch::Receiver<u64> {
         self.epoch.subscribe()
+    }
+
+    /// Replaces the current master's pub/sub connection by a new one to the same master (the
+    /// pub/sub side found it silent); the caller subscribes its channels again. When the
+    /// master changed meanwhile, the switch already brought a new one. Fails when the new
+    /// connection cannot be opened.
+    pub(crate) async fn reopen_pubsub(&self) -> Result<()> {
+        let m = self.current();
+        let pubsub = self.opener.open_pubsub(&m.client).await?;
+        let mut master = self.master.write().unwrap_or_else(|p| p.into_inner());
+        if Arc::ptr_eq(&master, &m) {
+            let c = &m.conns;
+            let conns =
+                Opened { commands: c.commands.clone(), more: c.more.clone(), sync: c.sync.clone(), pubsub };
+            *master = Arc::new(Master { addr: m.addr.clone(), client: m.client.clone(), conns });
+        }
+        Ok(())
     }
 
     /// The database selected on the master.
@@ -141,10 +162,11 @@ pub(crate) async fn connect(target: SentinelTarget, opener: Opener) -> Result<(A
     let conns = opener.open(&master).await?;
     let (epoch, _) = watch::channel(0);
     let link = Arc::new(Link {
-        master: RwLock::new(Arc::new(Master { addr, conns })),
+        master: RwLock::new(Arc::new(Master { addr, client: master, conns })),
         epoch,
         recheck: Notify::new(),
         db: target.db,
+        opener: opener.clone(),
     });
     let monitor = Monitor { link: Arc::downgrade(&link), client, service: target.service, opener };
     Ok((link, monitor))
@@ -217,7 +239,8 @@ impl Monitor {
             addr.0,
             addr.1
         );
-        *link.master.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Master { addr, conns });
+        *link.master.write().unwrap_or_else(|p| p.into_inner()) =
+            Arc::new(Master { addr, client: master, conns });
         link.epoch.send_modify(|e| *e += 1);
         Ok(())
     }

@@ -226,7 +226,7 @@ impl Lock {
                 Err(e) => {
                     // Nobody will release it later, so the watchdog must not keep it alive:
                     // untracked, the hold ends with its lease on the server.
-                    lock.inner.shared.watchdog().untrack(&lock.key(&owner));
+                    lock.untrack(&owner);
                     log::warn!(
                         "rlock: could not undo an acquire nobody took on '{}' ({e}); it is no longer \
                          renewed, so its lease ends it",

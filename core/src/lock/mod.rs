@@ -350,6 +350,35 @@ impl Lock {
         self.inner.shared.watchdog().is_tracked(&self.key(owner))
     }
 
+    /// Marks a try of `owner`'s that a RedLock round stopped waiting for (a stray, finished in
+    /// the background) as under way, on this client (every handle of the lock sees it).
+    pub(crate) fn stray_started(&self, owner: &Owner) {
+        *self.inner.shared.strays().entry(self.key(owner)).or_insert(0) += 1;
+    }
+
+    /// Takes back one [`Self::stray_started`] mark.
+    pub(crate) fn stray_ended(&self, owner: &Owner) {
+        let key = self.key(owner);
+        let mut strays = self.inner.shared.strays();
+        if let Some(n) = strays.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                strays.remove(&key);
+            }
+        }
+    }
+
+    /// Whether a stray try of `owner`'s on this lock is still under way on this client.
+    pub(crate) fn has_stray(&self, owner: &Owner) -> bool {
+        self.inner.shared.strays().contains_key(&self.key(owner))
+    }
+
+    /// Stops renewing `owner`'s hold without releasing it: its lease ends it on the server
+    /// (for a hold nobody will release, such as a RedLock member whose release failed).
+    pub(crate) fn untrack(&self, owner: &Owner) {
+        self.inner.shared.watchdog().untrack(&self.key(owner));
+    }
+
     /// The owner with id `id` on this lock's client.
     pub(crate) fn owner_on_client(&self, id: u64) -> Owner {
         Owner::new(self.inner.shared.id(), id)

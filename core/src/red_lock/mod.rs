@@ -6,8 +6,9 @@
 //! users and rlock users exclude each other. An acquire round tries every server at once and
 //! succeeds with a majority and validity left (members answering within a short grace after
 //! that are kept too; tries still under way then finish in the background and give back what
-//! they take, and the same owner's rounds leave those members alone until they have, so a
-//! member's hold count, shared by all of the owner's tries, never counts one hold twice): the lease minus the time the round took minus a
+//! they take, and the same owner's rounds, through any handle of those clients, leave those
+//! members alone until they have, so a member's hold count, shared by all of the owner's
+//! tries, never counts one hold twice): the lease minus the time the round took minus a
 //! drift allowance of 1% of the lease plus 2 ms (the published algorithm). A round that fails
 //! gives back what it took; the next waits on the unlock channels of the servers that were
 //! busy (pub/sub, never polling), after a random pause when the round had split the servers
@@ -77,12 +78,6 @@ struct RedInner {
     next_acquire: std::sync::atomic::AtomicU64,
     /// Each listener's ids on the member clients, by the first one's raw id.
     listeners: Mutex<HashMap<u64, Vec<(usize, ListenerId)>>>,
-    /// Member tries a round stopped waiting for, still under way in the background (they give
-    /// back what they take), by (owner id, member). The owner's rounds leave such a member
-    /// alone until its try ended: the member's hold count is the owner's, shared by every try,
-    /// so a new hold there would be counted twice until the stray's give-back, and a release
-    /// in between would only lower it to 1 (and the watchdog would lose track of the hold).
-    strays: Mutex<HashMap<(u64, usize), usize>>,
     /// When each member last answered a try of this handle (held or busy), in a round or as a
     /// stray: a member too slow for the rounds is still reachable while its strays answer.
     last_answer: Mutex<Vec<Option<Instant>>>,
@@ -182,7 +177,6 @@ impl RedLock {
                 acquires: Mutex::new(HashMap::new()),
                 next_acquire: 1.into(),
                 listeners: Mutex::new(HashMap::new()),
-                strays: Mutex::new(HashMap::new()),
                 last_answer: Mutex::new(vec![None; clients.len()]),
             }),
         })
@@ -370,11 +364,10 @@ impl RedLock {
         let inner = &self.inner;
         let (n, q) = (inner.members.len(), inner.quorum);
         let start = Instant::now();
-        // Members with a stray try of this owner still under way sit this round out.
-        let straying: Vec<usize> = {
-            let strays = lock_map(&inner.strays);
-            (0..n).filter(|&i| strays.contains_key(&(owner.id(), i))).collect()
-        };
+        // Members with a stray try of this owner still under way (through any handle) sit this
+        // round out.
+        let straying: Vec<usize> =
+            (0..n).filter(|&i| inner.members[i].has_stray(&self.owner_on(i, owner))).collect();
         let mut tries: FuturesUnordered<_> = inner
             .members
             .iter()
@@ -518,13 +511,15 @@ impl RedLock {
     }
 
     /// Releases `owner`'s holds on every member it holds through these clients (all of them,
-    /// also when some fail). [`Released::StillHeld`] when it had re-entered. Errors: `Lost`
-    /// when fewer than a majority of its members were still held (the lost-hold listeners
-    /// were told); `NotHeld` when it holds none; else, when the release failed on more than a
-    /// minority of the servers (so the lock may stay held there until the leases end), the
-    /// first failure's kind with every failing server named. Failures on a minority are
-    /// logged only: a majority of the servers is free of this owner's hold, so others can
-    /// take the lock.
+    /// also when some fail). [`Released::StillHeld`] when it had re-entered (members still
+    /// hold it, and no majority was freed). Once the hold is over, a member whose release
+    /// failed is no longer renewed, so its lease ends it on its server. Errors: `Lost` when
+    /// fewer than a majority of its members were still held (the lost-hold listeners were
+    /// told); `NotHeld` when it holds none; else, when the release failed on more than a
+    /// minority of the servers (so the lock stays held there until the leases end), the first
+    /// failure's kind with every failing server named. Failures on a minority are logged
+    /// only: a majority of the servers is free of this owner's hold, so others can take the
+    /// lock.
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
         let inner = &self.inner;
         inner.members[0].shared().check_owner(owner)?;
@@ -543,18 +538,25 @@ impl RedLock {
             async move { (i, inner.members[i].release(&o).await) }
         }))
         .await;
-        let mut still_held = false;
-        let mut failed = Vec::new();
-        let forget = || lock_map(&inner.acquires).remove(&owner.id());
+        let (mut reentered, mut freed, mut failed) = (Vec::new(), 0, Vec::new());
         for (i, r) in results {
             match r {
-                Ok(Released::StillHeld) => still_held = true,
-                Ok(_) => {}
+                Ok(Released::StillHeld) => reentered.push(i),
+                Ok(_) => freed += 1,
                 Err(e) => failed.push((i, e)),
             }
         }
+        // The owner's hold is over once a majority freed it (or no member says it re-entered).
+        // Then a member whose release failed (its server down or silent: the release may never
+        // have run) or that still counts a hold (more than this owner took through this
+        // handle) is no longer renewed, so its lease ends it. Renewed, it stayed held for good
+        // by an owner that had released, and the owner's next acquire re-entered it there.
+        let still_held = freed < inner.quorum && !reentered.is_empty();
         if !still_held {
-            forget();
+            lock_map(&inner.acquires).remove(&owner.id());
+            for &i in reentered.iter().chain(failed.iter().map(|(i, _)| i)) {
+                inner.members[i].untrack(&self.owner_on(i, owner));
+            }
         }
         if lost {
             return Err(Error::new(
@@ -573,7 +575,11 @@ impl RedLock {
             return Err(self.no_majority("release", &failed));
         }
         for (i, e) in &failed {
-            log::warn!("rlock: RedLock '{}': server {} did not release: {e}", inner.name, i + 1);
+            log::warn!(
+                "rlock: RedLock '{}': server {} did not release ({e}); its lease ends the hold there",
+                inner.name,
+                i + 1
+            );
         }
         Ok(if still_held { Released::StillHeld } else { Released::Unlocked })
     }

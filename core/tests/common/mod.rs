@@ -7,6 +7,12 @@ use std::time::{Duration, Instant};
 #[allow(unused_imports)] // each test file uses some of them
 pub use rlock_testbed::{Certs, Cluster, Proxy, SentinelSet, Server};
 
+/// The version the server on `port` reports in `INFO server` (Valkey's own, else
+/// `redis_version`): what an error naming the server must contain.
+pub fn server_version(port: u16) -> String {
+    rlock_testbed::resp::server_version(port, None).expect("INFO server").1
+}
+
 /// A plain synchronous connection to 127.0.0.1:`port` (for a cluster replica: in READONLY mode).
 pub fn conn_to(port: u16) -> redis::Connection {
     let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
@@ -93,12 +99,21 @@ pub fn wait_for(limit: Duration, what: &str, cond: impl FnMut() -> bool) {
 
 /// Polls `cond` every 5 ms until it holds or `limit` passes; returns whether it held.
 pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    eventually_async(limit, || std::future::ready(cond())).await
+}
+
+/// Like [`eventually`], for a condition that has to await (a call of the library).
+pub async fn eventually_async<F, Fut>(limit: Duration, mut cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     let start = Instant::now();
     while start.elapsed() < limit {
-        if cond() {
+        if cond().await {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    cond()
+    cond().await
 }

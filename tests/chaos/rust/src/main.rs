@@ -51,6 +51,19 @@ fn code(kind: ErrorKind) -> String {
     kind.as_str().to_ascii_uppercase()
 }
 
+/// One write to the network-fault suite's fenced store (tests/netfaults/history.py) on
+/// 127.0.0.1:`port`: the lock's name (the spec without its kind), the token and this worker's
+/// label; whether the store accepted it (it refuses a token below the highest it has seen).
+fn store_write(port: u16, spec: &str, token: u64, label: &str) -> std::io::Result<bool> {
+    use std::io::{BufRead, BufReader};
+    let key = spec.split_once('@').map_or(spec, |(_, n)| n);
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    conn.write_all(format!("write {key} {token} {label}\n").as_bytes())?;
+    let mut answer = String::new();
+    BufReader::new(conn).read_line(&mut answer)?;
+    Ok(answer.trim() == "accepted")
+}
+
 fn error_line(op: &str, e: &rlock::Error) -> String {
     format!(
         r#"{{"event":"error","op":{},"code":{},"message":{}}}"#,
@@ -97,6 +110,8 @@ struct Worker {
     others: Vec<Client>,
     me: Owner,
     locks: HashMap<String, Target>,
+    /// The token each fenced lock's last acquire returned, by spec: what `write` writes with.
+    tokens: HashMap<String, u64>,
     data: Option<MultiplexedConnection>,
 }
 
@@ -253,6 +268,9 @@ impl Worker {
                     }
                     Err(e) => (Err(e), None),
                 };
+                if let (Ok(true), Some(t)) = (&result, token) {
+                    self.tokens.insert((*name).to_owned(), t);
+                }
                 match result {
                     Ok(true) => format!(
                         r#"{{"event":"acquired","name":{},"token":{}}}"#,
@@ -283,6 +301,19 @@ impl Worker {
                     Err(e) => error_line("held", &e),
                 },
                 Err(e) => error_line("held", &e),
+            },
+            ["write", spec, port] => match self.tokens.get(*spec) {
+                Some(&token) => {
+                    let accepted = store_write(port.parse()?, spec, token, &self.label)?;
+                    format!(
+                        r#"{{"event":"written","name":{},"token":{token},"accepted":{accepted}}}"#,
+                        js(spec)
+                    )
+                }
+                None => format!(
+                    r#"{{"event":"error","op":"write","code":"INVALID_ARGUMENT","message":{}}}"#,
+                    js(&format!("no fenced acquire of {spec} to write with"))
+                ),
             },
             ["stats"] => format!(
                 r#"{{"event":"stats","tracked":{},"channels":{}}}"#,
@@ -421,6 +452,8 @@ async fn run() -> Result<(), BoxError> {
             "retry_attempts" => opts.with_retry_attempts(v.parse()?),
             "retry_delay_ms" => opts.with_retry_delay(ms()?),
             "fair_wait_ms" => opts.with_fair_lock_wait_timeout(ms()?),
+            "subscription_timeout_ms" => opts.with_subscription_timeout(ms()?),
+            "replica_sync" => opts.with_replica_sync(Some(v == "1")),
             "label" => {
                 label = v.to_owned();
                 opts
@@ -441,7 +474,8 @@ async fn run() -> Result<(), BoxError> {
         emit(&format!(r#"{{"event":"lost","name":{},"reason":{}}}"#, js(&e.name), js(e.reason.as_str())))
     });
     let me = client.new_owner();
-    let mut w = Worker { client, url, label, others, me, locks: HashMap::new(), data: None };
+    let mut w =
+        Worker { client, url, label, others, me, locks: HashMap::new(), tokens: HashMap::new(), data: None };
     emit(&format!(r#"{{"event":"ready","surface":"rust","pid":{}}}"#, std::process::id()));
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {

@@ -74,6 +74,9 @@ pub(crate) struct Ctx {
     pub(crate) nodes: Vec<MultiplexedConnection>,
     /// Whether Redis is a cluster (sharded subscriptions are counted too).
     pub(crate) cluster: bool,
+    /// Whether the servers answer `PUBSUB SHARDNUMSUB` (not Redis 6.2, which has no sharded
+    /// pub/sub): only then are sharded subscribers counted.
+    counts_sharded: bool,
     inbox: String,
     outbox: String,
 }
@@ -113,6 +116,12 @@ impl Ctx {
                 (Conn::Single(data.clone()), Conn::Single(blocking), vec![data], false)
             }
         };
+        let counts_sharded = cluster
+            && redis::cmd("PUBSUB")
+                .arg("SHARDNUMSUB")
+                .query_async::<redis::Value>(&mut nodes[0].clone())
+                .await
+                .is_ok();
         if cluster {
             let sharded = if client.sharded_pubsub() { "on" } else { "off" };
             println!("rust: cluster, sharded pub/sub {sharded}");
@@ -123,6 +132,7 @@ impl Ctx {
             blocking,
             nodes,
             cluster,
+            counts_sharded,
             inbox: format!("interop:{scenario}:to-rust"),
             outbox: format!("interop:{scenario}:to-java"),
         })
@@ -152,13 +162,14 @@ impl Ctx {
     /// Waits until some client (the Java side here) is subscribed to `channel`, i.e. a
     /// Redisson waiter is about to sleep on it. No event tells us that, so poll with a bound.
     /// Every server is asked (a cluster's classic subscriptions live on whichever node the
-    /// client chose), and on a cluster sharded subscriptions count too.
+    /// client chose), and on a cluster with sharded pub/sub sharded subscriptions count too.
     pub(crate) async fn await_subscriber(&self, channel: &str) -> R<()> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let mut n = 0;
             for node in &self.nodes {
-                let kinds: &[&str] = if self.cluster { &["NUMSUB", "SHARDNUMSUB"] } else { &["NUMSUB"] };
+                let kinds: &[&str] =
+                    if self.counts_sharded { &["NUMSUB", "SHARDNUMSUB"] } else { &["NUMSUB"] };
                 for kind in kinds {
                     let (_, k): (String, u64) =
                         redis::cmd("PUBSUB").arg(*kind).arg(channel).query_async(&mut node.clone()).await?;

@@ -32,6 +32,11 @@ class Scenario {
     final RedissonClient redisson;
     /** Whether Redis is a cluster (sharded pub/sub subscribers are counted too). */
     final boolean cluster;
+    /**
+     * Whether the servers have sharded pub/sub (a cluster that answers PUBSUB SHARDNUMSUB; Redis
+     * 6.2 does not): only then are sharded subscribers counted.
+     */
+    final boolean countsSharded;
     private final RBlockingQueue<String> inbox;
     private final RQueue<String> outbox;
     /** Every server's URL: one for single and cluster, three for the redlock scenario. */
@@ -40,6 +45,7 @@ class Scenario {
     Scenario(String scenario, RedissonClient redisson, boolean cluster, List<String> urls) {
         this.redisson = redisson;
         this.cluster = cluster;
+        this.countsSharded = cluster && answersShardNumSub(redisson);
         this.urls = urls;
         this.inbox = redisson.getBlockingQueue("interop:" + scenario + ":to-java", StringCodec.INSTANCE);
         this.outbox = redisson.getQueue("interop:" + scenario + ":to-rust", StringCodec.INSTANCE);
@@ -49,6 +55,7 @@ class Scenario {
     Scenario(Scenario session) {
         this.redisson = session.redisson;
         this.cluster = session.cluster;
+        this.countsSharded = session.countsSharded;
         this.urls = session.urls;
         this.inbox = session.inbox;
         this.outbox = session.outbox;
@@ -101,10 +108,20 @@ class Scenario {
     void awaitChannelSubscriber(String channel, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         var topic = redisson.getTopic(channel, StringCodec.INSTANCE);
-        var sharded = cluster ? redisson.getShardedTopic(channel, StringCodec.INSTANCE) : null;
+        var sharded = countsSharded ? redisson.getShardedTopic(channel, StringCodec.INSTANCE) : null;
         while (topic.countSubscribers() + (sharded == null ? 0 : sharded.countSubscribers()) < 1) {
             check(System.nanoTime() < deadline, "no rlock waiter subscribed to " + what + " within 20 s");
             Thread.sleep(2);
+        }
+    }
+
+    /** Whether the server answers PUBSUB SHARDNUMSUB (asked once, through a sharded topic). */
+    private static boolean answersShardNumSub(RedissonClient redisson) {
+        try {
+            redisson.getShardedTopic("interop:probe", StringCodec.INSTANCE).countSubscribers();
+            return true;
+        } catch (org.redisson.client.RedisException e) {
+            return false;
         }
     }
 

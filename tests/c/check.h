@@ -47,6 +47,19 @@ extern int passed, failed;
         }                                                                        \
     } while (0)
 
+/* A string equal to the one wanted; a failure prints both (a lost hold's reason says why). */
+#define CHECK_STR(got, want)                                                     \
+    do {                                                                         \
+        const char *got_ = (got), *want_ = (want);                               \
+        if (got_ && strcmp(got_, want_) == 0) {                                  \
+            passed++;                                                            \
+        } else {                                                                 \
+            failed++;                                                            \
+            fprintf(stderr, "FAIL %s:%d: %s = \"%s\", want \"%s\"\n", __FILE__, \
+                    __LINE__, #got, got_ ? got_ : "(null)", want_);              \
+        }                                                                        \
+    } while (0)
+
 #define CHECK_RC(call, want)                                                     \
     do {                                                                         \
         rlock_result rc_ = (call);                                               \

@@ -192,7 +192,8 @@ test('a permit-expirable semaphore: ids, leases, waiting, aborts, lost permits, 
 
 test('a permit removed under the watchdog is reported lost', async () => {
   const n = name('pes-lost')
-  const c = new Client(redis.url, { watchdogTimeoutMs: 300 })
+  // Renewed every second; a shorter lease could be in doubt (not 'gone') after a stall.
+  const c = new Client(redis.url, { watchdogTimeoutMs: 3000 })
   try {
     const sem = c.permitExpirableSemaphore(n)
     await sem.trySetPermits(1)

@@ -172,7 +172,8 @@ test('abort rejects with AbortError and leaves no hold and no subscription', asy
 })
 
 test('force-unlock by another client fires lostSignal and release rejects RLOCK_LOST', async () => {
-  const fast = new Client(redis.url, { watchdogTimeoutMs: 300 })
+  // Renewed every second; a shorter lease could be in doubt (not 'gone') after a stall.
+  const fast = new Client(redis.url, { watchdogTimeoutMs: 3000 })
   try {
     const n = name('lost')
     const a = fast.lock(n)

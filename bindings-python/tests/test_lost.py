@@ -13,8 +13,9 @@ import rlock
 
 @pytest.fixture
 def fast(url: str) -> Iterator[rlock.Client]:
-    """A client whose watchdog renews every third of a second, so losses show up quickly."""
-    c = rlock.Client(url, watchdog_timeout=1.0)
+    """A client whose watchdog renews every second, so losses show up quickly; not faster, so a
+    stalled process (a loaded CI machine) does not put its leases in doubt before a loss is seen."""
+    c = rlock.Client(url, watchdog_timeout=3.0)
     yield c
     c.close()
 

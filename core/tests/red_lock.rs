@@ -200,8 +200,10 @@ async fn a_cancelled_acquire_leaves_nothing_held() {
 async fn a_member_whose_release_failed_is_left_to_its_lease() {
     let mut servers: Vec<Server> = (0..2).map(|_| Server::start().unwrap()).collect();
     servers.push(Server::builder().appendonly(true).start().unwrap());
-    // A lease long against the server's restart, so a renewal would reach it in time.
-    let options = quick().with_watchdog_timeout(Duration::from_secs(5));
+    // A lease long against the server's restart, so a renewal would reach it in time, and so
+    // the member is still alive when it comes back (5 s was once too short on a loaded CI
+    // machine, where the server fsyncs every write beside a release build).
+    let options = quick().with_watchdog_timeout(Duration::from_secs(15));
     let mut clients = Vec::new();
     for s in &servers {
         clients.push(Client::connect(&s.url(), options.clone()).await.unwrap());
@@ -210,16 +212,22 @@ async fn a_member_whose_release_failed_is_left_to_its_lease() {
     let me = red.new_owner();
     let field = clients[2].owner(me.id());
     red.acquire(&me).await.unwrap();
+    let acquired = std::time::Instant::now();
     assert_eq!(count_on(&servers[2], "red:i", field.as_str()), 1);
 
     servers[2].kill();
     assert_eq!(red.release(&me).await.unwrap(), rlock::Released::Unlocked, "freed on a majority");
     servers[2].restart().unwrap();
-    assert_eq!(count_on(&servers[2], "red:i", field.as_str()), 1, "the member is back from the AOF");
-    // Its lease (5 s from its last renewal) ends it; renewed, it would stay.
+    assert_eq!(
+        count_on(&servers[2], "red:i", field.as_str()),
+        1,
+        "the member is back from the AOF ({:?} after the acquire)",
+        acquired.elapsed()
+    );
+    // Its lease (15 s from its last renewal) ends it; renewed, it would stay.
     let gone = || redis::cmd("EXISTS").arg("red:i").query::<i64>(&mut servers[2].conn()).unwrap() == 0;
     assert!(
-        common::eventually(Duration::from_secs(12), gone).await,
+        common::eventually(Duration::from_secs(25), gone).await,
         "the member was renewed after the release"
     );
     assert_eq!(clients[2].tracked_holds(), 0);

@@ -179,14 +179,7 @@ def partition(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
             t1 = got.get("token")
             check(isinstance(t1, int) and t1 > 0, f"{holder.label}: no token in {got}")
             check(write(holder, spec, store), "the holder's first write was refused")
-            cut = time.monotonic()
-            tox.toxic(pname, "cut-up", "timeout", "upstream", timeout=0)
-            tox.toxic(pname, "cut-down", "timeout", "downstream", timeout=0)
-            other.send(f"acquire {spec} 20000")
-            t_other, got2 = other.expect("acquired", timeout=30)
-            t2 = got2.get("token")
-            check(isinstance(t2, int), f"{other.label}: no token in {got2}")
-            check(write(other, spec, store), "the new holder's write was refused")
+            cut, t_other, t2 = take_over(tox, pname, other, spec, store)
             told, lost = wait_lost(holder, 10)
             reason = lost.get("reason")
             expected = "lease_doubt" if mode == "watchdog" else "lease_ending"
@@ -223,6 +216,21 @@ def partition(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
             f"refused every late write of an old holder; no unfenced overlap. {redisson}")
 
 
+def take_over(tox: Toxiproxy, pname: str, other: Worker, spec: str, store: FencedStore) -> Tuple[float, float, int]:
+    """Cuts the holder's proxy both ways (nothing passes, the sockets stay open), then `other`
+    acquires `spec` directly and writes with its token. Returns the cut's moment, the other
+    owner's acquire moment and its token."""
+    cut = time.monotonic()
+    tox.toxic(pname, "cut-up", "timeout", "upstream", timeout=0)
+    tox.toxic(pname, "cut-down", "timeout", "downstream", timeout=0)
+    other.send(f"acquire {spec} 20000")
+    t_other, got = other.expect("acquired", timeout=30)
+    token = got.get("token")
+    check(isinstance(token, int), f"{other.label}: no token in {got}")
+    check(write(other, spec, store), "the new holder's write was refused")
+    return cut, t_other, token
+
+
 def partition_redisson(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
     """The partition with Redisson 3.52 as the holder: it has no lost-hold signal (redisson#4698),
     so it is never told; only the fenced store stops its late write. Counted, no verdict on the
@@ -238,13 +246,7 @@ def partition_redisson(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
     t_acq, got = holder.expect("acquired", timeout=30)
     t1 = got["token"]
     check(write(holder, spec, store), "Redisson's first write was refused")
-    cut = time.monotonic()
-    tox.toxic(pname, "cut-up", "timeout", "upstream", timeout=0)
-    tox.toxic(pname, "cut-down", "timeout", "downstream", timeout=0)
-    other.send(f"acquire {spec} 20000")
-    t_other, got2 = other.expect("acquired", timeout=30)
-    t2 = got2["token"]
-    check(write(other, spec, store), "the new holder's write was refused")
+    cut, t_other, t2 = take_over(tox, pname, other, spec, store)
     late_ok = write(holder, spec, store)
     told = bool(holder.lost_events)
     tox.heal(pname, "cut-up", "cut-down")

@@ -210,3 +210,37 @@ async fn an_undo_that_fails_leaves_no_renewed_hold_behind() {
     );
     client.close();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_no_acquire_returned_is_not_renewed_after_the_last_release() {
+    // An acquire whose reply was lost, and whose undo failed too (its server stopped, then the
+    // two commands run in the other order on two connections), leaves a level of its owner
+    // that no acquire returned. The owner's next acquire re-enters it. Its release must end
+    // what the owner took and stop renewing the rest, which nobody holds: renewed, it kept the
+    // lock for good (a RedLock member left behind after a SIGCONT in the chaos suite).
+    let server = Server::start().unwrap();
+    let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1500));
+    let client = client_with(&server, options).await;
+    let (name, owner) = ("faults:orphan", client.owner(7));
+    let lock = client.lock(name).unwrap();
+    let mut conn = server.conn();
+    let _: () = redis::pipe().hset(name, owner.as_str(), 1).pexpire(name, 1500).query(&mut conn).unwrap();
+    lock.acquire(&owner).await.unwrap();
+    assert_eq!(conn.hget::<_, _, u64>(name, owner.as_str()).unwrap(), 2, "the acquire re-entered the level");
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::StillLocked);
+    assert_eq!(client.tracked_holds(), 0, "a hold whose levels nobody holds is still tracked");
+    let gone = eventually(Duration::from_secs(10), || !conn.exists::<_, bool>(name).unwrap()).await;
+    assert!(
+        gone,
+        "the level nobody holds is still renewed: pttl {:?}, {:?}",
+        conn.pttl::<_, i64>(name),
+        conn.hgetall::<_, Vec<String>>(name)
+    );
+    // Levels the client took itself are still counted: held until the last release.
+    lock.acquire(&owner).await.unwrap();
+    lock.acquire(&owner).await.unwrap();
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::StillHeld);
+    assert_eq!(client.tracked_holds(), 1);
+    assert_eq!(lock.release(&owner).await.unwrap(), Released::Unlocked);
+    client.close();
+}

@@ -298,6 +298,9 @@ impl Lock {
         match replicas.run(&inner.name, inner.group, step, Step::is_ok).await.map_err(failed)? {
             Synced::Acknowledged(ttl) => Ok(ttl),
             Synced::Unacknowledged(_) => {
+                // Not counted (the watchdog never heard of this level), so its undo must not
+                // end a counted one.
+                inner.shared.watchdog().level_added(&self.key(owner));
                 if let Err(e) = self.release_now(owner).await {
                     log::warn!("rlock: could not undo the unsynced acquire of '{}': {e}", inner.name);
                 }

@@ -141,8 +141,10 @@ pub enum Released {
     Unlocked,
     /// The owner still holds the lock (it had re-entered it); the count went down by one.
     StillHeld,
-    /// The owner's hold ended, but the lock stays locked by other holds: other readers, or
-    /// the owner's own read holds after it released its write hold (a downgrade).
+    /// The owner's hold ended, but the lock stays locked by other holds: other readers, the
+    /// owner's own read holds after it released its write hold (a downgrade), or levels of the
+    /// owner's acquires whose reply was lost (never returned, so nobody holds them: they are
+    /// not renewed, and end with their lease).
     StillLocked,
 }
 

@@ -96,11 +96,27 @@ impl Lock {
                     Released::StillLocked
                 }
             }
-            Ok(Some(_)) => {
+            Ok(Some(_)) if shared.watchdog().level_released(&key) => {
                 // A reentrant release set the lease again, from its arrival.
                 shared.watchdog().lease_reset(&key, sent);
                 shared.watchdog().release_ended(&key);
                 Released::StillHeld
+            }
+            Ok(Some(_)) => {
+                // Every level this client took is released; the server still counts levels
+                // of acquires whose reply was lost (and whose undo failed). Nobody holds them:
+                // renewed, they kept the lock for good (a RedLock member left on a server that
+                // was stopped). Forgotten, their lease ends them.
+                log::warn!(
+                    "rlock: lock '{}' still counts hold levels of {owner} that no acquire returned                      (their replies were lost); they are not renewed, so their lease ends them",
+                    inner.name
+                );
+                let lost = shared.watchdog().released(&key);
+                if let Forgotten::Lost = lost {
+                    shared.latches().delete(inner.group, latch);
+                    return Err(not_held(lost, &inner.name, owner));
+                }
+                Released::StillLocked
             }
             Ok(None) => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
             Err(e) => {

@@ -219,6 +219,10 @@ struct Hold {
     token: Option<u64>,
     /// The permit id (permit holds).
     permit: Option<Arc<str>>,
+    /// Acquires of this hold the client saw succeed, less its releases. The server may count
+    /// more: levels of acquires whose reply was lost and whose undo failed too. Nobody holds
+    /// those, so they must not be renewed once these are released.
+    levels: u32,
 }
 
 type Listener = Arc<dyn Fn(&LostEvent) + Send + Sync>;
@@ -334,6 +338,7 @@ impl Watchdog {
                 h.lease = lease;
                 h.lease_until = if h.inflight { h.lease_until.min(until) } else { until };
                 h.overlapped |= h.inflight;
+                h.levels = h.levels.saturating_add(1);
                 let start = renew && !h.renew;
                 h.renew |= renew;
                 if start {
@@ -360,6 +365,7 @@ impl Watchdog {
                     gone_while_releasing: None,
                     token: None,
                     permit: None,
+                    levels: 1,
                 };
                 holds.insert(key.clone(), hold);
                 // Every fresh hold is queued: a renewed one for its renewals, one that is not
@@ -444,6 +450,25 @@ impl Watchdog {
         } else {
             Forgotten::NotHeld
         }
+    }
+
+    /// A hold level the client did not count was taken (an acquire about to be undone
+    /// without being handed out): its undo's release does not end a counted level.
+    pub(crate) fn level_added(&self, key: &HoldKey) {
+        if let Some(h) = lock(&self.holds).get_mut(key) {
+            h.levels = h.levels.saturating_add(1);
+        }
+    }
+
+    /// A release left the hold held on the server (re-entered): one level fewer. Returns
+    /// whether the client still counts a level of it (true when it does not track the hold).
+    /// False means the levels left came from acquires whose reply was lost: the caller forgets
+    /// the hold, so they are no longer renewed and their lease ends them.
+    pub(crate) fn level_released(&self, key: &HoldKey) -> bool {
+        lock(&self.holds).get_mut(key).is_none_or(|h| {
+            h.levels = h.levels.saturating_sub(1);
+            h.levels > 0
+        })
     }
 
     /// Stops tracking a hold that was not released (a permit whose lease was set by hand).

@@ -26,7 +26,7 @@ use redis::{RedisResult, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::{master_of_slot, server_named, slot_master, Commands};
+use crate::conn::{info_field, master_of_slot, server_named, slot_master, Commands};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How often the replica counts are refreshed.
@@ -249,7 +249,7 @@ fn online_replicas(info: &str) -> usize {
 
 /// Whether an `INFO persistence` reply says the append-only file is on (`aof_enabled:1`).
 fn aof_enabled(info: &str) -> bool {
-    info.lines().any(|l| l.trim_end() == "aof_enabled:1")
+    info_field(info, "aof_enabled") == Some("1")
 }
 
 /// `INFO persistence` of the master of `routing` (any master off a cluster): whether it has
@@ -310,5 +310,22 @@ fn int(v: &Value) -> Option<u16> {
     match v {
         Value::Int(i) => u16::try_from(*i).ok(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_replies_are_read_by_field() {
+        let persistence = "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\n";
+        assert!(aof_enabled(persistence));
+        assert!(!aof_enabled("# Persistence\r\naof_enabled:0\r\n"));
+        assert!(!aof_enabled(""));
+        let replication = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n\
+            slave0:ip=127.0.0.1,port=7001,state=online,offset=1,lag=0\r\n\
+            slave1:ip=127.0.0.1,port=7002,state=wait_bgsave,offset=0,lag=0\r\n";
+        assert_eq!(online_replicas(replication), 1);
     }
 }

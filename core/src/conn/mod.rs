@@ -532,16 +532,16 @@ pub(crate) async fn server_named(conn: &mut Commands) -> String {
 /// `Valkey V` or `Redis V` from an `INFO server` reply (Valkey also reports the Redis version
 /// it is compatible with as `redis_version`, so its own comes first).
 fn server_version(info: &str) -> Option<String> {
-    let field = |k: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(k)?.strip_prefix(':'))
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
-    match field("valkey_version") {
+    match info_field(info, "valkey_version") {
         Some(v) => Some(format!("Valkey {v}")),
-        None => field("redis_version").map(|v| format!("Redis {v}")),
+        None => info_field(info, "redis_version").map(|v| format!("Redis {v}")),
     }
+}
+
+/// The value of field `key` in an `INFO` reply (`key:value` lines), trimmed; `None` when it is
+/// missing or empty.
+pub(crate) fn info_field<'a>(info: &'a str, key: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':')).map(str::trim).filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]

@@ -84,18 +84,8 @@ impl Lock {
         };
         let result = if retry { shared.retrying(op).await } else { op(shared.conn()).await };
         let outcome = match result {
-            Ok(Some(free @ (scripts::RELEASE_FREE | scripts::RELEASE_LEFT))) => {
-                let lost = shared.watchdog().released(&key);
-                if let Forgotten::Lost = lost {
-                    shared.latches().delete(inner.group, latch);
-                    return Err(not_held(lost, &inner.name, owner));
-                }
-                if free == scripts::RELEASE_FREE {
-                    Released::Unlocked
-                } else {
-                    Released::StillLocked
-                }
-            }
+            Ok(Some(scripts::RELEASE_FREE)) => Released::Unlocked,
+            Ok(Some(scripts::RELEASE_LEFT)) => Released::StillLocked,
             Ok(Some(_)) if shared.watchdog().level_released(&key) => {
                 // A reentrant release set the lease again, from its arrival.
                 shared.watchdog().lease_reset(&key, sent);
@@ -106,16 +96,12 @@ impl Lock {
                 // Every level this client took is released; the server still counts levels
                 // of acquires whose reply was lost (and whose undo failed). Nobody holds them:
                 // renewed, they kept the lock for good (a RedLock member left on a server that
-                // was stopped). Forgotten, their lease ends them.
+                // was stopped). Forgotten below, their lease ends them.
                 log::warn!(
-                    "rlock: lock '{}' still counts hold levels of {owner} that no acquire returned                      (their replies were lost); they are not renewed, so their lease ends them",
+                    "rlock: lock '{}' still counts hold levels of {owner} that no acquire returned \
+                     (their replies were lost); they are not renewed, so their lease ends them",
                     inner.name
                 );
-                let lost = shared.watchdog().released(&key);
-                if let Forgotten::Lost = lost {
-                    shared.latches().delete(inner.group, latch);
-                    return Err(not_held(lost, &inner.name, owner));
-                }
                 Released::StillLocked
             }
             Ok(None) => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
@@ -126,6 +112,14 @@ impl Lock {
                 return Err(e);
             }
         };
+        // The owner's hold is over unless it is still held: the watchdog forgets it.
+        if outcome != Released::StillHeld {
+            let lost = shared.watchdog().released(&key);
+            if let Forgotten::Lost = lost {
+                shared.latches().delete(inner.group, latch);
+                return Err(not_held(lost, &inner.name, owner));
+            }
+        }
         // The latch only matters to retries of this call, which are over.
         shared.latches().delete(inner.group, latch);
         Ok(outcome)

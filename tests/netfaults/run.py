@@ -302,7 +302,11 @@ def lost_reply(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
             try:
                 eventually(lambda: clean(spec), 5, f"{spec} back as before")
             except Fail:
-                raise Fail(f"{w.label}: the unanswered acquire of {spec} left it held")
+                # What is left tells which step failed: the give-back (count 0 or 1) or an
+                # extra one (more than 2).
+                name = spec.partition("@")[2]
+                seen = r.type(name), r.get(name) if r.type(name) == "string" else r.hgetall(name)
+                raise Fail(f"{w.label}: the unanswered acquire of {spec} left it held: {name} is {seen}")
             again = reacquire(w, spec)
             check(again.get("event") == "acquired", f"{w.label} {spec} after the heal: {again}")
             w.call(f"release {spec}", "released")

@@ -11,15 +11,21 @@
 //!   or gives permits twice.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
 use crate::latches::request_latch;
+use crate::millis::whole_ms;
 use crate::pubsub::Wake;
 use crate::scripts;
 use crate::shared::{Acquiring, Attempt, Shared};
+
+/// How long the give-back of an acquire whose answer was lost goes on trying, from the
+/// acquire's send, when its first try gets no answer either; the acquire's latch lives this
+/// much longer than the call's retries need it.
+const GIVE_BACK_WINDOW: Duration = Duration::from_secs(60);
 
 /// What a message on a semaphore channel means: the new count wakes up to that many waiters.
 pub(crate) fn count_message(payload: &[u8]) -> Wake {
@@ -143,8 +149,11 @@ impl Semaphore {
         let deadline = crate::shared::deadline("wait", wait)?;
         let i = &self.inner;
         i.shared.check_open()?;
-        // One latch for the whole call: a retry of a step whose reply was lost finds it.
-        let latch: Arc<str> = request_latch(&i.latch_prefix, i.shared.id()).into();
+        // The call's latch, until a step's answer is lost: that latch then belongs to the
+        // step's give-back (which may go on in the background), and the next step takes a new
+        // one, so it never finds and adopts what the give-back returns.
+        let latch = std::sync::Mutex::new(self.new_latch());
+        let current = || Arc::clone(&latch.lock().unwrap_or_else(|p| p.into_inner()));
         let got = i
             .shared
             .acquire_until(
@@ -153,21 +162,32 @@ impl Semaphore {
                 count_message,
                 deadline,
                 || {
-                    let latch = latch.clone();
+                    let step_latch = current();
+                    let latch = &latch;
                     async move {
-                        Ok(if self.attempt(permits, latch).await? {
-                            Attempt::Done(())
-                        } else {
-                            Attempt::Busy(None)
-                        })
+                        match self.attempt(permits, step_latch).await {
+                            Ok(true) => Ok(Attempt::Done(())),
+                            Ok(false) => Ok(Attempt::Busy(None)),
+                            Err(e) => {
+                                if e.outcome_unknown() {
+                                    *latch.lock().unwrap_or_else(|p| p.into_inner()) = self.new_latch();
+                                }
+                                Err(e)
+                            }
+                        }
                     }
                 },
             )
             .await;
         if matches!(got, Ok(Some(()))) {
-            i.shared.latches().delete(i.group, latch.to_string());
+            i.shared.latches().delete(i.group, current().to_string());
         }
         got
+    }
+
+    /// A new request latch for an acquire call.
+    fn new_latch(&self) -> Arc<str> {
+        request_latch(&self.inner.latch_prefix, self.inner.shared.id()).into()
     }
 
     /// Takes `permits` like [`Semaphore::acquire`] (`wait` `None`) or [`Semaphore::try_acquire`]
@@ -194,19 +214,21 @@ impl Semaphore {
     }
 
     /// One acquire step run to the end ([`Shared::step`]): permits taken for a caller who gave up are given
-    /// back (an [`Undo`]).
+    /// back (an [`Undo`]). When its answer is lost, what it may have taken is given back before
+    /// the error is returned, or, when that fails too, in the background (see [`Self::undo_lost`]).
     async fn attempt(&self, permits: u64, latch: Arc<str>) -> Result<bool> {
         let sem = self.clone();
         let shared = &self.inner.shared;
         let answer = shared
             .step(async move {
                 let i = &sem.inner;
+                let sent = Instant::now();
                 let taken = scripts::sem_acquire(
                     &mut i.shared.conn(),
                     &i.name,
                     &latch,
                     permits,
-                    i.shared.latch_ttl_ms(),
+                    i.shared.latch_ttl_ms() + whole_ms(GIVE_BACK_WINDOW),
                 )
                 .await
                 .map_err(|e| Error::from_redis(&format!("acquire of semaphore '{}' failed", i.name), e));
@@ -215,8 +237,8 @@ impl Semaphore {
                     Err(e) => {
                         if e.outcome_unknown() {
                             // Only the answer may be lost: give back what the step may have
-                            // taken (its latch tells) before anything retries with the latch.
-                            sem.undo_lost(permits, &latch).await;
+                            // taken (its latch tells; the call's next step takes a new one).
+                            sem.undo_lost(permits, latch, sent + GIVE_BACK_WINDOW).await;
                         }
                         return Err(e);
                     }
@@ -235,17 +257,54 @@ impl Semaphore {
     }
 
     /// Gives back the `permits` the acquire step of `latch` took when its answer was lost (its
-    /// latch exists); logs what it could not do.
-    async fn undo_lost(&self, permits: u64, latch: &str) {
+    /// latch exists). One try, within the command timeout, so that the acquire's error is not
+    /// held up; when it gets no answer (the network is still down, the connection is being
+    /// made again), a task on the client's runtime tries again every `retry_delay` until one
+    /// is answered or `until` passes (the latch lives [`GIVE_BACK_WINDOW`] longer than retries
+    /// need it, so a give-back tried by then can still tell what was taken). A plain semaphore's
+    /// permits have no lease: given back by nobody, they would be gone for good.
+    async fn undo_lost(&self, permits: u64, latch: Arc<str>, until: Instant) {
+        let first = self.try_undo(permits, &latch);
+        let answered = match self.inner.shared.options().command_timeout {
+            Some(limit) => tokio::time::timeout(limit, first).await.unwrap_or_else(|_| {
+                Err(Error::new(ErrorKind::Timeout, "the give-back got no answer within the command timeout"))
+            }),
+            None => first.await,
+        };
+        if answered.is_ok() {
+            return;
+        }
+        let sem = self.clone();
+        self.inner.shared.cleanups().spawn(async move {
+            let delay = sem.inner.shared.options().retry_delay;
+            loop {
+                tokio::time::sleep(delay).await;
+                match sem.try_undo(permits, &latch).await {
+                    Ok(()) => return,
+                    Err(e) if Instant::now() >= until => {
+                        log::warn!(
+                            "rlock: could not give back permits an unanswered acquire of '{}' may have \
+                             taken within {} s ({e}); they stay taken",
+                            sem.name(),
+                            GIVE_BACK_WINDOW.as_secs()
+                        );
+                        return;
+                    }
+                    Err(_) => {}
+                }
+            }
+        });
+    }
+
+    /// One try of the give-back of `latch`'s permits (`sem_undo`): `Ok` once the server
+    /// answered, whether or not anything was taken.
+    async fn try_undo(&self, permits: u64, latch: &str) -> Result<()> {
         let i = &self.inner;
         let publish = i.shared.publish_command();
-        // One try: retries of its own would hold up the acquire's.
-        let undone = scripts::sem_undo(&mut i.shared.conn(), (&i.name, &i.channel, latch), permits, publish)
+        scripts::sem_undo(&mut i.shared.conn(), (&i.name, &i.channel, latch), permits, publish)
             .await
-            .map_err(|e| Error::from_redis(&format!("give-back to semaphore '{}' failed", i.name), e));
-        if let Err(e) = undone {
-            log::warn!("rlock: could not give back permits an unanswered acquire may have taken: {e}");
-        }
+            .map(drop)
+            .map_err(|e| Error::from_redis(&format!("give-back to semaphore '{}' failed", i.name), e))
     }
 
     /// Gives back `permits` (at least 1) and wakes up to the new count of waiters. Runs to the

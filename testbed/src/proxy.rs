@@ -133,6 +133,15 @@ impl Proxy {
         n
     }
 
+    /// Closes every connection open now, both ways (as a middlebox that restarts, or
+    /// toxiproxy when a `timeout` toxic is removed): the clients see their connections end and
+    /// connect again, through whatever cut is on. Connections opened later pass.
+    pub fn drop_connections(&self) {
+        for s in self.state.sockets.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
     /// Cuts the replicas' connections only (`true`): those whose client sent PSYNC; the
     /// other clients (sentinels, applications) still get through. `false` heals them, delivering
     /// what was held back, in order.

@@ -128,7 +128,7 @@ export declare class Lock {
   isLost(): Promise<boolean>
   /** Calls `callback` when the watchdog loses this handle's hold; resolves a remover. */
   onLost(callback: (event: LostEvent) => void): Promise<() => void>
-  /** Releases one hold level; true when the lock is now free, false when still re-entered or other holds remain (other readers, or the writer's own read holds). */
+  /** Releases one hold level; true when the lock is now free, false when still re-entered, other holds remain (other readers, or the writer's own read holds), or only levels of acquires whose reply was lost are left (not renewed; they end with their lease). */
   release(): Promise<boolean>
   /** Whether anyone holds the lock (a read side: whether read holds exist; a write side: whether write locked). */
   isLocked(): Promise<boolean>

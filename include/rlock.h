@@ -482,8 +482,9 @@ enum rlock_result rlock_lock_acquire(const struct rlock_lock *lock,
 
 // Releases one hold level of `lock` by `owner` (from any thread for an explicit owner). On
 // success `*out_unlocked` (when not NULL) says whether the lock became free: false while the
-// owner still holds it, and for a read-write lock while other holds remain (other readers, or
-// the writer's own read holds).
+// owner still holds it, for a read-write lock while other holds remain (other readers, or the
+// writer's own read holds), and when only levels of acquires whose reply was lost are left
+// (nobody holds those: they are not renewed and end with their lease).
 //
 // Thread-safe. Errors: `RLOCK_NOT_HELD` (the owner does not hold the lock, or its lease ran
 // out), `RLOCK_LOST` (the watchdog had lost the hold; the hold is forgotten), and those of

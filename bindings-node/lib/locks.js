@@ -111,7 +111,9 @@ class Lock {
 
   /**
    * Releases one hold level; resolves `true` when the lock is now free, `false` when this
-   * handle still holds it (it had re-entered). Rejects RLOCK_NOT_HELD or RLOCK_LOST.
+   * handle still holds it (it had re-entered), or when only levels of acquires whose reply was
+   * lost are left (nobody holds those: they are not renewed and end with their lease). Rejects
+   * RLOCK_NOT_HELD or RLOCK_LOST.
    */
   async release() {
     return this.#call('release')

@@ -178,7 +178,9 @@ class _Reentrant(_Owned):
 
     def release(self) -> bool:
         """Releases one hold level of the calling thread; returns True when the lock became
-        free, False when the thread still holds it (it had re-entered). Raises
+        free, False when the thread still holds it (it had re-entered), or when only levels of
+        acquires whose reply was lost are left (nobody holds those: they are not renewed and end
+        with their lease). Raises
         :class:`NotHeldError` when the thread does not hold the lock and :class:`LockLostError`
         when its hold was lost."""
         return self._native.release(None)

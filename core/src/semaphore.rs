@@ -6,14 +6,16 @@
 //!   does, so Java and rlock waiters wake each other.
 //! - No owners, no leases, no renewal: the permits of a holder that dies are gone (the
 //!   permit-expirable semaphore is the one whose permits come back).
-//! - Cancel-safe: an acquire step that lands after its caller gave up gives its permits back;
-//!   acquire and release steps carry request latches so a retry after a lost reply never takes
-//!   or gives permits twice.
+//! - Cancel-safe: an acquire step that lands after its caller gave up gives its permits back.
+//!   Request latches keep a lost reply from counting twice: an acquire step's latch tells its
+//!   give-back what it took (a retry is a new step, with a new latch), and a release call's
+//!   latch makes its retries give permits once.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::conn::retry_transient;
+use crate::error::{Error, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
 use crate::latches::request_latch;
@@ -149,45 +151,17 @@ impl Semaphore {
         let deadline = crate::shared::deadline("wait", wait)?;
         let i = &self.inner;
         i.shared.check_open()?;
-        // The call's latch, until a step's answer is lost: that latch then belongs to the
-        // step's give-back (which may go on in the background), and the next step takes a new
-        // one, so it never finds and adopts what the give-back returns.
-        let latch = std::sync::Mutex::new(self.new_latch());
-        let current = || Arc::clone(&latch.lock().unwrap_or_else(|p| p.into_inner()));
-        let got = i
-            .shared
+        i.shared
             .acquire_until(
                 Acquiring { kind: "semaphore", name: &i.name, owner: "" },
                 &i.channel,
                 count_message,
                 deadline,
-                || {
-                    let step_latch = current();
-                    let latch = &latch;
-                    async move {
-                        match self.attempt(permits, step_latch).await {
-                            Ok(true) => Ok(Attempt::Done(())),
-                            Ok(false) => Ok(Attempt::Busy(None)),
-                            Err(e) => {
-                                if e.outcome_unknown() {
-                                    *latch.lock().unwrap_or_else(|p| p.into_inner()) = self.new_latch();
-                                }
-                                Err(e)
-                            }
-                        }
-                    }
+                || async move {
+                    Ok(if self.attempt(permits).await? { Attempt::Done(()) } else { Attempt::Busy(None) })
                 },
             )
-            .await;
-        if matches!(got, Ok(Some(()))) {
-            i.shared.latches().delete(i.group, current().to_string());
-        }
-        got
-    }
-
-    /// A new request latch for an acquire call.
-    fn new_latch(&self) -> Arc<str> {
-        request_latch(&self.inner.latch_prefix, self.inner.shared.id()).into()
+            .await
     }
 
     /// Takes `permits` like [`Semaphore::acquire`] (`wait` `None`) or [`Semaphore::try_acquire`]
@@ -214,11 +188,15 @@ impl Semaphore {
     }
 
     /// One acquire step run to the end ([`Shared::step`]): permits taken for a caller who gave up are given
-    /// back (an [`Undo`]). When its answer is lost, what it may have taken is given back before
-    /// the error is returned, or, when that fails too, in the background (see [`Self::undo_lost`]).
-    async fn attempt(&self, permits: u64, latch: Arc<str>) -> Result<bool> {
+    /// back (an [`Undo`]). Each step has a request latch of its own, set when it takes permits:
+    /// when its answer is lost, the latch tells its give-back what was taken, before the error
+    /// is returned or, when that fails too, in the background (see [`Self::undo_lost`]). No later
+    /// step uses that latch, so none finds and adopts permits the give-back returns.
+    async fn attempt(&self, permits: u64) -> Result<bool> {
         let sem = self.clone();
         let shared = &self.inner.shared;
+        let latch: Arc<str> = request_latch(&self.inner.latch_prefix, shared.id()).into();
+        let step_latch = latch.clone();
         let answer = shared
             .step(async move {
                 let i = &sem.inner;
@@ -226,7 +204,7 @@ impl Semaphore {
                 let taken = scripts::sem_acquire(
                     &mut i.shared.conn(),
                     &i.name,
-                    &latch,
+                    &step_latch,
                     permits,
                     i.shared.latch_ttl_ms() + whole_ms(GIVE_BACK_WINDOW),
                 )
@@ -236,20 +214,21 @@ impl Semaphore {
                     Ok(taken) => taken,
                     Err(e) => {
                         if e.outcome_unknown() {
-                            // Only the answer may be lost: give back what the step may have
-                            // taken (its latch tells; the call's next step takes a new one).
-                            sem.undo_lost(permits, latch, sent + GIVE_BACK_WINDOW).await;
+                            // Only the answer may be lost: give back what the step may have taken.
+                            sem.undo_lost(permits, step_latch, sent + GIVE_BACK_WINDOW).await;
                         }
                         return Err(e);
                     }
                 };
-                Ok(taken.then(|| sem.give_back(permits, Some(latch))))
+                Ok(taken.then(|| sem.give_back(permits, Some(step_latch))))
             })
             .await;
         // No await from here on: the permits are handed to the caller in the same poll.
         Ok(match answer? {
             Some(undo) => {
                 undo.keep();
+                // Kept: only a give-back reads the latch.
+                shared.latches().delete(self.inner.group, latch.to_string());
                 true
             }
             None => false,
@@ -266,33 +245,27 @@ impl Semaphore {
     async fn undo_lost(&self, permits: u64, latch: Arc<str>, until: Instant) {
         let first = self.try_undo(permits, &latch);
         let answered = match self.inner.shared.options().command_timeout {
-            Some(limit) => tokio::time::timeout(limit, first).await.unwrap_or_else(|_| {
-                Err(Error::new(ErrorKind::Timeout, "the give-back got no answer within the command timeout"))
-            }),
-            None => first.await,
+            Some(limit) => tokio::time::timeout(limit, first).await.ok(),
+            None => Some(first.await),
         };
-        if answered.is_ok() {
+        if matches!(answered, Some(Ok(()))) {
             return;
         }
         let sem = self.clone();
         self.inner.shared.cleanups().spawn(async move {
             let delay = sem.inner.shared.options().retry_delay;
-            loop {
-                tokio::time::sleep(delay).await;
-                match sem.try_undo(permits, &latch).await {
-                    Ok(()) => return,
-                    Err(e) if Instant::now() >= until => {
-                        log::warn!(
-                            "rlock: could not give back permits an unanswered acquire of '{}' may have \
-                             taken within {} s ({e}); they stay taken",
-                            sem.name(),
-                            GIVE_BACK_WINDOW.as_secs()
-                        );
-                        return;
-                    }
-                    Err(_) => {}
-                }
-            }
+            let tries = retry_transient(u32::MAX, delay, None, || sem.try_undo(permits, &latch));
+            let failed = match tokio::time::timeout_at(until.into(), tries).await {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "no answer".to_string(),
+            };
+            log::warn!(
+                "rlock: could not give back permits an unanswered acquire of '{}' may have taken \
+                 within {} s ({failed}); they stay taken",
+                sem.name(),
+                GIVE_BACK_WINDOW.as_secs()
+            );
         });
     }
 

@@ -305,7 +305,8 @@ def lost_reply(ctx: Ctx, tox: Toxiproxy, store: FencedStore) -> str:
                 # What is left tells which step failed: the give-back (count 0 or 1) or an
                 # extra one (more than 2).
                 name = spec.partition("@")[2]
-                seen = r.type(name), r.get(name) if r.type(name) == "string" else r.hgetall(name)
+                kind = r.type(name)
+                seen = kind, r.get(name) if kind == "string" else r.hgetall(name)
                 raise Fail(f"{w.label}: the unanswered acquire of {spec} left it held: {name} is {seen}")
             again = reacquire(w, spec)
             check(again.get("event") == "acquired", f"{w.label} {spec} after the heal: {again}")

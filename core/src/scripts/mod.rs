@@ -563,8 +563,8 @@ pub(crate) async fn latch_delete(
 }
 
 /// The semaphore's acquire step (Redisson `RSemaphore.tryAcquire`): takes `permits` when that
-/// many are available. `latch` makes retries of one acquire call take them once. True when
-/// taken.
+/// many are available, and sets `latch` (the step's own), which tells a give-back after a lost
+/// answer ([`sem_undo`]) that they were taken. True when taken.
 pub(crate) async fn sem_acquire(
     conn: &mut Commands,
     name: &str,

@@ -1,11 +1,9 @@
 -- Semaphore acquire (Redisson RSemaphore tryAcquire): takes ARGV[1] permits when that many are
--- available. Idempotent under retries of one acquire call through its latch.
--- KEYS[1] semaphore (a STRING count; missing = 0 permits); KEYS[2] latch of this acquire call.
+-- available, and then sets its latch, which tells a give-back after a lost answer
+-- (sem_undo.lua) that the permits were taken. Every acquire step has a latch of its own.
+-- KEYS[1] semaphore (a STRING count; missing = 0 permits); KEYS[2] latch of this acquire step.
 -- ARGV[1] permits (>= 1); ARGV[2] latch ttl (ms).
 -- Returns 1 when taken, else 0.
-if redis.call('exists', KEYS[2]) == 1 then
-    return 1
-end
 local value = redis.call('get', KEYS[1])
 if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then
     redis.call('decrby', KEYS[1], ARGV[1])

@@ -1,7 +1,7 @@
--- Semaphore give-back after a lost answer: when the acquire call whose latch is KEYS[3] took
+-- Semaphore give-back after a lost answer: when the acquire step whose latch is KEYS[3] took
 -- its permits (the latch exists), gives them back, publishes the new count and deletes the
--- latch, so a retry of that call takes afresh. Run again, it gives back nothing.
--- KEYS[1] semaphore; KEYS[2] channel; KEYS[3] latch of the acquire call.
+-- latch. Run again, it gives back nothing.
+-- KEYS[1] semaphore; KEYS[2] channel; KEYS[3] latch of the acquire step.
 -- ARGV[1] permits (>= 1); ARGV[2] PUBLISH or SPUBLISH.
 -- Returns 1 when permits were given back, else 0.
 if redis.call('del', KEYS[3]) == 0 then

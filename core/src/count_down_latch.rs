@@ -46,7 +46,6 @@ struct Inner {
     name: Arc<str>,
     channel: String,
     latch_prefix: String,
-    group: u16,
 }
 
 impl std::fmt::Debug for CountDownLatch {
@@ -57,14 +56,12 @@ impl std::fmt::Debug for CountDownLatch {
 
 impl CountDownLatch {
     pub(crate) fn new(shared: Arc<Shared>, name: &str) -> CountDownLatch {
-        let group = shared.group(name);
         CountDownLatch {
             inner: Arc::new(Inner {
                 shared,
                 name: name.into(),
                 channel: keys::latch_channel(name),
                 latch_prefix: keys::suffixed(name, "rlock_countdown_latch:"),
-                group,
             }),
         }
     }
@@ -100,7 +97,7 @@ impl CountDownLatch {
             })
             .await?;
         if set {
-            i.shared.latches().delete(i.group, latch);
+            i.shared.latches().delete(latch);
         }
         Ok(set)
     }
@@ -131,7 +128,7 @@ impl CountDownLatch {
                 })
             })
             .await?;
-        i.shared.latches().delete(i.group, latch);
+        i.shared.latches().delete(latch);
         Ok(())
     }
 

@@ -90,15 +90,30 @@ pub(crate) fn unlock_latch_prefix(name: &str) -> String {
 /// Number of hash slots of a Redis Cluster.
 pub(crate) const SLOTS: u16 = 16384;
 
-/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the part between the
-/// first `{` and the next `}`, when not empty) or of the whole key, modulo 16384.
-pub(crate) fn slot(key: &[u8]) -> u16 {
+/// Where in `key` the bytes lie that a Redis Cluster, and a proxy that shards by hash tag
+/// (twemproxy's `hash_tag: "{}"`), hash: its hash tag (the part between the first `{` and the
+/// next `}`, when not empty), else the whole key.
+fn hashed(key: &[u8]) -> std::ops::Range<usize> {
     let tagged = key.iter().position(|b| *b == b'{').and_then(|open| {
-        let rest = &key[open + 1..];
-        let close = rest.iter().position(|b| *b == b'}')?;
-        (close > 0).then(|| &rest[..close])
+        let close = key[open + 1..].iter().position(|b| *b == b'}')?;
+        (close > 0).then_some(open + 1..open + 1 + close)
     });
-    crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(key)) % SLOTS
+    tagged.unwrap_or(0..key.len())
+}
+
+/// The hash tag of `key` as [`hashed`] finds it: keys with the same hash tag live together on
+/// every kind of endpoint (one slot of a cluster, one shard behind a proxy), while keys of two
+/// tags may not, even in one slot (a proxy that shards by tag spreads tags its own way). So a
+/// command or script that touches several keys touches keys of one hash tag only.
+pub(crate) fn hash_tag(key: &str) -> &str {
+    // `{` and `}` are ASCII, so the range's ends are character boundaries.
+    &key[hashed(key.as_bytes())]
+}
+
+/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (see [`hash_tag`]),
+/// modulo 16384.
+pub(crate) fn slot(key: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(&key[hashed(key)]) % SLOTS
 }
 
 /// Whether the lock `name` and its channel and latch keys hash to one slot, as a Redis Cluster
@@ -142,6 +157,24 @@ mod tests {
         assert!(!latch_shares_one_slot("a{b}c"), "the channel hashes by 'a{{b', the key by 'b'");
         assert!(!latch_shares_one_slot("{b}"));
         assert!(!latch_shares_one_slot("a}b"));
+    }
+
+    #[test]
+    fn hash_tags_are_what_slots_hash() {
+        assert_eq!(hash_tag("orders"), "orders");
+        assert_eq!(hash_tag("redisson_lock__channel:{orders}"), "orders");
+        assert_eq!(hash_tag("redisson_unlock_latch:{orders}:0af3"), "orders");
+        assert_eq!(hash_tag("a{b}c"), "b");
+        assert_eq!(hash_tag("{orders}:u:1:rwlock_timeout"), "orders");
+        assert_eq!(hash_tag("a{}c"), "a{}c");
+        assert_eq!(hash_tag("{open"), "{open");
+        assert_eq!(hash_tag("ü{é}ß"), "é");
+        // Every key of one lock has the lock name's tag.
+        for name in ["orders", "a{b}c", "jobs:2026-11"] {
+            for key in [lock_channel(name), token_key(name), unlock_latch_prefix(name), suffixed(name, "x")] {
+                assert_eq!(hash_tag(&key), hash_tag(name), "{key}");
+            }
+        }
     }
 
     #[test]

@@ -2,18 +2,22 @@
 //!
 //! A latch (`redisson_unlock_latch:{N}:<request id>`) only matters to retries of its own
 //! release; once that release returned it can go. Redisson sends one DEL per release; we queue
-//! the keys and send one DEL per batch group (hash slot) for everything queued, which costs
-//! Redis and the client far less per release under load. Keys a failed DEL leaves behind expire
-//! by their own TTL.
+//! the keys and send one DEL for everything queued where the endpoint takes keys of several
+//! hash tags in one command (see `Commands::spans_tags`), else one DEL per hash tag (see
+//! [`crate::keys::hash_tag`]; behind a proxy in front of a sharded cluster), all together on
+//! the multiplexed connection. That costs Redis and the client far less per release under
+//! load. Keys a failed DEL leaves behind expire by their own TTL.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_util::future::join_all;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conn::Commands;
+use crate::keys;
 
 /// Most keys in one DEL.
 const MAX_BATCH: usize = 512;
@@ -26,23 +30,25 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The sending side: queue a latch key for deletion.
 #[derive(Clone)]
-pub(crate) struct Latches(mpsc::UnboundedSender<(u16, String)>);
+pub(crate) struct Latches(mpsc::UnboundedSender<String>);
 
 impl Latches {
-    /// Starts the deleting task on `handle`; it ends when `stop` is cancelled.
+    /// Starts the deleting task on `handle`; it ends when `stop` is cancelled. `spans_tags`:
+    /// one DEL may name keys of several hash tags on this endpoint.
     pub(crate) fn start(
         handle: &tokio::runtime::Handle,
         commands: Commands,
+        spans_tags: bool,
         stop: CancellationToken,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        handle.spawn(run(rx, commands, stop));
+        handle.spawn(run(rx, commands, spans_tags, stop));
         Latches(tx)
     }
 
-    /// Queues `key` (in batch group `group`) for deletion.
-    pub(crate) fn delete(&self, group: u16, key: String) {
-        let _ = self.0.send((group, key));
+    /// Queues `key` for deletion.
+    pub(crate) fn delete(&self, key: String) {
+        let _ = self.0.send(key);
     }
 }
 
@@ -67,8 +73,9 @@ pub(crate) fn request_latch(prefix: &str, client: uuid::Uuid) -> String {
 }
 
 async fn run(
-    mut rx: mpsc::UnboundedReceiver<(u16, String)>,
-    mut commands: Commands,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    commands: Commands,
+    spans_tags: bool,
     stop: CancellationToken,
 ) {
     let mut buf = Vec::with_capacity(MAX_BATCH);
@@ -92,20 +99,25 @@ async fn run(
                 }
             }
         }
-        let mut groups: HashMap<u16, Vec<String>> = HashMap::new();
-        for (g, k) in buf.drain(..) {
-            groups.entry(g).or_default().push(k);
+        let mut groups: HashMap<&str, Vec<&str>> = HashMap::new();
+        for k in &buf {
+            groups.entry(if spans_tags { "" } else { keys::hash_tag(k) }).or_default().push(k);
         }
-        for keys in groups.into_values() {
-            let mut cmd = redis::cmd("DEL");
-            cmd.arg(&keys);
-            if let Err(e) = cmd.query_async::<()>(&mut commands).await {
-                log::debug!(
-                    "rlock: deleting {} release latches failed (they expire by TTL): {e}",
-                    keys.len()
-                );
+        let deletes = groups.into_values().map(|keys| {
+            let mut commands = commands.clone();
+            async move {
+                let mut cmd = redis::cmd("DEL");
+                cmd.arg(&keys);
+                if let Err(e) = cmd.query_async::<()>(&mut commands).await {
+                    log::debug!(
+                        "rlock: deleting {} release latches failed (they expire by TTL): {e}",
+                        keys.len()
+                    );
+                }
             }
-        }
+        });
+        join_all(deletes).await;
+        buf.clear();
     }
 }
 

@@ -87,7 +87,6 @@ struct Inner {
     timeouts: String,
     channel: String,
     latch_prefix: String,
-    group: u16,
     /// Permits have no owner; lost-permit events name the client's owner 0.
     owner: Owner,
 }
@@ -100,7 +99,6 @@ impl std::fmt::Debug for PermitExpirableSemaphore {
 
 impl PermitExpirableSemaphore {
     pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Self {
-        let group = shared.group(name);
         let owner = Owner::new(shared.id(), 0);
         PermitExpirableSemaphore {
             inner: Arc::new(Inner {
@@ -110,7 +108,6 @@ impl PermitExpirableSemaphore {
                 timeouts: keys::suffixed(name, "timeout"),
                 channel: keys::semaphore_channel(name),
                 latch_prefix: keys::suffixed(name, "rlock_permits_latch:"),
-                group,
                 owner,
             }),
         }
@@ -263,7 +260,6 @@ impl PermitExpirableSemaphore {
                                 sem.key(&id),
                                 &i.owner,
                                 hex.clone(),
-                                i.group,
                                 sent,
                             );
                         }
@@ -340,7 +336,7 @@ impl PermitExpirableSemaphore {
                     i.shared.metrics().released(None);
                     Forgotten::NotHeld
                 };
-                i.shared.latches().delete(i.group, latch);
+                i.shared.latches().delete(latch);
                 match lost {
                     Forgotten::Lost => Err(not_held(lost, &i.name, &format_id(&id))),
                     Forgotten::NotHeld => Ok(()),
@@ -389,7 +385,7 @@ impl PermitExpirableSemaphore {
             return Err(not_held(forgotten, &i.name, &hex));
         }
         match lease {
-            None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, i.group, sent),
+            None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, sent),
             Some(_) => wd.untrack(&key),
         }
         Ok(())

@@ -51,7 +51,6 @@ struct Inner {
     name: Arc<str>,
     channel: String,
     latch_prefix: String,
-    group: u16,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -82,14 +81,12 @@ fn permits_arg(permits: u64) -> Result<u64> {
 
 impl Semaphore {
     pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Semaphore {
-        let group = shared.group(name);
         Semaphore {
             inner: Arc::new(Inner {
                 shared,
                 name: name.into(),
                 channel: keys::semaphore_channel(name),
                 latch_prefix: keys::suffixed(name, "rlock_permits_latch:"),
-                group,
             }),
         }
     }
@@ -182,7 +179,7 @@ impl Semaphore {
                 log::warn!("rlock: could not give back permits nobody took on '{}': {e}", back.name());
             }
             if let Some(latch) = latch {
-                back.inner.shared.latches().delete(back.inner.group, latch.to_string());
+                back.inner.shared.latches().delete(latch.to_string());
             }
         })
     }
@@ -228,7 +225,7 @@ impl Semaphore {
             Some(undo) => {
                 undo.keep();
                 // Kept: only a give-back reads the latch.
-                shared.latches().delete(self.inner.group, latch.to_string());
+                shared.latches().delete(latch.to_string());
                 true
             }
             None => false,
@@ -308,7 +305,7 @@ impl Semaphore {
                     .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
             })
             .await?;
-        i.shared.latches().delete(i.group, latch);
+        i.shared.latches().delete(latch);
         Ok(count)
     }
 

@@ -146,7 +146,7 @@ impl Shared {
             ),
             None => None,
         };
-        let latches = Latches::start(&handle, commands.clone(), closed.clone());
+        let latches = Latches::start(&handle, commands.clone(), commands.spans_tags().await, closed.clone());
         let per_try = options.command_timeout.unwrap_or(Duration::from_secs(10)) + options.retry_delay;
         let latch_ttl = per_try.saturating_mul(options.retry_attempts + 1).max(Duration::from_secs(1));
         Ok(Arc::new(Shared {
@@ -225,9 +225,9 @@ impl Shared {
         Some(conn::local::run(route, self.closed.clone(), watch))
     }
 
-    /// The batch group of `key` (its hash slot on a cluster, else 0).
-    pub(crate) fn group(&self, key: &str) -> u16 {
-        self.commands.batch_group(key)
+    /// The slot by which replica sync finds `key`'s master (its hash slot on a cluster, else 0).
+    pub(crate) fn master_slot(&self, key: &str) -> u16 {
+        self.commands.master_slot(key)
     }
 
     /// `PUBLISH`, or `SPUBLISH` where waiters use sharded pub/sub.

@@ -25,6 +25,7 @@ pub mod proxy;
 pub mod resp;
 pub mod sentinel;
 pub mod server;
+pub mod standin;
 pub mod tls;
 
 pub use cluster::{Cluster, ClusterBuilder, Shard};

@@ -169,13 +169,29 @@ impl Commands {
         }
     }
 
-    /// The group a key's watchdog renewals and latch deletions are batched in: keys of one
-    /// group may share one command. On a cluster this is the key's hash slot; elsewhere 0.
-    pub(crate) fn batch_group(&self, key: &str) -> u16 {
+    /// The hash slot whose master serves `key` on a cluster; 0 elsewhere (one master). What
+    /// replica sync looks a key's master up by.
+    pub(crate) fn master_slot(&self, key: &str) -> u16 {
         match self {
             Commands::Cluster(_) => keys::slot(key.as_bytes()),
             Commands::Single(..) | Commands::Pooled(_) | Commands::Sentinel(..) => 0,
         }
+    }
+
+    /// Whether one plain multi-key command (a `DEL` of release latches) may name keys of
+    /// several hash tags here: asked of the endpoint with a read of two keys in two slots. A
+    /// proxy in front of a sharded cluster refuses it (`CROSSSLOT`), and so does anything that
+    /// does not answer it: then each command names keys of one tag. Never on a cluster, whose
+    /// client routes a command by one slot. Scripts never span tags, whatever this says: a
+    /// proxy that shards by key runs a script where its first key lives.
+    pub(crate) async fn spans_tags(&self) -> bool {
+        if let Commands::Cluster(_) = self {
+            return false;
+        }
+        let mut exists = redis::cmd("EXISTS");
+        // Slots 15495 and 3300: two slots, so two shards behind any sharded endpoint.
+        exists.arg("rlock:probe:{a}").arg("rlock:probe:{b}");
+        exists.query_async::<i64>(&mut self.clone()).await.is_ok()
     }
 }
 

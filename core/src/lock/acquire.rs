@@ -158,7 +158,6 @@ impl Lock {
                             &owner,
                             lease,
                             renew,
-                            inner.group,
                             sent,
                         );
                         if matches!(inner.flavor, Flavor::Fenced { .. }) {
@@ -292,10 +291,10 @@ impl Lock {
             };
             Ok(busy.map_or(Ok(0), Err))
         };
-        let Some(replicas) = inner.shared.replicas_for(inner.group) else {
+        let Some(replicas) = inner.shared.replicas_for(inner.slot) else {
             return step(inner.shared.conn()).await.map_err(failed);
         };
-        match replicas.run(&inner.name, inner.group, step, Step::is_ok).await.map_err(failed)? {
+        match replicas.run(&inner.name, inner.slot, step, Step::is_ok).await.map_err(failed)? {
             Synced::Acknowledged(ttl) => Ok(ttl),
             Synced::Unacknowledged(_) => {
                 // Not counted (the watchdog never heard of this level), so its undo must not

@@ -130,7 +130,8 @@ struct LockInner {
     /// The lock's channel (a fair lock's waiters listen on `<channel>:<owner>`).
     channel: String,
     latch_prefix: String,
-    group: u16,
+    /// The slot by which replica sync finds this lock's master (see `Shared::master_slot`).
+    slot: u16,
 }
 
 /// What a successful release did.
@@ -206,7 +207,7 @@ impl Lock {
 
     /// A handle on lock `name` of the given flavor.
     pub(crate) fn with_flavor(shared: Arc<Shared>, name: &str, flavor: Flavor) -> Lock {
-        let group = shared.group(name);
+        let slot = shared.master_slot(name);
         let channel = match flavor {
             Flavor::Read { .. } | Flavor::Write => keys::rwlock_channel(name),
             _ => keys::lock_channel(name),
@@ -218,7 +219,7 @@ impl Lock {
                 flavor,
                 channel,
                 latch_prefix: keys::unlock_latch_prefix(name),
-                group,
+                slot,
             }),
         }
     }

@@ -116,12 +116,12 @@ impl Lock {
         if outcome != Released::StillHeld {
             let lost = shared.watchdog().released(&key);
             if let Forgotten::Lost = lost {
-                shared.latches().delete(inner.group, latch);
+                shared.latches().delete(latch);
                 return Err(not_held(lost, &inner.name, owner));
             }
         }
         // The latch only matters to retries of this call, which are over.
-        shared.latches().delete(inner.group, latch);
+        shared.latches().delete(latch);
         Ok(outcome)
     }
 

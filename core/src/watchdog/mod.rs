@@ -8,7 +8,10 @@
 //! from one never held). A hold that uses the watchdog is put on tokio-util's `DelayQueue` (a
 //! hierarchical timer wheel). Due times are rounded up to a tick of one eighth of the renewal
 //! period, so holds taken at nearby moments fall due together and share script calls of at most
-//! `renewal_batch_size` locks, grouped by the connection's batch group (hash slot).
+//! `renewal_batch_size` locks of one hash tag (see [`crate::keys::hash_tag`]): a script that
+//! spans tags is refused behind a proxy in front of a sharded cluster (`CROSSSLOT`), or run on
+//! the wrong shard by one that routes a script by its first key. The calls of one round go out
+//! together on the multiplexed connection, in one write where they fit.
 //!
 //! An acquire only notes its hold in a list of fresh holds; the watchdog task moves the fresh
 //! holds still held onto the queue every [`SWEEP`] (at most), with the due time they would have
@@ -166,7 +169,7 @@ pub(crate) struct Renewing {
     pub(crate) permit: Option<Arc<str>>,
 }
 
-/// A batch renewal step: renews holds of one kind, all in one hash slot, to a lease of the
+/// A batch renewal step: renews holds of one kind, all of one hash tag, to a lease of the
 /// given milliseconds; one flag per hold, true when it was still held.
 pub(crate) type RenewStep = fn(Commands, u64, Vec<Renewing>) -> BoxFuture<'static, RedisResult<Vec<bool>>>;
 
@@ -209,7 +212,6 @@ struct Hold {
     /// Tells queue entries of an earlier hold of the same key apart from this one.
     generation: u64,
     lost: Option<LostReason>,
-    group: u16,
     /// Releases of this hold under way. A renewal that finds the hold gone while one is under
     /// way may have run just after that release freed the lock (the two answers race back to
     /// different tasks), so the loss waits in `gone_while_releasing` for the release's outcome.
@@ -317,7 +319,6 @@ impl Watchdog {
         owner: &Owner,
         lease: Duration,
         renew: bool,
-        group: u16,
         sent: Instant,
     ) {
         let now = Instant::now();
@@ -360,7 +361,6 @@ impl Watchdog {
                     seq: 0,
                     generation,
                     lost: None,
-                    group,
                     releasing: 0,
                     gone_while_releasing: None,
                     token: None,
@@ -386,10 +386,9 @@ impl Watchdog {
         key: HoldKey,
         owner: &Owner,
         id: Arc<str>,
-        group: u16,
         sent: Instant,
     ) {
-        self.acquired(kind, key.clone(), owner, self.lease, true, group, sent);
+        self.acquired(kind, key.clone(), owner, self.lease, true, sent);
         if let Some(h) = lock(&self.holds).get_mut(&key) {
             h.permit = Some(id);
         }
@@ -667,7 +666,7 @@ mod tests {
 
     /// Records a watchdog-renewed hold of `owner` under `key`, just acquired.
     fn hold(wd: &Watchdog, k: u8, key: &HoldKey, owner: &Owner) {
-        wd.acquired(kind(k), key.clone(), owner, Duration::from_secs(30), true, 0, Instant::now());
+        wd.acquired(kind(k), key.clone(), owner, Duration::from_secs(30), true, Instant::now());
     }
 
     #[test]

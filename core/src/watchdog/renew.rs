@@ -21,6 +21,7 @@ use tokio_util::time::DelayQueue;
 
 use super::{lock, Hold, HoldKey, HoldKind, LostReason, Renewing, Watchdog, SWEEP};
 use crate::conn::Commands;
+use crate::keys;
 use crate::owner::Owner;
 
 /// One hold due for renewal.
@@ -105,11 +106,11 @@ impl Wheel {
     }
 
     /// Takes the expired entries: holds whose doubt moment came are lost; the others due for
-    /// renewal are returned, grouped by (batch group, kind) and marked under way.
+    /// renewal are returned, grouped by (hash tag, kind) and marked under way.
     fn take_due(&mut self, expired: Vec<Entry>) -> Vec<Vec<Due>> {
         let wd = self.wd.clone();
         let now = Instant::now();
-        let mut groups: HashMap<(u16, u8), Vec<Due>> = HashMap::new();
+        let mut groups: HashMap<(String, u8), Vec<Due>> = HashMap::new();
         let mut doubted = Vec::new();
         {
             let mut holds = lock(&wd.holds);
@@ -144,7 +145,7 @@ impl Wheel {
                     owner: h.owner.clone(),
                     permit: h.permit.clone(),
                 };
-                groups.entry((h.group, h.kind.id)).or_default().push(due);
+                groups.entry((keys::hash_tag(&key.name).to_owned(), h.kind.id)).or_default().push(due);
                 // Should the reply never come, this entry ends the hold at its doubt moment.
                 self.requeue(key, h, doubt, now);
             }

@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 
-.PHONY: help deps build build-rust demo test test-rust lint fmt clean check generated generated-check surface-ratio
+.PHONY: help deps build build-rust demo test test-rust lint fmt clean check generated generated-check surface-ratio lua-check
 
 # Each surface adds its targets in mk/<surface>.mk and appends them to these lists.
 BUILD_TARGETS :=
@@ -33,10 +33,10 @@ build-rust:
 demo: build testbed ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps generated-check version-check surface-ratio test-rust $(TEST_TARGETS) lint ## Everything CI runs
+test: deps generated-check version-check surface-ratio lua-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
-check: generated-check lint surface-ratio ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)
+check: generated-check lint surface-ratio lua-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)
 	$(CARGO) test --workspace --lib --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
@@ -47,6 +47,12 @@ check: generated-check lint surface-ratio ## The inner loop: generated files, fm
 surface-ratio:
 	@set -o pipefail; python3 tools/surface-ratio.py --max 0.6 | tail -2
 	@set -o pipefail; python3 tools/layers.py | tail -1
+
+# Every script as restricted engines accept it: literal command names, keys from KEYS, no TIME
+# on a lock's path (tools/lua-check.py; its self-test shows each rule refusing).
+lua-check:
+	python3 tools/lua-check.py --self-test
+	python3 tools/lua-check.py
 
 # The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).
 generated: ## Regenerate the C option setters, Python ClientOptions, Node option/error types, the parity table's docs

@@ -142,9 +142,9 @@ target/release/rlock-bench observability | tee -a "$out"
 cli FLUSHALL >/dev/null
 
 if ((short)); then
-  step "rust core: watchdog with 1000 held locks (short: 0.6 s watchdog timeout, 0.6 s counted)"
+  step "rust core: watchdog with 1000 held locks, of distinct tags and of one (short: 0.6 s watchdog timeout, 0.6 s counted)"
 else
-  step "rust core: watchdog with 10000 and 100000 held locks"
+  step "rust core: watchdog with 1000, 10000 and 100000 held locks, of distinct tags and of one"
 fi
 target/release/rlock-bench watchdog | tee -a "$out"
 cli FLUSHALL >/dev/null

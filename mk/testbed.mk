@@ -3,6 +3,8 @@
 # examples/redis.sh, tests/testbed.py or bindings-node/test/redis-server.js, which find it here.
 RLOCK_TESTBED ?= $(CURDIR)/target/release/rlock-testbed
 export RLOCK_TESTBED
+# twemproxy, the stand-in for a sharding proxy (rlock-testbed twemproxy, docs/testing.md).
+APT_PACKAGES += nutcracker
 
 .PHONY: testbed
 

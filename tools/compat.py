@@ -354,7 +354,7 @@ from ships them, and some need changes before rlock could pass there at all.
 - Valkey 8 changed the text of the `NOSCRIPT` error: match its prefix only.
 - Valkey 9.1 changed the texts of some Lua errors.
 - `WAITAOF` exists from Redis 7.2 (and Valkey); older servers refuse it. `replica_sync_aof` asks
-  the server at connect (`COMMAND INFO WAITAOF`) and is refused (`InvalidArgument`) where it is
+  the server at connect (it sends `WAITAOF 0 0 0`) and is refused (`InvalidArgument`) where it is
   missing.
 
 On Redis 6.2 (2026-11-28, every suite green): the core detects the missing sharded pub/sub

@@ -69,7 +69,7 @@ impl Scale {
                 latency_pairs: 5000,
                 handoffs: 2000,
                 observability_rounds: 3,
-                watchdog_locks: &[10_000, 100_000],
+                watchdog_locks: &[1_000, 10_000, 100_000],
                 watchdog_timeout: Duration::from_secs(3),
                 watchdog_settle: Duration::from_secs(2),
                 watchdog_window: Duration::from_secs(6),
@@ -508,13 +508,18 @@ async fn evalsha_calls(conn: &mut redis::aio::MultiplexedConnection) -> Res<u64>
         .unwrap_or(0))
 }
 
-async fn watchdog(url: &str, locks: usize, scale: &Scale) -> Res<String> {
+/// Watchdog scale: `locks` held by one client, on names of distinct hash tags (`one_tag`
+/// false: one renewal call per lock per period, as a script never spans tags) or of one tag
+/// (`{bench}:wd:i`: calls of up to `renewal_batch_size` locks, as every renewal was batched
+/// before issue 41 on one server).
+async fn watchdog(url: &str, locks: usize, one_tag: bool, scale: &Scale) -> Res<String> {
     let timeout = scale.watchdog_timeout; // renewal period a third of it: 1 s (short: 200 ms)
     let rss0 = rss_kib();
     let client = Client::connect(url, ClientOptions::default().with_watchdog_timeout(timeout)).await?;
     let owner = client.new_owner();
-    let handles: Vec<_> =
-        (0..locks).map(|i| client.lock(&format!("bench:wd:{i}"))).collect::<Result<_, _>>()?;
+    let handles: Vec<_> = (0..locks)
+        .map(|i| client.lock(&if one_tag { format!("{{bench}}:wd:{i}") } else { format!("bench:wd:{i}") }))
+        .collect::<Result<_, _>>()?;
     for chunk in handles.chunks(1000) {
         futures_util::future::try_join_all(chunk.iter().map(|l| l.acquire(&owner))).await?;
     }
@@ -531,7 +536,8 @@ async fn watchdog(url: &str, locks: usize, scale: &Scale) -> Res<String> {
     let timeout_ms =
         if scale.short { format!(",\"timeout_ms\":{}", timeout.as_millis()) } else { String::new() };
     let out = format!(
-        "{{\"bench\":\"watchdog\",\"locks\":{locks},\"calls_per_period\":{calls_per_period:.1},\"calls_per_100_locks\":{:.2},\"cpu_pct\":{:.2},\"rss_bytes_per_lock\":{:.0}{timeout_ms}}}",
+        "{{\"bench\":\"watchdog\",\"locks\":{locks},\"names\":\"{}\",\"calls_per_period\":{calls_per_period:.1},\"calls_per_100_locks\":{:.2},\"cpu_pct\":{:.2},\"rss_bytes_per_lock\":{:.0}{timeout_ms}}}",
+        if one_tag { "one tag" } else { "distinct tags" },
         calls_per_period * 100.0 / locks as f64,
         (cpu1 - cpu0) / el * 100.0,
         (rss1.saturating_sub(rss0)) as f64 * 1024.0 / locks as f64
@@ -619,7 +625,9 @@ fn main() -> Res<()> {
         }
         if want("watchdog") {
             for &n in scale.watchdog_locks {
-                println!("{}", watchdog(&url, n, &scale).await?);
+                for one_tag in [false, true] {
+                    println!("{}", watchdog(&url, n, one_tag, &scale).await?);
+                }
             }
         }
         Ok(())

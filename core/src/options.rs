@@ -351,8 +351,9 @@ options! {
     /// (sent every third of it) unanswered before it is replaced (one server). Default 7.5 s
     /// (Redisson's `subscriptionTimeout`).
     subscription_timeout, with_subscription_timeout: Duration = Duration::from_millis(7500);
-    /// With pub/sub unavailable, how often a waiter re-tries (it never waits past the holder's
-    /// lease either). Default 100 ms.
+    /// With pub/sub unavailable, the longest pause of a waiter between tries: pauses back off
+    /// from a sixteenth of it up to it, with jitter (and never past the holder's lease), so a
+    /// release is taken over within it plus a round trip. Default 100 ms.
     poll_interval, with_poll_interval: Duration = Duration::from_millis(100);
     /// When set, the watchdog stops renewing a hold this long after it was acquired, so the
     /// lease runs out at most one watchdog timeout later. None (the default) renews until

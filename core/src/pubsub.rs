@@ -29,6 +29,35 @@ pub(crate) enum SubState {
     Active,
     /// SUBSCRIBE failed; waiters poll (bounded by the holder's TTL and the poll interval).
     Failed,
+    /// The endpoint has no pub/sub (it refused RESP3 at connect): nothing is subscribed and
+    /// waiters poll with back-off (see [`PollBackoff`]).
+    Unavailable,
+}
+
+/// The pauses of a waiter that no message can wake (no pub/sub on the endpoint, or its
+/// SUBSCRIBE failed): exponential back-off from a sixteenth of `poll_interval` (at least 1
+/// ms) up to `poll_interval`, each pause drawn at random from its upper half, so waiters that
+/// started together spread out. A waiter so tries again at most `poll_interval` after a
+/// release: the hand-off bound without pub/sub is `poll_interval` plus a round trip.
+pub(crate) struct PollBackoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl PollBackoff {
+    /// Back-off up to `poll_interval`.
+    pub(crate) fn new(poll_interval: Duration) -> Self {
+        let max = poll_interval.max(Duration::from_millis(1));
+        PollBackoff { next: (max / 16).max(Duration::from_millis(1)).min(max), max }
+    }
+
+    /// The next pause: between half of the current step and the step, which then doubles up
+    /// to the maximum.
+    pub(crate) fn pause(&mut self) -> Duration {
+        let step = self.next;
+        self.next = (step * 2).min(self.max);
+        step / 2 + crate::shared::jitter(step - step / 2)
+    }
 }
 
 /// Whom a message wakes among the local waiters of its channel.
@@ -93,6 +122,9 @@ enum Command {
 /// The registry of waited-on channels of one client.
 pub(crate) struct Registry {
     channels: Mutex<HashMap<String, Entry>>,
+    /// False where the endpoint has no pub/sub: channels are joined as
+    /// [`SubState::Unavailable`] and nothing is subscribed.
+    available: AtomicBool,
     queue: mpsc::UnboundedSender<Command>,
     /// Notified on every disconnect of a pub/sub connection: [`run`] repairs it.
     disconnected: Arc<Notify>,
@@ -111,9 +143,19 @@ impl Registry {
     pub(crate) fn new() -> (Arc<Registry>, Queue) {
         let (tx, rx) = mpsc::unbounded_channel();
         let disconnected = Arc::new(Notify::new());
-        let registry =
-            Registry { channels: Mutex::new(HashMap::new()), queue: tx, disconnected: disconnected.clone() };
+        let registry = Registry {
+            channels: Mutex::new(HashMap::new()),
+            available: AtomicBool::new(true),
+            queue: tx,
+            disconnected: disconnected.clone(),
+        };
         (Arc::new(registry), Queue(rx, disconnected))
+    }
+
+    /// Marks the endpoint as having no pub/sub (before any waiter joins): channels are then
+    /// never subscribed, and their waiters poll.
+    pub(crate) fn set_unavailable(&self) {
+        self.available.store(false, Ordering::Release);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -132,7 +174,9 @@ impl Registry {
                 entry.channel.clone()
             }
             None => {
-                let (state, _) = watch::channel(SubState::Pending);
+                let available = self.available.load(Ordering::Acquire);
+                let first = if available { SubState::Pending } else { SubState::Unavailable };
+                let (state, _) = watch::channel(first);
                 let channel = Arc::new(Channel {
                     notify: Notify::new(),
                     meaning,
@@ -140,7 +184,9 @@ impl Registry {
                     resubscribing: AtomicBool::new(false),
                 });
                 map.insert(name.to_owned(), Entry { channel: channel.clone(), waiters: 1 });
-                let _ = self.queue.send(Command::Subscribe(name.to_owned(), channel.clone()));
+                if available {
+                    let _ = self.queue.send(Command::Subscribe(name.to_owned(), channel.clone()));
+                }
                 channel
             }
         };
@@ -391,6 +437,22 @@ fn subscribed(result: redis::RedisResult<()>) -> SubState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn polls_back_off_to_the_poll_interval_with_jitter() {
+        let mut b = PollBackoff::new(Duration::from_millis(100));
+        let pauses: Vec<Duration> = (0..8).map(|_| b.pause()).collect();
+        // Steps 6.25, 12.5, 25, 50, 100, 100...: each pause in its step's upper half.
+        let steps = [6_250u64, 12_500, 25_000, 50_000, 100_000, 100_000, 100_000, 100_000];
+        for (p, step) in pauses.iter().zip(steps) {
+            let step = Duration::from_micros(step);
+            assert!(*p >= step / 2 && *p <= step, "{p:?} outside the upper half of {step:?}");
+        }
+        // Never past the poll interval, and a tiny interval still pauses (1 ms floor).
+        assert!((0..100).all(|_| b.pause() <= Duration::from_millis(100)));
+        let mut tiny = PollBackoff::new(Duration::ZERO);
+        assert!((0..10).all(|_| tiny.pause() <= Duration::from_millis(1)));
+    }
     use std::future::Future;
 
     fn lock_meaning(p: &[u8]) -> Wake {

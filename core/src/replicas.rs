@@ -286,21 +286,40 @@ async fn cluster_counts(conn: &mut Commands, aof: bool) -> RedisResult<Counts> {
     Ok(Counts::Ranges(ranges))
 }
 
-/// Fails unless the server knows `WAITAOF` (`COMMAND INFO` answers nil for a command it does
-/// not have): `replica_sync_aof` must not sync less than it says.
-pub(crate) async fn require_waitaof(mut conn: Commands) -> Result<()> {
-    let reply = redis::cmd("COMMAND").arg("INFO").arg("WAITAOF").query_async::<Value>(&mut conn).await;
-    let reply = reply.map_err(|e| Error::from_redis("COMMAND INFO WAITAOF failed", e))?;
-    match reply {
-        Value::Array(v) if v.first().is_some_and(|c| !matches!(c, Value::Nil)) => Ok(()),
-        _ => {
+/// Fails, typed, unless the endpoint runs the wait replica sync sends: `WAIT`, or with `aof`
+/// `WAITAOF`, tried with nothing to wait for (`WAIT 0 0`, `WAITAOF 0 0 0` answer at once). An
+/// error answer means the endpoint does not have it (a service that forbids it, a renamed
+/// command): replica sync must not sync less than it says, nor fail every acquire. No answer at
+/// all is a failed connect.
+pub(crate) async fn require_waits(mut conn: Commands, aof: bool) -> Result<()> {
+    let (name, option, hint) = if aof {
+        (
+            "WAITAOF",
+            "replica_sync_aof",
+            "Redis and Valkey have it from 7.2 on: upgrade, or use replica sync without it",
+        )
+    } else {
+        (
+            "WAIT",
+            "replica_sync",
+            "some managed services (ElastiCache Serverless) forbid it: leave replica sync off there",
+        )
+    };
+    let mut probe = redis::cmd(name);
+    probe.arg(0).arg(0);
+    if aof {
+        probe.arg(0);
+    }
+    match probe.query_async::<Value>(&mut conn).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+            Err(Error::from_redis(&format!("probing for {name} failed"), e))
+        }
+        Err(_) => {
             let server = server_named(&mut conn).await;
             Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!(
-                    "replica_sync_aof is on, but this server{server} has no WAITAOF (Redis and Valkey \
-                     have it from 7.2 on): upgrade, or use replica sync without it"
-                ),
+                format!("{option} is on, but this endpoint{server} does not run {name} ({hint})"),
             ))
         }
     }

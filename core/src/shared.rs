@@ -20,9 +20,9 @@ use crate::latches::Latches;
 use crate::metrics::Metrics;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
-use crate::pubsub::{self, Meaning, Membership, SubState};
+use crate::pubsub::{self, Meaning, Membership, PollBackoff, SubState};
 use crate::records;
-use crate::replicas::{require_waitaof, Replicas};
+use crate::replicas::{require_waits, Replicas};
 use crate::watchdog::{self, HoldKey, Watchdog};
 
 /// A client's shared state. Dropping the last reference stops its background tasks.
@@ -89,8 +89,8 @@ impl Shared {
         });
         let conns = conn::connect(target, &options, on_push).await?;
         let commands = conns.commands;
-        if conns.sync.is_some() && options.replica_sync_aof {
-            require_waitaof(commands.clone()).await?;
+        if conns.sync.is_some() {
+            require_waits(commands.clone(), options.replica_sync_aof).await?;
         }
         let wd = Watchdog::new(
             options.watchdog_timeout,
@@ -112,15 +112,19 @@ impl Shared {
 
         let stop = closed.clone();
         let reg = Arc::downgrade(&registry);
-        let subscriber = conns.subscriber;
         let m = metrics.clone();
         let answer_within = options.subscription_timeout;
-        handle.spawn(async move {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = pubsub::run(queue, subscriber, reg, m, answer_within) => {}
+        match conns.subscriber {
+            Some(subscriber) => {
+                handle.spawn(async move {
+                    tokio::select! {
+                        _ = stop.cancelled() => {}
+                        _ = pubsub::run(queue, subscriber, reg, m, answer_within) => {}
+                    }
+                });
             }
-        });
+            None => registry.set_unavailable(),
+        }
         if let Some(monitor) = conns.monitor {
             handle.spawn(monitor.run(closed.clone()));
         }
@@ -422,6 +426,7 @@ impl Shared {
         let options = &self.options;
         let mut membership: Option<Membership> = None;
         let mut failures = 0u32;
+        let mut polls = PollBackoff::new(options.poll_interval);
         loop {
             let joined = membership.as_ref().map(|m| m.channel.clone());
             // Registered before the attempt, so a message sent after the attempt's answer is
@@ -473,7 +478,7 @@ impl Shared {
             let mut sleep = bound.unwrap_or(Duration::from_secs(1));
             if *m.channel.state().borrow() != SubState::Active {
                 self.pubsub.retry_subscribe(m);
-                sleep = sleep.min(options.poll_interval);
+                sleep = sleep.min(polls.pause());
             }
             if let Some(l) = left {
                 sleep = sleep.min(l);

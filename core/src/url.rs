@@ -99,13 +99,18 @@ pub(crate) fn parse(url: &str, options: &ClientOptions) -> Result<Target> {
 }
 
 fn single(url: &str, certs: Option<TlsCertificates>) -> Result<Target> {
+    let invalid =
+        |e: redis::RedisError| Error::invalid(format!("invalid Redis URL ({:?}): {EXPECTED}", e.kind()));
     let client = match certs {
         Some(certs) => redis::Client::build_with_tls(url, certs),
         None => redis::Client::open(url),
-    };
-    client
-        .map(Target::Single)
-        .map_err(|e| Error::invalid(format!("invalid Redis URL ({:?}): {EXPECTED}", e.kind())))
+    }
+    .map_err(invalid)?;
+    // No `CLIENT SETINFO` after connecting: a proxy that does not know `CLIENT` (twemproxy)
+    // closes the connection on it, and a `redis://` URL may name such a proxy.
+    let info = client.get_connection_info().clone();
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    redis::Client::open(info.set_redis_settings(settings)).map(Target::Single).map_err(invalid)
 }
 
 /// The URL after `scheme://`, split into credentials, hosts and path.

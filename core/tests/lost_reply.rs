@@ -96,15 +96,16 @@ async fn a_semaphore_acquire_whose_reply_is_lost_takes_no_permits() {
 }
 
 /// The acquire's answer is lost and its give-back cannot get through either: the connection
-/// drops, and the new one's handshake gets no answer while the network is still down. The
-/// permits come back once the network heals, tried again on the client's runtime after the
-/// call returned (a plain semaphore's permits have no lease to end them).
+/// drops, and the new one's handshake (its AUTH) gets no answer while the network is still
+/// down. The permits come back once the network heals, tried again on the client's runtime
+/// after the call returned (a plain semaphore's permits have no lease to end them).
 #[tokio::test]
 async fn a_semaphore_give_back_that_gets_no_answer_is_tried_again_after_the_heal() {
-    let server = Server::start().unwrap();
+    let server = Server::builder().password("lost-reply").start().unwrap();
     let proxy = Proxy::start(server.port()).unwrap();
     let options = options().with_connect_timeout(Duration::from_millis(300));
-    let client = Client::connect(&proxy.url(), options).await.unwrap();
+    let url = format!("redis://:lost-reply@127.0.0.1:{}/", proxy.port());
+    let client = Client::connect(&url, options).await.unwrap();
     let sem = client.semaphore("lost-reply:sem-again").unwrap();
     assert!(sem.try_set_permits(3, None).await.unwrap());
     sem.acquire(2).await.unwrap();
@@ -114,7 +115,7 @@ async fn a_semaphore_give_back_that_gets_no_answer_is_tried_again_after_the_heal
         let sem = sem.clone();
         async move { sem.try_acquire(2, Duration::ZERO).await }
     });
-    let mut conn = server.conn();
+    let mut conn = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
     let count = |conn: &mut redis::Connection| conn.get::<_, u64>("lost-reply:sem-again").unwrap();
     // The acquire ran and its answer is held back: the connection drops before the give-back.
     assert!(eventually(Duration::from_secs(5), || count(&mut conn) == 1).await, "the acquire never ran");

@@ -21,16 +21,13 @@ fn keys(server: &Server, pattern: &str) -> Vec<String> {
     scan.iter::<String>(&mut conn).unwrap().map(Result::unwrap).collect()
 }
 
-/// One client holds locks of many names (spread over many slots) of every kind the watchdog
-/// renews: each stays held across three watchdog periods, none is lost, another owner cannot
-/// take any of them, and every release frees its lock and leaves no release latch behind.
-/// Before renewals were grouped by hash tag, the watchdog's batches spanned slots, were refused
-/// with CROSSSLOT, and every hold was lost to lease doubt within two periods.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn holds_of_many_names_stay_held_behind_a_proxy_endpoint() {
-    let server = standin::proxy_endpoint(Server::builder().name("proxy endpoint")).unwrap();
+/// One client holds locks of many names (spread over many slots and shards) of every kind
+/// the watchdog renews, on the endpoint at `url` whose data lives on `servers`: each stays held
+/// across three watchdog periods, none is lost, another owner cannot take any of them, and
+/// every release frees its lock and leaves no release latch behind.
+async fn every_kind_stays_held(url: &str, servers: &[&Server]) {
     let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(1500));
-    let c = Client::connect(&server.url(), options).await.unwrap();
+    let c = Client::connect(url, options).await.unwrap();
     let lost = Arc::new(AtomicU64::new(0));
     let counted = lost.clone();
     c.on_lost(LostFilter::all(), move |e| {
@@ -66,13 +63,12 @@ async fn holds_of_many_names_stay_held_behind_a_proxy_endpoint() {
     assert!(renewed && lost.load(Ordering::SeqCst) == 0, "holds lost or not renewed: {s:?}");
     assert_eq!(s.renewal_failures, 0, "{s:?}");
 
-    let other = Client::connect(&server.url(), ClientOptions::default()).await.unwrap();
+    let other = Client::connect(url, ClientOptions::default()).await.unwrap();
     let rival = other.new_owner();
-    for l in locks.iter().chain([&fair]) {
-        let theirs = other.lock(l.name()).unwrap();
-        let theirs = if l.kind() == "fair" { other.fair_lock(l.name()).unwrap() } else { theirs };
-        assert!(!theirs.try_acquire(&rival, Duration::ZERO, None).await.unwrap(), "{} was free", l.name());
+    for l in &locks {
+        assert!(!other.lock(l.name()).unwrap().try_acquire(&rival, Duration::ZERO, None).await.unwrap());
     }
+    assert!(!other.fair_lock("pe:fair").unwrap().try_acquire(&rival, Duration::ZERO, None).await.unwrap());
     for f in &fenced {
         assert!(other
             .fenced_lock(f.name())
@@ -111,9 +107,123 @@ async fn holds_of_many_names_stay_held_behind_a_proxy_endpoint() {
     latch.count_down().await.unwrap();
     assert!(latch.wait(Some(Duration::from_secs(5))).await.unwrap());
 
-    // Every release latch is deleted (in DELs of one hash tag each), not left to its TTL.
-    let latches = || keys(&server, "*_latch*");
+    // Every release latch is deleted, not left to its TTL.
+    let latches = || servers.iter().flat_map(|s| keys(s, "*_latch*")).collect::<Vec<_>>();
     let gone = common::eventually(Duration::from_secs(5), || latches().is_empty()).await;
     assert!(gone, "release latches left: {:?}", latches());
+}
+
+/// Behind a proxy in front of a sharded cluster (the stand-in refuses any command or script
+/// whose keys lie in two slots). Before renewals were grouped by hash tag, the watchdog's
+/// batches spanned slots, were refused with CROSSSLOT, and every hold was lost to lease doubt
+/// within two periods; before latch DELs were, every latch was left to its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holds_of_many_names_stay_held_behind_a_proxy_endpoint() {
+    let server = standin::proxy_endpoint(Server::builder().name("proxy endpoint")).unwrap();
+    every_kind_stays_held(&server.url(), &[&server]).await;
     assert_eq!(server.calls("cluster"), 0, "CLUSTER is renamed away: a call would have failed");
+}
+
+/// Behind twemproxy, which routes a script by its first key to one of two shards, closes a
+/// connection on `HELLO` and `CLIENT`, and has no pub/sub. Before, `Client::connect` failed
+/// ("broken pipe"); a renewal batch of names on both shards ran on one of them and lost the
+/// other's holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holds_of_many_names_stay_held_behind_twemproxy() {
+    let proxy = standin::Twemproxy::start().unwrap();
+    let shards: Vec<&Server> = proxy.shards().iter().collect();
+    every_kind_stays_held(&proxy.url(), &shards).await;
+    // The names spread over both shards, so each shard's keys were renewed where they live.
+    for s in &shards {
+        assert!(s.calls("evalsha") + s.calls("eval") > 0, "a shard ran no script:\n{}", proxy.log_tail(20));
+    }
+}
+
+/// Behind twemproxy (no pub/sub), waiters poll: a waiter on another client gets a released lock
+/// long before the holder's lease would have ended, and 4 tasks x 25 critical sections on a
+/// counter read and written through the proxy keep it exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_poll_and_exclude_each_other_behind_twemproxy() {
+    let proxy = standin::Twemproxy::start().unwrap();
+    let holder = Client::connect(&proxy.url(), ClientOptions::default()).await.unwrap();
+    let waiter = Client::connect(&proxy.url(), ClientOptions::default()).await.unwrap();
+    let (a, b) = (holder.new_owner(), waiter.new_owner());
+    holder.lock("tw:handoff").unwrap().acquire(&a).await.unwrap();
+    let wait = {
+        let (lock, b) = (waiter.lock("tw:handoff").unwrap(), b.clone());
+        tokio::spawn(async move {
+            lock.acquire(&b).await.unwrap();
+            (lock, std::time::Instant::now())
+        })
+    };
+    // The waiter is polling: its tries reach the shard while the lock is held.
+    let shard = proxy.shards().iter().find(|s| s.calls("evalsha") + s.calls("eval") > 0).unwrap();
+    let tries = shard.calls("evalsha");
+    assert!(common::eventually(Duration::from_secs(5), || shard.calls("evalsha") >= tries + 3).await);
+    let release = holder.lock("tw:handoff").unwrap();
+    let released = std::time::Instant::now();
+    assert!(release.release(&a).await.unwrap().is_unlocked());
+    // The holder's watchdog lease is 30 s: only polling hands it over within this.
+    let (got, at) = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("no hand-off").unwrap();
+    // Shown, not asserted (speed lives in make bench): within poll_interval (100 ms) and a trip.
+    eprintln!(
+        "hand-off without pub/sub: {:?} after the release was sent",
+        at.saturating_duration_since(released)
+    );
+    assert!(got.release(&b).await.unwrap().is_unlocked());
+
+    // No CLIENT SETINFO, which twemproxy answers by closing the connection.
+    let info = redis::Client::open(proxy.url()).unwrap().get_connection_info().clone();
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let raw = redis::Client::open(info.set_redis_settings(settings)).unwrap();
+    let mut conn = raw.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("SET").arg("tw:counter").arg(0).query_async(&mut conn).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let client = Client::connect(&proxy.url(), ClientOptions::default()).await.unwrap();
+        let mut conn = conn.clone();
+        tasks.push(tokio::spawn(async move {
+            let owner = client.new_owner();
+            let lock = client.lock("tw:counter-lock").unwrap();
+            for _ in 0..25 {
+                lock.acquire(&owner).await.unwrap();
+                let n: i64 = redis::cmd("GET").arg("tw:counter").query_async(&mut conn).await.unwrap();
+                tokio::task::yield_now().await;
+                let _: () =
+                    redis::cmd("SET").arg("tw:counter").arg(n + 1).query_async(&mut conn).await.unwrap();
+                assert!(lock.release(&owner).await.unwrap().is_unlocked());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let n: i64 = redis::cmd("GET").arg("tw:counter").query_async(&mut conn).await.unwrap();
+    assert_eq!(n, 100);
+}
+
+/// A server without `WAIT`, `WAITAOF`, `CONFIG` and `CLIENT` (renamed away, as services that
+/// forbid them do): every kind of hold works as anywhere, and replica sync, which needs `WAIT`,
+/// is refused at connect with a typed error that names it, instead of failing every acquire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_waits_or_admin_commands() {
+    let has_waitaof = {
+        let plain = Server::start().unwrap();
+        let known: Vec<redis::Value> =
+            redis::cmd("COMMAND").arg("INFO").arg("WAITAOF").query(&mut plain.conn()).unwrap();
+        !matches!(known.first(), Some(redis::Value::Nil) | None)
+    };
+    let server =
+        Server::builder().name("restricted").args(standin::restricted_args(has_waitaof)).start().unwrap();
+    let unknown = redis::cmd("WAIT").arg(0).arg(0).query::<i64>(&mut server.conn()).unwrap_err();
+    assert!(unknown.to_string().contains("unknown command"), "{unknown}");
+    every_kind_stays_held(&server.url(), &[&server]).await;
+    for (options, wait) in [
+        (ClientOptions::default().with_replica_sync(Some(true)), "WAIT"),
+        (ClientOptions::default().with_replica_sync_aof(true), "WAITAOF"),
+    ] {
+        let err = Client::connect(&server.url(), options).await.unwrap_err();
+        assert_eq!(err.kind(), rlock::ErrorKind::InvalidArgument, "{err}");
+        assert!(err.to_string().contains(&format!("does not run {wait} (")), "{err}");
+    }
 }

@@ -7,7 +7,8 @@ use common::Inspect as _;
 use redis::{Commands, Script};
 
 const ACQUIRE: &str = include_str!("../src/scripts/lua/acquire.lua");
-const RELEASE: &str = include_str!("../src/scripts/lua/release.lua");
+const RELEASE: &str =
+    concat!(include_str!("../src/scripts/lua/publish.lua"), include_str!("../src/scripts/lua/release.lua"));
 const RENEW: &str = include_str!("../src/scripts/lua/renew.lua");
 
 /// Runs the release script on lock `L` for `owner` with latch `latch`.

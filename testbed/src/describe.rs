@@ -144,6 +144,8 @@ pub enum Topology {
     Cluster(Cluster),
     /// A Sentinel set.
     Sentinel(SentinelSet),
+    /// twemproxy in front of two servers (its nodes are the servers; its URL the proxy's).
+    Twemproxy(crate::standin::Twemproxy),
 }
 
 impl Topology {
@@ -174,6 +176,9 @@ impl Topology {
                 );
                 v
             }
+            Topology::Twemproxy(t) => {
+                t.shards().iter().enumerate().map(|(i, s)| (format!("shard{i}"), "master", None, s)).collect()
+            }
         }
     }
 
@@ -182,6 +187,7 @@ impl Topology {
             Topology::Single(s) => vec![s],
             Topology::Cluster(c) => c.nodes_mut().iter_mut().collect(),
             Topology::Sentinel(s) => s.nodes_mut(),
+            Topology::Twemproxy(t) => t.shards_mut().iter_mut().collect(),
         }
     }
 
@@ -237,6 +243,10 @@ impl Topology {
                     json!(s.sentinels.iter().map(Server::port).collect::<Vec<_>>()),
                 );
                 ("sentinel", s.url(), None, None)
+            }
+            Topology::Twemproxy(t) => {
+                extra.insert("proxy_port".into(), json!(t.port()));
+                ("twemproxy", t.url(), None, None)
             }
         };
         let tls = tls_url.as_ref().and(tls.cloned());

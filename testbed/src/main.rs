@@ -31,6 +31,11 @@ topologies:
   sentinel   master + replica(s) + 3 sentinels watching 'mymaster'  [--replicas 1] [--down-after 1000]
              [--replication-proxy] (the master is known by a proxy in front of it, which can cut the
              replicas' links alone: cut-replication)
+  proxy-endpoint  a stand-in for a proxy in front of a sharded cluster: one cluster-enabled
+             server owning every slot, CLUSTER renamed away, reached as redis:// (CROSSSLOT on
+             scripts and commands whose keys span slots)
+  twemproxy  nutcracker sharding by {hash tag} over two servers (no pub/sub, no HELLO, no
+             CLIENT): url is the proxy's, nodes are shard0 and shard1
   port       print {\"port\": N}, a free port outside the ephemeral range, and exit
   probe      start each topology once and print what the server supports, then exit:
              {\"program\", \"server\", \"version\", \"modes\": {\"single\", \"tls\", \"cluster\",
@@ -77,7 +82,8 @@ fn parse(argv: &[String]) -> std::result::Result<Args, String> {
     let kind = it.next().ok_or("no topology given")?.clone();
     let mut a = Args { kind, ..Args::default() };
     match a.kind.as_str() {
-        "single" | "cluster" | "sentinel" | "port" | "probe" | "help" | "--help" | "-h" => {}
+        "single" | "cluster" | "sentinel" | "proxy-endpoint" | "twemproxy" | "port" | "probe" | "help"
+        | "--help" | "-h" => {}
         "tls" => {
             a.kind = "single".into();
             a.tls = true;
@@ -156,6 +162,10 @@ fn start(a: &Args, tls: Option<&TlsFiles>) -> Result<Topology> {
             }
             Topology::Sentinel(b.replication_proxy(a.replication_proxy).start()?)
         }
+        "proxy-endpoint" => Topology::Single(rlock_testbed::standin::proxy_endpoint(
+            Server::builder().name("proxy-endpoint").die_with_parent(true).args(a.extra.iter().cloned()),
+        )?),
+        "twemproxy" => Topology::Twemproxy(rlock_testbed::standin::Twemproxy::start()?),
         other => return Err(Error::new(format!("cannot start {other:?}"))),
     })
 }

@@ -378,7 +378,8 @@ pub(crate) struct Connections {
     pub(crate) commands: Commands,
     /// The connection for replica-synced acquires, when replica sync is on.
     pub(crate) sync: Option<Commands>,
-    pub(crate) subscriber: Subscriber,
+    /// Where waiters subscribe; `None` where the endpoint has no pub/sub (waiters poll).
+    pub(crate) subscriber: Option<Subscriber>,
     /// Whether waiters use sharded pub/sub (SPUBLISH in the scripts).
     pub(crate) sharded: bool,
     /// The Sentinel monitor, when there is one; the client runs it until it closes.
@@ -405,20 +406,25 @@ pub(crate) async fn connect(
         Opener { options: options.clone(), on_push, with_sync, sentinel: topology == Topology::Sentinel };
     match target {
         Target::Single(client) => {
-            let o = opener.open(&client).await?;
-            let commands = if o.more.is_empty() {
-                Commands::Single(o.commands, local::Route::new(&client, options))
+            let (first, more, sync) = opener.open_commands(&client).await?;
+            let commands = if more.is_empty() {
+                Commands::Single(first, local::Route::new(&client, options))
             } else {
-                Commands::Pooled(Arc::new(Pool { first: o.commands, more: o.more, turn: Default::default() }))
+                Commands::Pooled(Arc::new(Pool { first, more, turn: Default::default() }))
+            };
+            // A `redis://` URL may name a proxy without pub/sub or RESP3 (twemproxy): then
+            // there is no subscriber, and waiters poll.
+            let subscriber = if opener.speaks_resp3(&client).await? {
+                let conn = opener.open_pubsub(&client).await?;
+                Some(Subscriber::Single { conn, reopen: Box::new(Reopen { opener, client }) })
+            } else {
+                None
             };
             Ok(Connections {
                 topology,
                 commands,
-                sync: o.sync.map(|c| Commands::Single(c, None)),
-                subscriber: Subscriber::Single {
-                    conn: o.pubsub,
-                    reopen: Box::new(Reopen { opener, client }),
-                },
+                sync: sync.map(|c| Commands::Single(c, None)),
+                subscriber,
                 sharded: false,
                 monitor: None,
                 master_changes: None,
@@ -492,7 +498,7 @@ pub(crate) async fn connect(
                 topology,
                 commands,
                 sync,
-                subscriber: Subscriber::Cluster { link: pubsub, sharded, epoch },
+                subscriber: Some(Subscriber::Cluster { link: pubsub, sharded, epoch }),
                 sharded,
                 monitor: None,
                 master_changes: None,
@@ -506,7 +512,7 @@ pub(crate) async fn connect(
                 commands: Commands::Sentinel(link.clone(), Use::Main),
                 sync: with_sync.then(|| Commands::Sentinel(link.clone(), Use::Sync)),
                 master_changes: Some(link.epochs()),
-                subscriber: Subscriber::Sentinel(link, epoch),
+                subscriber: Some(Subscriber::Sentinel(link, epoch)),
                 sharded: false,
                 monitor: Some(monitor),
             })

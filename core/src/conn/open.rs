@@ -93,6 +93,17 @@ impl Opener {
 
     /// Opens the connections to the server `client` names.
     pub(crate) async fn open(&self, client: &redis::Client) -> Result<Opened> {
+        let (commands, more, sync) = self.open_commands(client).await?;
+        let pubsub = self.open_pubsub(client).await?;
+        Ok(Opened { commands, more, sync, pubsub })
+    }
+
+    /// Opens the command connections to the server `client` names: the first, the more of
+    /// `command_connections`, and the replica-sync one (when wanted).
+    pub(crate) async fn open_commands(
+        &self,
+        client: &redis::Client,
+    ) -> Result<(ConnectionManager, Vec<ConnectionManager>, Option<ConnectionManager>)> {
         let open = |config, what: &'static str| async move {
             client.get_connection_manager_with_config(config).await.map_err(|e| Error::from_redis(what, e))
         };
@@ -111,8 +122,32 @@ impl Opener {
         } else {
             None
         };
-        let pubsub = self.open_pubsub(client).await?;
-        Ok(Opened { commands, more, sync, pubsub })
+        Ok((commands, more, sync))
+    }
+
+    /// Whether the endpoint `client` names speaks RESP3, which rlock's pub/sub connection
+    /// needs: asked with `HELLO 3` on a connection of its own, opened in RESP2 and then dropped.
+    /// A refusal is "no": an error answer (a proxy or server without `HELLO`), or the endpoint
+    /// closing the connection on it (twemproxy does, on any command it does not know). Fails
+    /// only when no connection can be opened at all.
+    pub(crate) async fn speaks_resp3(&self, client: &redis::Client) -> Result<bool> {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.options.connect_timeout))
+            .set_response_timeout(self.options.command_timeout);
+        let mut probe = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
+        match redis::cmd("HELLO").arg(3).query_async::<redis::Value>(&mut probe).await {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                log::warn!(
+                    "rlock: the endpoint refused HELLO 3 ({e}): no pub/sub here, so waiters poll \
+                     (every poll_interval at most)"
+                );
+                Ok(false)
+            }
+        }
     }
 
     /// Opens the pub/sub connection to the server `client` names: RESP3, so subscriptions

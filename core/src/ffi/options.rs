@@ -81,8 +81,9 @@ pub unsafe extern "C" fn rlock_options_set_subscription_timeout_ms(options: *mut
     unsafe { super::options_object::set_duration(options, "subscription_timeout_ms", value) }
 }
 
-/// With pub/sub unavailable, how often a waiter re-tries (it never waits past the holder's
-/// lease either). Default 100 ms.
+/// With pub/sub unavailable, the longest pause of a waiter between tries: pauses back off
+/// from a sixteenth of it up to it, with jitter (and never past the holder's lease), so a
+/// release is taken over within it plus a round trip. Default 100 ms.
 ///
 /// In milliseconds (negative is an error). Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
 /// (the previous value is kept). Thread-safe.

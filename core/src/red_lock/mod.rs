@@ -37,7 +37,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{lock_message, Guard, Lock, Released};
 use crate::options::positive_ms;
 use crate::owner::Owner;
-use crate::pubsub::Membership;
+use crate::pubsub::{Membership, PollBackoff, SubState};
 use crate::shared::{jitter, pause_before_retry, remaining};
 use crate::watchdog::{ListenerId, LostEvent};
 
@@ -243,6 +243,7 @@ impl RedLock {
         let deadline = crate::shared::deadline("wait", wait)?;
         let mut joined: Option<Vec<Membership>> = None;
         let mut unreachable_since: Option<Instant> = None;
+        let mut polls = PollBackoff::new(first.options().poll_interval);
         loop {
             // Registered before the round, so an unlock during it is not missed.
             let notified: Vec<_> = joined
@@ -302,6 +303,18 @@ impl RedLock {
             if unreachable_since.is_some() {
                 sleep = sleep.min(self.member_limit());
             }
+            // A busy member whose unlocks cannot wake this waiter (no pub/sub there, or its
+            // SUBSCRIBE failed): poll it.
+            let deaf = |i: &usize| {
+                joined
+                    .iter()
+                    .flatten()
+                    .nth(*i)
+                    .is_some_and(|m| *m.channel.state().borrow() != SubState::Active)
+            };
+            if busy.iter().any(deaf) {
+                sleep = sleep.min(polls.pause());
+            }
             if let Some(l) = left {
                 sleep = sleep.min(l);
             }
@@ -338,7 +351,7 @@ impl RedLock {
             .map(|m| {
                 let mut state = m.channel.state();
                 async move {
-                    let _ = state.wait_for(|s| *s != crate::pubsub::SubState::Pending).await;
+                    let _ = state.wait_for(|s| *s != SubState::Pending).await;
                 }
             })
             .collect();

@@ -23,43 +23,53 @@ macro_rules! lua {
     ($path:literal) => {
         Lua { code: include_str!($path), script: LazyLock::new(|| Script::new(include_str!($path))) }
     };
-    // A script with shared functions in front (lua/fair_common.lua, lua/pes_common.lua).
-    ($common:literal + $path:literal) => {
+    // A script with the files of shared functions it uses in front (lua/publish.lua,
+    // lua/fair_common.lua, lua/pes_common.lua). `+` cannot separate a macro repetition, so one
+    // arm per count.
+    ($a:literal + $path:literal) => {
         Lua {
-            code: concat!(include_str!($common), include_str!($path)),
-            script: LazyLock::new(|| Script::new(concat!(include_str!($common), include_str!($path)))),
+            code: concat!(include_str!($a), include_str!($path)),
+            script: LazyLock::new(|| Script::new(concat!(include_str!($a), include_str!($path)))),
+        }
+    };
+    ($a:literal + $b:literal + $path:literal) => {
+        Lua {
+            code: concat!(include_str!($a), include_str!($b), include_str!($path)),
+            script: LazyLock::new(|| {
+                Script::new(concat!(include_str!($a), include_str!($b), include_str!($path)))
+            }),
         }
     };
 }
 
 static ACQUIRE: Lua = lua!("lua/acquire.lua");
 static FENCED_ACQUIRE: Lua = lua!("lua/fenced_acquire.lua");
-static RELEASE: Lua = lua!("lua/release.lua");
-static FORCE_UNLOCK: Lua = lua!("lua/force_unlock.lua");
+static RELEASE: Lua = lua!("lua/publish.lua" + "lua/release.lua");
+static FORCE_UNLOCK: Lua = lua!("lua/publish.lua" + "lua/force_unlock.lua");
 static RENEW: Lua = lua!("lua/renew.lua");
 static READ_ACQUIRE: Lua = lua!("lua/read_acquire.lua");
 static WRITE_ACQUIRE: Lua = lua!("lua/write_acquire.lua");
-static READ_RELEASE: Lua = lua!("lua/read_release.lua");
-static WRITE_RELEASE: Lua = lua!("lua/write_release.lua");
-static RW_FORCE_UNLOCK: Lua = lua!("lua/rw_force_unlock.lua");
+static READ_RELEASE: Lua = lua!("lua/publish.lua" + "lua/read_release.lua");
+static WRITE_RELEASE: Lua = lua!("lua/publish.lua" + "lua/write_release.lua");
+static RW_FORCE_UNLOCK: Lua = lua!("lua/publish.lua" + "lua/rw_force_unlock.lua");
 static RENEW_READS: Lua = lua!("lua/renew_reads.lua");
-static FAIR_ACQUIRE: Lua = lua!("lua/fair_common.lua" + "lua/fair_acquire.lua");
-static FAIR_RELEASE: Lua = lua!("lua/fair_common.lua" + "lua/fair_release.lua");
-static FAIR_FORCE_UNLOCK: Lua = lua!("lua/fair_common.lua" + "lua/fair_force_unlock.lua");
-static FAIR_GIVE_UP: Lua = lua!("lua/fair_common.lua" + "lua/fair_give_up.lua");
-static LATCH_TRY_SET: Lua = lua!("lua/latch_try_set.lua");
-static LATCH_COUNT_DOWN: Lua = lua!("lua/latch_count_down.lua");
-static LATCH_DELETE: Lua = lua!("lua/latch_delete.lua");
+static FAIR_ACQUIRE: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_acquire.lua");
+static FAIR_RELEASE: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_release.lua");
+static FAIR_FORCE_UNLOCK: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_force_unlock.lua");
+static FAIR_GIVE_UP: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_give_up.lua");
+static LATCH_TRY_SET: Lua = lua!("lua/publish.lua" + "lua/latch_try_set.lua");
+static LATCH_COUNT_DOWN: Lua = lua!("lua/publish.lua" + "lua/latch_count_down.lua");
+static LATCH_DELETE: Lua = lua!("lua/publish.lua" + "lua/latch_delete.lua");
 static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
-static SEM_RELEASE: Lua = lua!("lua/sem_release.lua");
-static SEM_UNDO: Lua = lua!("lua/sem_undo.lua");
-static SEM_TRY_SET: Lua = lua!("lua/sem_try_set.lua");
-static SEM_ADD: Lua = lua!("lua/sem_add.lua");
+static SEM_RELEASE: Lua = lua!("lua/publish.lua" + "lua/sem_release.lua");
+static SEM_UNDO: Lua = lua!("lua/publish.lua" + "lua/sem_undo.lua");
+static SEM_TRY_SET: Lua = lua!("lua/publish.lua" + "lua/sem_try_set.lua");
+static SEM_ADD: Lua = lua!("lua/publish.lua" + "lua/sem_add.lua");
 static SEM_DRAIN: Lua = lua!("lua/sem_drain.lua");
-static PES_ACQUIRE: Lua = lua!("lua/pes_common.lua" + "lua/pes_acquire.lua");
-static PES_RELEASE: Lua = lua!("lua/pes_common.lua" + "lua/pes_release.lua");
-static PES_RENEW: Lua = lua!("lua/pes_common.lua" + "lua/pes_renew.lua");
-static PES_COUNTS: Lua = lua!("lua/pes_common.lua" + "lua/pes_counts.lua");
+static PES_ACQUIRE: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_acquire.lua");
+static PES_RELEASE: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_release.lua");
+static PES_RENEW: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_renew.lua");
+static PES_COUNTS: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_counts.lua");
 static TOKEN_RAISE: Lua = lua!("lua/token_raise.lua");
 static DESCRIBE: Lua = lua!("lua/describe.lua");
 

@@ -19,10 +19,10 @@ local function drop_stale_waiters(queue, timeouts, now)
 end
 
 -- Wakes the first waiter of `queue`, if any, on its own channel `<prefix>:<owner>`.
-local function wake_first(queue, prefix, publish, message)
+local function wake_first(queue, prefix, publish_command, message)
     local first = redis.call('lindex', queue, 0)
     if first ~= false then
-        redis.call(publish, prefix .. ':' .. first, message)
+        publish(publish_command, prefix .. ':' .. first, message)
     end
 end
 

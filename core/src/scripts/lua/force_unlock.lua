@@ -10,5 +10,5 @@ if kind ~= 'hash' then
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], ARGV[1])
+publish(ARGV[2], KEYS[2], ARGV[1])
 return 1

@@ -15,7 +15,7 @@ if v <= 0 then
     redis.call('del', KEYS[1])
 end
 if v == 0 then
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    publish(ARGV[2], KEYS[2], ARGV[1])
 end
 redis.call('set', KEYS[3], v, 'px', ARGV[3])
 return v

@@ -4,7 +4,7 @@
 -- KEYS[1] latch; KEYS[2] channel. ARGV[1] new-count message (1); ARGV[2] PUBLISH or SPUBLISH.
 -- Returns 1 when the latch existed, else 0.
 if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    publish(ARGV[2], KEYS[2], ARGV[1])
     return 1
 end
 return 0

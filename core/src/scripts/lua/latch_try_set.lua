@@ -12,6 +12,6 @@ if redis.call('exists', KEYS[1]) == 1 then
     return 0
 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call(ARGV[3], KEYS[2], ARGV[2])
+publish(ARGV[3], KEYS[2], ARGV[2])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

@@ -10,13 +10,13 @@ end
 
 -- Returns the expired permits in ZSET `timeouts` to the count `sem` and announces the new count
 -- on `channel` (Java and rlock waiters wake up to that many).
-local function reclaim(sem, timeouts, channel, publish, now)
+local function reclaim(sem, timeouts, channel, publish_command, now)
     local expired = redis.call('zrangebyscore', timeouts, 0, now)
     if #expired > 0 then
         redis.call('zrem', timeouts, unpack(expired))
         local value = redis.call('incrby', sem, #expired)
         if value > 0 then
-            redis.call(publish, channel, value)
+            publish(publish_command, channel, value)
         end
     end
 end

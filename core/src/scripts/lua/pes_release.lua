@@ -13,7 +13,7 @@ if expiry == false then
 end
 redis.call('zrem', KEYS[2], ARGV[1])
 local value = redis.call('incrby', KEYS[1], 1)
-redis.call(ARGV[2], KEYS[3], value)
+publish(ARGV[2], KEYS[3], value)
 if tonumber(expiry) <= now_ms() then
     return 0
 end

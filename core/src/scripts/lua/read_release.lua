@@ -44,6 +44,6 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[1])
+publish(ARGV[3], KEYS[2], ARGV[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 return 1

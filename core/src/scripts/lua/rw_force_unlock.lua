@@ -6,10 +6,10 @@
 -- deleted) when the key is not a hash.
 if redis.call('hget', KEYS[1], 'mode') == ARGV[3] then
     redis.call('del', KEYS[1])
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    publish(ARGV[2], KEYS[2], ARGV[1])
     if ARGV[1] == '1' then
         -- As in write_release.lua: '0' too, for a Redisson waiter not parked yet.
-        redis.call(ARGV[2], KEYS[2], '0')
+        publish(ARGV[2], KEYS[2], '0')
     end
     return 1
 end

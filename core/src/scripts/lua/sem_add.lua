@@ -7,5 +7,5 @@ if value == false then
 end
 local new = tonumber(value) + tonumber(ARGV[1])
 redis.call('set', KEYS[1], new)
-redis.call(ARGV[2], KEYS[2], new)
+publish(ARGV[2], KEYS[2], new)
 return new

@@ -9,6 +9,6 @@ if done ~= false then
     return tonumber(done)
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], value)
+publish(ARGV[2], KEYS[2], value)
 redis.call('set', KEYS[3], value, 'px', ARGV[3])
 return value

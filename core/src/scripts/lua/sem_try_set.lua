@@ -11,5 +11,5 @@ if tonumber(ARGV[3]) > 0 then
 else
     redis.call('set', KEYS[1], ARGV[1])
 end
-redis.call(ARGV[2], KEYS[2], ARGV[1])
+publish(ARGV[2], KEYS[2], ARGV[1])
 return 1

@@ -8,5 +8,5 @@ if redis.call('del', KEYS[3]) == 0 then
     return 0
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], value)
+publish(ARGV[2], KEYS[2], value)
 return 1

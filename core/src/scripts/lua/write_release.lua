@@ -26,15 +26,15 @@ end
 redis.call('hdel', KEYS[1], ARGV[3])
 if redis.call('hlen', KEYS[1]) == 1 then
     redis.call('del', KEYS[1])
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
-    redis.call(ARGV[4], KEYS[2], '0')
+    publish(ARGV[4], KEYS[2], ARGV[1])
+    publish(ARGV[4], KEYS[2], '0')
     redis.call('set', KEYS[3], 1, 'px', ARGV[5])
     return 1
 end
 redis.call('hset', KEYS[1], 'mode', 'read')
 -- Redisson publishes nothing here; waiting readers may join now, so wake them (a waiting
 -- writer, Java's included, just tries again).
-redis.call(ARGV[4], KEYS[2], ARGV[1])
-redis.call(ARGV[4], KEYS[2], '0')
+publish(ARGV[4], KEYS[2], ARGV[1])
+publish(ARGV[4], KEYS[2], '0')
 redis.call('set', KEYS[3], 2, 'px', ARGV[5])
 return 2

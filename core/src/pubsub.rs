@@ -30,34 +30,8 @@ pub(crate) enum SubState {
     /// SUBSCRIBE failed; waiters poll (bounded by the holder's TTL and the poll interval).
     Failed,
     /// The endpoint has no pub/sub (it refused RESP3 at connect): nothing is subscribed and
-    /// waiters poll with back-off (see [`PollBackoff`]).
+    /// waiters poll with back-off (see `shared::PollBackoff`).
     Unavailable,
-}
-
-/// The pauses of a waiter that no message can wake (no pub/sub on the endpoint, or its
-/// SUBSCRIBE failed): exponential back-off from a sixteenth of `poll_interval` (at least 1
-/// ms) up to `poll_interval`, each pause drawn at random from its upper half, so waiters that
-/// started together spread out. A waiter so tries again at most `poll_interval` after a
-/// release: the hand-off bound without pub/sub is `poll_interval` plus a round trip.
-pub(crate) struct PollBackoff {
-    next: Duration,
-    max: Duration,
-}
-
-impl PollBackoff {
-    /// Back-off up to `poll_interval`.
-    pub(crate) fn new(poll_interval: Duration) -> Self {
-        let max = poll_interval.max(Duration::from_millis(1));
-        PollBackoff { next: (max / 16).max(Duration::from_millis(1)).min(max), max }
-    }
-
-    /// The next pause: between half of the current step and the step, which then doubles up
-    /// to the maximum.
-    pub(crate) fn pause(&mut self) -> Duration {
-        let step = self.next;
-        self.next = (step * 2).min(self.max);
-        step / 2 + crate::shared::jitter(step - step / 2)
-    }
 }
 
 /// Whom a message wakes among the local waiters of its channel.
@@ -437,22 +411,6 @@ fn subscribed(result: redis::RedisResult<()>) -> SubState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn polls_back_off_to_the_poll_interval_with_jitter() {
-        let mut b = PollBackoff::new(Duration::from_millis(100));
-        let pauses: Vec<Duration> = (0..8).map(|_| b.pause()).collect();
-        // Steps 6.25, 12.5, 25, 50, 100, 100...: each pause in its step's upper half.
-        let steps = [6_250u64, 12_500, 25_000, 50_000, 100_000, 100_000, 100_000, 100_000];
-        for (p, step) in pauses.iter().zip(steps) {
-            let step = Duration::from_micros(step);
-            assert!(*p >= step / 2 && *p <= step, "{p:?} outside the upper half of {step:?}");
-        }
-        // Never past the poll interval, and a tiny interval still pauses (1 ms floor).
-        assert!((0..100).all(|_| b.pause() <= Duration::from_millis(100)));
-        let mut tiny = PollBackoff::new(Duration::ZERO);
-        assert!((0..10).all(|_| tiny.pause() <= Duration::from_millis(1)));
-    }
     use std::future::Future;
 
     fn lock_meaning(p: &[u8]) -> Wake {

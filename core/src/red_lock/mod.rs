@@ -37,7 +37,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{lock_message, Guard, Lock, Released};
 use crate::options::positive_ms;
 use crate::owner::Owner;
-use crate::pubsub::{Membership, PollBackoff, SubState};
+use crate::pubsub::{Membership, SubState};
+use crate::shared::PollBackoff;
 use crate::shared::{jitter, pause_before_retry, remaining};
 use crate::watchdog::{ListenerId, LostEvent};
 

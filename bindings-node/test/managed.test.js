@@ -42,10 +42,22 @@ for (const kind of ['proxy-endpoint', 'twemproxy']) {
       // A waiter of another client gets a released lock (woken, or polling where there is no pub/sub).
       const holder = client.lock('node:managed:handoff')
       await holder.acquire()
-      const waiting = other.lock('node:managed:handoff').acquire()
+      const scripts = async () => {
+        let n = 0
+        for (const s of shards) {
+          const stats = await s.info('commandstats')
+          for (const m of stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)) n += Number(m[1])
+        }
+        return n
+      }
+      const tries = await scripts()
+      const theirs = other.lock('node:managed:handoff')
+      const waiting = theirs.acquire()
+      // The waiter is waiting: its first try, and the one after it subscribed (or its polls).
+      await eventually(async () => (await scripts()) >= tries + 2, 10_000, 'the waiter tried')
       assert.equal(await holder.release(), true)
       await waiting
-      assert.equal(await other.lock('node:managed:handoff').release(), true)
+      assert.equal(await theirs.release(), true)
 
       // 4 owners x 25 critical sections on a counter.
       const store = shards[0]

@@ -112,7 +112,7 @@ def test_a_waiter_in_another_process_and_threads_on_a_counter(endpoint: Testbed)
         # The holder's watchdog lease is 30 s: only a wake-up or a poll hands it over sooner.
         handoff = float(line[1]) - released
         assert handoff < 5, handoff
-        print(f"{endpoint.info['kind']}: hand-off to another process {handoff * 1000:.1f} ms")
+        print(f"{endpoint.args[0]}: hand-off to another process {handoff * 1000:.1f} ms")
         assert proc.wait(timeout=30) == 0
     finally:
         proc.kill()

@@ -159,7 +159,10 @@ async fn waiters_poll_and_exclude_each_other_behind_twemproxy() {
     // The waiter is polling: its tries reach the servers while the lock is held.
     let scripts = || proxy.shards().iter().map(|s| s.calls("evalsha") + s.calls("eval")).sum::<u64>();
     let tries = scripts();
-    assert!(common::eventually(Duration::from_secs(5), || scripts() >= tries + 3).await, "the waiter never polled");
+    assert!(
+        common::eventually(Duration::from_secs(5), || scripts() >= tries + 3).await,
+        "the waiter never polled"
+    );
     let release = holder.lock("tw:handoff").unwrap();
     let released = std::time::Instant::now();
     assert!(release.release(&a).await.unwrap().is_unlocked());

@@ -528,9 +528,32 @@ impl Watchdog {
         lock(&self.holds).retain(|k, _| &*k.name != name);
     }
 
-    /// Whether the watchdog lost this hold (and release has not been called since).
+    /// Whether this hold is lost (and release has not been called since): the watchdog lost
+    /// it, or local time says its lease is in doubt now. The second is decided here, not by
+    /// whether the watchdog's timer task has run yet: a process resumed after a pause longer
+    /// than its lease (SIGSTOP, a GC or VM stall) is told at its first look, and the hold is
+    /// marked lost then (its listeners run, its release is refused).
     pub(crate) fn is_lost(&self, key: &HoldKey) -> bool {
+        let (generation, reason) = {
+            let holds = lock(&self.holds);
+            let Some(h) = holds.get(key) else { return false };
+            if h.lost.is_some() {
+                return true;
+            }
+            if h.releasing > 0 || self.doubt_at(h).is_some_and(|at| Instant::now() < at) {
+                return false;
+            }
+            (h.generation, if h.renew { LostReason::LeaseDoubt } else { LostReason::LeaseEnding })
+        };
+        self.mark_lost(key, generation, reason);
         lock(&self.holds).get(key).is_some_and(|h| h.lost.is_some())
+    }
+
+    /// The moment local time stops proving `h`'s lease: its proven end less the margin (see the
+    /// module's doc). `None` when that is before the clock's start (already in doubt).
+    fn doubt_at(&self, h: &Hold) -> Option<Instant> {
+        let lease = if h.renew { self.lease } else { h.lease };
+        h.lease_until.checked_sub(self.margin(lease))
     }
 
     /// Whether this hold is tracked (held, or lost and not yet released).
@@ -667,6 +690,36 @@ mod tests {
     /// Records a watchdog-renewed hold of `owner` under `key`, just acquired.
     fn hold(wd: &Watchdog, k: u8, key: &HoldKey, owner: &Owner) {
         wd.acquired(kind(k), key.clone(), owner, Duration::from_secs(30), true, Instant::now());
+    }
+
+    /// No renewal task runs here: only local time can say the lease is in doubt. A hold whose
+    /// lease, counted from its send, ended while the process was paused is lost at the first
+    /// look, its listener runs at once, and it stays lost.
+    #[test]
+    fn a_hold_past_its_doubt_moment_is_lost_at_the_first_look_without_the_timer() {
+        // A 300 ms lease with a 50 ms doubt margin.
+        let wd = Watchdog::new(
+            Duration::from_millis(300),
+            None,
+            Duration::from_millis(50),
+            Arc::new(Metrics::new(true)),
+        );
+        let owner = Owner::new(uuid::Uuid::new_v4(), 1);
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let h = heard.clone();
+        wd.add_listener(LostFilter::all(), Arc::new(move |e: &LostEvent| lock(&h).push(e.reason)));
+        let fresh = HoldKey { kind: 1, name: "fresh".into(), owner: 1 };
+        wd.acquired(kind(1), fresh.clone(), &owner, Duration::from_millis(300), true, Instant::now());
+        assert!(!wd.is_lost(&fresh));
+        // Sent 260 ms ago: its lease is proven until 40 ms from now, in doubt since 10 ms ago.
+        let sent = Instant::now() - Duration::from_millis(260);
+        let paused = HoldKey { kind: 1, name: "paused".into(), owner: 1 };
+        wd.acquired(kind(1), paused.clone(), &owner, Duration::from_millis(300), true, sent);
+        assert!(wd.is_lost(&paused));
+        assert_eq!(*lock(&heard), [LostReason::LeaseDoubt]);
+        assert!(wd.is_lost(&paused));
+        assert_eq!(lock(&heard).len(), 1, "told once");
+        assert!(!wd.is_lost(&fresh));
     }
 
     #[test]

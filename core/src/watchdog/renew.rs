@@ -67,8 +67,7 @@ struct Wheel {
 impl Wheel {
     /// The moment `h`'s lease is in doubt: its proven end less the margin. Never rounded.
     fn doubt_at(&self, h: &Hold, now: Instant) -> Instant {
-        let lease = if h.renew { self.wd.lease } else { h.lease };
-        h.lease_until.checked_sub(self.wd.margin(lease)).unwrap_or(now)
+        self.wd.doubt_at(h).unwrap_or(now)
     }
 
     /// Makes `at` (or `h`'s doubt moment, when sooner) the hold's one live entry.

@@ -70,16 +70,22 @@ step "ceiling: redis-benchmark EVALSHA acquire/release with 1, 16, 64, 256 in fl
 # A script file that is missing must fail the run: `$(cat missing)` inside the argument would
 # load an empty script, and the ceiling would measure EVALSHA of nothing (it did, 2026-11-23 to
 # 2026-11-26, after the scripts moved to core/src/scripts/lua).
+# A script is its files in the order core loads them (core/src/scripts/mod.rs: the shared
+# functions first, e.g. publish then release).
 load_script() {
-  local f=core/src/scripts/lua/$1.lua body sha
-  [ -s "$f" ] || { echo "bench/run.sh: $f is missing or empty" >&2; exit 1; }
-  body=$(cat "$f")
+  local f files=() body sha
+  for f in "$@"; do
+    f=core/src/scripts/lua/$f.lua
+    [ -s "$f" ] || { echo "bench/run.sh: $f is missing or empty" >&2; exit 1; }
+    files+=("$f")
+  done
+  body=$(cat "${files[@]}")
   sha=$(cli SCRIPT LOAD "$body")
-  [ "$sha" = "$(printf '%s' "$body" | sha1sum | cut -d' ' -f1)" ] || { echo "bench/run.sh: SCRIPT LOAD of $f gave '$sha'" >&2; exit 1; }
+  [ "$sha" = "$(printf '%s' "$body" | sha1sum | cut -d' ' -f1)" ] || { echo "bench/run.sh: SCRIPT LOAD of $* gave '$sha'" >&2; exit 1; }
   echo "$sha"
 }
 acq=$(load_script acquire)
-rel=$(load_script release)
+rel=$(load_script publish release)
 # The best of $reps runs: a ceiling is what the server can do, and a busy machine only lowers it.
 rb() {
   local best=0 v

@@ -39,20 +39,28 @@ static redisContext *connect_one(void) {
     return c;
 }
 
+/* Loads a script: `body`, or (is_path) the files `body` names, separated by '+', in the order
+ * core loads them (core/src/scripts/mod.rs: the shared functions first). */
 static void load(redisContext *c, const char *path_or_body, int is_path, char sha[41]) {
-    char body[8192];
+    char body[16384];
     const char *text = path_or_body;
     if (is_path) {
-        FILE *f = fopen(path_or_body, "r");
-        if (!f) {
-            fprintf(stderr, "peer.c: cannot open %s\n", path_or_body);
-            exit(1);
-        }
-        size_t n = fread(body, 1, sizeof body - 1, f);
-        fclose(f);
-        if (n == 0) {
-            fprintf(stderr, "peer.c: %s is empty\n", path_or_body);
-            exit(1);
+        char paths[512];
+        snprintf(paths, sizeof paths, "%s", path_or_body);
+        size_t n = 0;
+        for (char *save = NULL, *p = strtok_r(paths, "+", &save); p; p = strtok_r(NULL, "+", &save)) {
+            FILE *f = fopen(p, "r");
+            if (!f) {
+                fprintf(stderr, "peer.c: cannot open %s\n", p);
+                exit(1);
+            }
+            size_t got = fread(body + n, 1, sizeof body - 1 - n, f);
+            fclose(f);
+            if (got == 0) {
+                fprintf(stderr, "peer.c: %s is empty\n", p);
+                exit(1);
+            }
+            n += got;
         }
         body[n] = 0;
         text = body;
@@ -165,7 +173,7 @@ int main(int argc, char **argv) {
     }
     redisContext *c = connect_one();
     load(c, "core/src/scripts/lua/acquire.lua", 1, acquire_sha);
-    load(c, "core/src/scripts/lua/release.lua", 1, release_sha);
+    load(c, "core/src/scripts/lua/publish.lua+core/src/scripts/lua/release.lua", 1, release_sha);
     load(c, UNLOCK, 0, unlock_sha);
     redisFree(c);
 

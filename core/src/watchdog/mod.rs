@@ -227,6 +227,18 @@ struct Hold {
     levels: u32,
 }
 
+impl Hold {
+    /// Why this hold is lost once its lease is in doubt: a renewed lease whose renewals were
+    /// not confirmed in time, or a lease nobody renews running out.
+    fn doubt_reason(&self) -> LostReason {
+        if self.renew {
+            LostReason::LeaseDoubt
+        } else {
+            LostReason::LeaseEnding
+        }
+    }
+}
+
 type Listener = Arc<dyn Fn(&LostEvent) + Send + Sync>;
 
 /// Longest time a fresh hold waits before the watchdog task puts it on its queue.
@@ -543,7 +555,7 @@ impl Watchdog {
             if h.releasing > 0 || self.doubt_at(h).is_some_and(|at| Instant::now() < at) {
                 return false;
             }
-            (h.generation, if h.renew { LostReason::LeaseDoubt } else { LostReason::LeaseEnding })
+            (h.generation, h.doubt_reason())
         };
         self.mark_lost(key, generation, reason);
         lock(&self.holds).get(key).is_some_and(|h| h.lost.is_some())

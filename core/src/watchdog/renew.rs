@@ -120,8 +120,7 @@ impl Wheel {
                 }
                 let doubt = self.doubt_at(h, now);
                 if now >= doubt {
-                    let reason = if h.renew { LostReason::LeaseDoubt } else { LostReason::LeaseEnding };
-                    doubted.push((key, generation, reason));
+                    doubted.push((key, generation, h.doubt_reason()));
                     continue;
                 }
                 if h.inflight || !h.renew {

@@ -136,6 +136,9 @@ typedef enum rlock_lock_kind {
   RLOCK_WRITE_LOCK = 3,
   // The fair lock (Redisson `RFairLock`): granted in arrival order across all clients.
   RLOCK_FAIR_LOCK = 4,
+  // The spin lock (Redisson `RSpinLock`): the reentrant lock's hash, but a release publishes
+  // nothing and a waiter polls with back-off (endpoints without pub/sub).
+  RLOCK_SPIN_LOCK = 5,
 } rlock_lock_kind;
 
 // An opaque client: connections to Redis and a watchdog that renews its holds. Create with
@@ -203,7 +206,7 @@ typedef struct rlock_connection_info {
 typedef struct rlock_lost_event {
   // The primitive's name (a lock's or a permit-expirable semaphore's).
   const char *name;
-  // The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"`, `"write"` (the
+  // The kind of hold: `"lock"` (reentrant, fenced, fair and spin locks), `"read"`, `"write"` (the
   // sides of a read-write lock) or `"permit"` (a permit of a permit-expirable semaphore).
   const char *kind;
   // The owner as stored in Redis, `"<client uuid>:<owner id>"` (for a permit, the client's

@@ -21,5 +21,5 @@ interop-jar: deps $(INTEROP_JAR)
 build-interop: interop-jar
 	$(CARGO) build -p rlock-interop
 
-interop: build-interop testbed ## rlock and Redisson share locks (one server, then a cluster): mutex, wake-ups, holds, force-unlock, watchdog, fenced, read-write, fair, semaphore, permit-semaphore, multi-lock, latch; RedLock over three servers
+interop: build-interop testbed ## rlock and Redisson share locks (one server, then a cluster): mutex, wake-ups, holds, force-unlock, watchdog, fenced, read-write, fair, spin, semaphore, permit-semaphore, multi-lock, latch; RedLock over three servers
 	bash tests/interop/run.sh

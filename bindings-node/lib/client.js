@@ -83,6 +83,17 @@ class Client {
   }
 
   /**
+   * A new handle on the spin lock `name` (Redisson's RSpinLock): the reentrant lock's hash, but
+   * a release publishes nothing and a waiter polls with exponential back-off up to
+   * `pollIntervalMs` (with jitter), so it gets a released lock at most `pollIntervalMs` plus a
+   * round trip later. For endpoints without pub/sub, and clients that should hold no
+   * subscription.
+   */
+  spinLock(name) {
+    return this.#handle(name, 'spin')
+  }
+
+  /**
    * A new handle on the read-write lock `name` (Redisson's RReadWriteLock). Its `readLock()` and
    * `writeLock()` share one owner, so the writer may also take read holds (a downgrade).
    */

@@ -21,7 +21,7 @@ class Lock {
     nativeOfLock.set(this, nativePromise)
     /** The lock name (its Redis key). */
     this.name = name
-    /** Which lock of the family: 'lock', 'fenced', 'read', 'write' or 'fair'. */
+    /** Which lock of the family: 'lock', 'fenced', 'read', 'write', 'fair' or 'spin'. */
     this.kind = kind
     /** Whether acquires take fencing tokens (a `client.fencedLock`). */
     this.fenced = kind === 'fenced'

@@ -77,6 +77,28 @@ test('a write release wakes every waiting reader', async () => {
   for (const r of readers) assert.equal(await r.release(), readers.indexOf(r) === 2)
 })
 
+test('a spin lock is the reentrant lock\'s hash; its waiter polls without a subscription', async () => {
+  const n = name('spin')
+  const holder = client.spinLock(n)
+  assert.equal(holder.kind, 'spin')
+  await holder.acquire()
+  assert.deepEqual(await redis.data.hVals(n), ['1'])
+  assert.equal(await other.lock(n).tryAcquire(), false, 'the same lock as client.lock(name)')
+  const evalsha = async () => Number(((await redis.data.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/) || [])[1] || 0)
+  const tries = await evalsha()
+  const waiter = other.spinLock(n)
+  let got = false
+  const waiting = waiter.acquire().then(() => { got = true })
+  // It tries again and again, never subscribed to the lock's channel.
+  await eventually(async () => (await evalsha()) >= tries + 3, 10_000, 'the waiter polled')
+  const channel = `redisson_lock__channel:{${n}}`
+  assert.equal((await redis.data.sendCommand(['PUBSUB', 'NUMSUB', channel]))[1], 0)
+  assert.equal(got, false)
+  assert.equal(await holder.release(), true)
+  await waiting
+  assert.equal(await waiter.release(), true)
+})
+
 test('a fair lock grants in arrival order; aborted and timed-out waiters leave the queue', async () => {
   const n = name('fair')
   const queue = `redisson_lock_queue:{${n}}`

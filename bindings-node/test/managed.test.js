@@ -24,17 +24,21 @@ for (const kind of ['proxy-endpoint', 'twemproxy']) {
       const locks = Array.from({ length: 6 }, (_, i) => client.lock(`node:managed:${i}`))
       const fenced = client.fencedLock('node:managed:fenced')
       const read = client.readWriteLock('node:managed:rw').readLock()
+      const spin = client.spinLock('node:managed:spin')
       for (const l of locks) await l.acquire()
       assert.ok((await fenced.acquire()) >= 1)
       await read.acquire()
-      const holds = 8
+      await spin.acquire()
+      const holds = 9
       const before = (await client.stats()).renewals
       // Three watchdog periods (0.5 s each): every hold renewed three times over.
       await eventually(async () => lost.length > 0 || (await client.stats()).renewals >= before + 3 * holds, 10_000, 'renewals')
       assert.deepEqual(lost, [])
       assert.equal((await client.stats()).renewalFailures, 0)
       for (const l of locks) assert.equal(await other.lock(l.name).tryAcquire(), false)
+      assert.equal(await other.spinLock(spin.name).tryAcquire(), false)
       for (const l of locks) assert.equal(await l.release(), true)
+      assert.equal(await spin.release(), true)
       assert.equal(await fenced.release(), true)
       assert.equal(await read.release(), true)
       assert.deepEqual(lost, [])
@@ -59,12 +63,12 @@ for (const kind of ['proxy-endpoint', 'twemproxy']) {
       await waiting
       assert.equal(await theirs.release(), true)
 
-      // 4 owners x 25 critical sections on a counter.
+      // 4 owners x 25 critical sections on a counter; two through the spin lock of the same name.
       const store = shards[0]
       await store.set('node:managed:counter', '0')
       const owners = [client, other, client, other]
-      await Promise.all(owners.map(async (c) => {
-        const lock = c.lock('node:managed:counter-lock')
+      await Promise.all(owners.map(async (c, i) => {
+        const lock = i < 2 ? c.lock('node:managed:counter-lock') : c.spinLock('node:managed:counter-lock')
         for (let i = 0; i < 25; i++) {
           await lock.acquire()
           const n = Number(await store.get('node:managed:counter'))

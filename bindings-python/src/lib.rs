@@ -139,6 +139,12 @@ impl Client {
         Ok(self.wrap(lock))
     }
 
+    /// A handle on the spin lock `name`.
+    fn spin_lock(&self, name: &str) -> PyResult<Lock> {
+        let lock = self.check()?.spin_lock(name).map_err(map_err)?;
+        Ok(self.wrap(lock))
+    }
+
     /// A handle on the permit-expirable semaphore `name`.
     fn permit_expirable_semaphore(&self, name: &str) -> PyResult<PermitExpirableSemaphore> {
         let sem = self.check()?.permit_expirable_semaphore(name).map_err(map_err)?;

@@ -27,7 +27,7 @@ impl Lock {
         self.inner.name()
     }
 
-    /// Which lock of the family: "lock", "fenced", "read", "write" or "fair".
+    /// Which lock of the family: "lock", "fenced", "read", "write", "fair" or "spin".
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind()

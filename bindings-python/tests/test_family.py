@@ -88,6 +88,37 @@ def test_asyncio_readers_and_writer(client: rlock.Client, name: str) -> None:
     assert log[0] == "w" and sorted(log[1:]) == ["r0", "r1", "r2"]
 
 
+def test_spin_lock_polls_without_a_subscription(client: rlock.Client, url: str, name: str, raw: redis.Redis) -> None:
+    spin = client.spin_lock(name)
+    assert spin.kind == "spin"
+    assert spin.acquire()
+    # The reentrant lock's hash: the same lock as client.lock(name).
+    assert raw.hvals(name) == [b"1"]
+    other = rlock.Client(url)
+    assert not other.lock(name).acquire(blocking=False)
+    got = threading.Event()
+
+    def waiter() -> None:
+        with other.spin_lock(name):
+            got.set()
+
+    before = raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+    t = threading.Thread(target=waiter)
+    t.start()
+    # It tries again and again, never subscribed to the lock's channel.
+    deadline = time.monotonic() + 10
+    while raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0) < before + 3:
+        assert time.monotonic() < deadline, "the waiter never polled"
+        time.sleep(0.01)
+    channel = "redisson_lock__channel:{" + name + "}"
+    assert raw.pubsub_numsub(channel) == [(channel.encode(), 0)]
+    assert not got.is_set()
+    assert spin.release()
+    t.join(10)
+    assert got.is_set() and not t.is_alive()
+    other.close()
+
+
 def test_fair_lock_grants_in_arrival_order(client: rlock.Client, name: str, raw: redis.Redis) -> None:
     lock = client.fair_lock(name)
     assert lock.kind == "fair"

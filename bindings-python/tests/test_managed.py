@@ -55,15 +55,16 @@ def test_holds_of_many_names_stay_held(endpoint: Testbed) -> None:
     locks = [client.lock(f"py:managed:{i}") for i in range(6)]
     fenced = client.fenced_lock("py:managed:fenced")
     read = client.read_write_lock("py:managed:rw").read_lock()
+    spin = client.spin_lock("py:managed:spin")
     permits = client.permit_expirable_semaphore("py:managed:pes")
     assert permits.try_set_permits(1)
     for lock in locks:
         assert lock.acquire()
     assert fenced.acquire() >= 1
-    assert read.acquire()
+    assert read.acquire() and spin.acquire()
     permit = permits.acquire()
     holds = client.tracked_holds()
-    assert holds == 9
+    assert holds == 10
     before = client.stats()["renewals"]
     # Three watchdog periods (0.5 s each): every hold renewed three times over.
     deadline = time.monotonic() + 10
@@ -75,9 +76,10 @@ def test_holds_of_many_names_stay_held(endpoint: Testbed) -> None:
     other = rlock.Client(endpoint.url)
     for lock in locks:
         assert not other.lock(lock.name).acquire(blocking=False)
+    assert not other.spin_lock(spin.name).acquire(blocking=False)
     for lock in locks:
         assert lock.release()
-    assert fenced.release() and read.release()
+    assert fenced.release() and read.release() and spin.release()
     permits.release(permit)
     assert client.tracked_holds() == 0 and not lost
     # Every release latch is deleted, not left to its TTL.
@@ -122,9 +124,11 @@ def test_a_waiter_in_another_process_and_threads_on_a_counter(endpoint: Testbed)
     store.set(counter, 0)
     errors = []
 
-    def work() -> None:
+    def work(spin: bool) -> None:
         try:
-            lock = client.lock("py:managed:counter-lock")
+            # Half of the threads through the spin lock of the same name: the same lock.
+            name = "py:managed:counter-lock"
+            lock = client.spin_lock(name) if spin else client.lock(name)
             for _ in range(25):
                 with lock:
                     n = int(store.get(counter))
@@ -133,7 +137,7 @@ def test_a_waiter_in_another_process_and_threads_on_a_counter(endpoint: Testbed)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
+    threads = [threading.Thread(target=work, args=(i % 2 == 1,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:

@@ -25,6 +25,10 @@ pub(crate) struct RunArgs {
     /// Take a fair lock (Redisson RFairLock): granted in arrival order.
     #[arg(long, conflicts_with = "semaphore")]
     fair: bool,
+    /// Take a spin lock (Redisson RSpinLock): the lock of NAME, but waiting runs poll with
+    /// back-off instead of subscribing, and the release publishes nothing.
+    #[arg(long, conflicts_with_all = ["semaphore", "fair"])]
+    spin: bool,
     /// Let at most N runs share NAME: each takes a permit of the permit-expirable semaphore
     /// NAME (set to N permits when it does not exist yet), which comes back by itself if rlock
     /// dies.
@@ -234,8 +238,14 @@ async fn acquire(
         }
         return Ok(Some(Held::Permit(sem, id)));
     }
-    let lock = if args.fair { client.fair_lock(name) } else { client.lock(name) }
-        .map_err(|e| failure("bad name", &e))?;
+    let lock = if args.fair {
+        client.fair_lock(name)
+    } else if args.spin {
+        client.spin_lock(name)
+    } else {
+        client.lock(name)
+    }
+    .map_err(|e| failure("bad name", &e))?;
     let owner = client.new_owner();
     let got = match args.wait {
         Some(w) => lock.try_acquire(&owner, w, args.lease).await,

@@ -63,6 +63,12 @@ fn the_commands_status_passes_through_and_the_lock_is_freed() {
     let o = output(&server, &["run", "job", "--fair", "--wait", "1s", "--", "true"]);
     assert_eq!(code(&o), 0, "{o:?}");
     assert!(!exists(&server, "job"));
+    // The spin lock: the same pass-through and release; it excludes --fair.
+    let o = output(&server, &["run", "job", "--spin", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(code(&o), 3, "{o:?}");
+    assert!(!exists(&server, "job"));
+    let o = output(&server, &["run", "job", "--spin", "--fair", "--", "true"]);
+    assert_eq!(code(&o), 2, "{o:?}");
     let o = output(&server, &["run", "job", "--", "no-such-command-rlock-test"]);
     assert_eq!(code(&o), 127, "{o:?}");
     assert!(!exists(&server, "job"), "released after a command that could not start");

@@ -196,6 +196,17 @@ impl Client {
         Ok(Lock::with_flavor(self.shared.clone(), name, flavor))
     }
 
+    /// A handle on the spin lock `name` (Redisson `RSpinLock`): the reentrant lock's hash, lease
+    /// and watchdog, but a release publishes nothing and a waiter polls with exponential
+    /// back-off (from a sixteenth of `poll_interval` up to `poll_interval`, with jitter), so a
+    /// waiter gets a released lock at most `poll_interval` plus a round trip later. For
+    /// endpoints without pub/sub, and for clients that should hold no subscription. Shared with
+    /// Redisson's `getSpinLock(name)` both ways. Fails as [`Client::lock`] does.
+    pub fn spin_lock(&self, name: &str) -> Result<Lock> {
+        self.check_name(name)?;
+        Ok(Lock::with_flavor(self.shared.clone(), name, Flavor::Spin))
+    }
+
     /// A handle on the fenced lock `name` (Redisson `RFencedLock`): a reentrant lock whose every
     /// acquire returns a fencing token from the counter `redisson_lock_token:{name}`, which
     /// never expires. Fails as [`Client::lock`] does.

@@ -26,7 +26,7 @@ use crate::latches::request_latch;
 use crate::owner::Owner;
 use crate::scripts;
 use crate::semaphore::{count_message, Semaphore};
-use crate::shared::{Acquiring, Attempt, Shared};
+use crate::shared::{Acquiring, Attempt, Shared, Wakeup};
 use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter, Renewing};
 
 /// A permit renewed by the watchdog: its expiry is pushed out while it is held.
@@ -168,8 +168,7 @@ impl PermitExpirableSemaphore {
         i.shared
             .acquire_until(
                 Acquiring { kind: "permit", name: &i.name, owner: "" },
-                &i.channel,
-                count_message,
+                Wakeup::Channel(&i.channel, count_message),
                 deadline,
                 || async move {
                     Ok(match self.attempt(id, lease_ms, lease.is_none()).await? {

@@ -22,7 +22,7 @@ use crate::latches::request_latch;
 use crate::millis::whole_ms;
 use crate::pubsub::Wake;
 use crate::scripts;
-use crate::shared::{Acquiring, Attempt, Shared};
+use crate::shared::{Acquiring, Attempt, Shared, Wakeup};
 
 /// How long the give-back of an acquire whose answer was lost goes on trying, from the
 /// acquire's send, when its first try gets no answer either; the acquire's latch lives this
@@ -151,8 +151,7 @@ impl Semaphore {
         i.shared
             .acquire_until(
                 Acquiring { kind: "semaphore", name: &i.name, owner: "" },
-                &i.channel,
-                count_message,
+                Wakeup::Channel(&i.channel, count_message),
                 deadline,
                 || async move {
                     Ok(if self.attempt(permits).await? { Attempt::Done(()) } else { Attempt::Busy(None) })

@@ -48,7 +48,7 @@ pub(crate) struct Shared {
 
 /// An acquire, as the metrics and traces name it.
 pub(crate) struct Acquiring<'a> {
-    /// `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"`, `"semaphore"` or `"permit"`.
+    /// `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"`, `"spin"`, `"semaphore"` or `"permit"`.
     pub(crate) kind: &'static str,
     /// The primitive's name.
     pub(crate) name: &'a str,
@@ -350,8 +350,7 @@ impl Shared {
     pub(crate) async fn acquire_until<T, F, Fut>(
         &self,
         what: Acquiring<'_>,
-        channel: &str,
-        meaning: Meaning,
+        wakeup: Wakeup<'_>,
         deadline: Option<Instant>,
         attempt: F,
     ) -> Result<Option<T>>
@@ -364,10 +363,7 @@ impl Shared {
             tracing::debug_span!("rlock.acquire", name = what.name, kind = what.kind, owner = what.owner);
         let start = Instant::now();
         let mut contended = false;
-        let got = self
-            .wait_loop(channel, meaning, deadline, &mut contended, attempt)
-            .instrument(span.clone())
-            .await;
+        let got = self.wait_loop(wakeup, deadline, &mut contended, attempt).instrument(span.clone()).await;
         let waited = start.elapsed();
         let _entered = span.enter();
         match &got {
@@ -407,14 +403,13 @@ impl Shared {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<Attempt<T>>>,
     {
-        self.wait_loop(channel, meaning, deadline, &mut false, attempt).await
+        self.wait_loop(Wakeup::Channel(channel, meaning), deadline, &mut false, attempt).await
     }
 
     /// [`Self::wait_until`], setting `contended` once an attempt found the primitive busy.
     async fn wait_loop<T, F, Fut>(
         &self,
-        channel: &str,
-        meaning: Meaning,
+        wakeup: Wakeup<'_>,
         deadline: Option<Instant>,
         contended: &mut bool,
         mut attempt: F,
@@ -461,24 +456,31 @@ impl Shared {
             if left == Some(Duration::ZERO) {
                 return Ok(None);
             }
-            let Some(m) = membership.as_ref() else {
-                // Subscribe, then try again before waiting: a message that raced the
-                // subscription is caught by that retry.
-                let m = self.pubsub.join(channel, meaning);
-                let mut state = m.channel.state();
-                let limit =
-                    left.map_or(options.subscription_timeout, |l| l.min(options.subscription_timeout));
-                tokio::select! {
-                    _ = self.closed.cancelled() => return Err(Error::closed()),
-                    _ = tokio::time::timeout(limit, state.wait_for(|s| *s != SubState::Pending)) => {}
-                }
-                membership = Some(m);
-                continue;
-            };
             let mut sleep = bound.unwrap_or(Duration::from_secs(1));
-            if *m.channel.state().borrow() != SubState::Active {
-                self.pubsub.retry_subscribe(m);
-                sleep = sleep.min(polls.pause());
+            match (&membership, &wakeup) {
+                (None, Wakeup::Channel(channel, meaning)) => {
+                    // Subscribe, then try again before waiting: a message that raced the
+                    // subscription is caught by that retry.
+                    let m = self.pubsub.join(channel, *meaning);
+                    let mut state = m.channel.state();
+                    let limit =
+                        left.map_or(options.subscription_timeout, |l| l.min(options.subscription_timeout));
+                    tokio::select! {
+                        _ = self.closed.cancelled() => return Err(Error::closed()),
+                        _ = tokio::time::timeout(limit, state.wait_for(|s| *s != SubState::Pending)) => {}
+                    }
+                    membership = Some(m);
+                    continue;
+                }
+                (Some(m), _) => {
+                    if *m.channel.state().borrow() != SubState::Active {
+                        self.pubsub.retry_subscribe(m);
+                        sleep = sleep.min(polls.pause());
+                    }
+                }
+                // No message comes: the next try is after the back-off's pause, or the holder's
+                // lease when that ends first.
+                (None, Wakeup::Poll) => sleep = sleep.min(polls.pause()),
             }
             if let Some(l) = left {
                 sleep = sleep.min(l);
@@ -509,6 +511,15 @@ impl Shared {
             _ = tokio::time::sleep(d) => Ok(()),
         }
     }
+}
+
+/// How a waiter hears that what it waits for may have become free.
+#[derive(Clone, Copy)]
+pub(crate) enum Wakeup<'a> {
+    /// A message on the channel, whose payload the [`Meaning`] reads.
+    Channel(&'a str, Meaning),
+    /// Nothing: its releases publish no message (a spin lock), so it polls with [`PollBackoff`].
+    Poll,
 }
 
 /// The deadline of a wait of at most `wait` from now (`None`: no deadline). `InvalidArgument`

@@ -92,8 +92,9 @@ async fn grants_in_arrival_order_across_clients() {
     }
     // Channels: each waiter on its own. A waiter subscribes after its first attempt queued it
     // (as Redisson does), so the last one's subscription can follow its queue entry.
-    let own_channels =
-        || server.pubsub_channels().iter().filter(|c| c.starts_with("redisson_lock__channel:{fair}:")).count();
+    let own_channels = || {
+        server.pubsub_channels().iter().filter(|c| c.starts_with("redisson_lock__channel:{fair}:")).count()
+    };
     assert!(
         common::eventually(Duration::from_secs(5), || own_channels() == 6).await,
         "{} channels",

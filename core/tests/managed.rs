@@ -41,9 +41,10 @@ async fn every_kind_stays_held(url: &str, servers: &[&Server]) {
     let read = c.read_write_lock("pe:rw:read").unwrap().read_lock();
     let write = c.read_write_lock("pe:rw:write").unwrap().write_lock();
     let fair = c.fair_lock("pe:fair").unwrap();
+    let spin = c.spin_lock("pe:spin").unwrap();
     let pes = c.permit_expirable_semaphore("pe:pes").unwrap();
     assert!(pes.try_set_permits(2, None).await.unwrap());
-    for l in locks.iter().chain([&read, &write, &fair]) {
+    for l in locks.iter().chain([&read, &write, &fair, &spin]) {
         l.acquire(&owner).await.unwrap();
     }
     for f in &fenced {
@@ -51,7 +52,7 @@ async fn every_kind_stays_held(url: &str, servers: &[&Server]) {
     }
     let permits = [pes.acquire(None).await.unwrap(), pes.acquire(None).await.unwrap()];
     let holds = c.tracked_holds() as u64;
-    assert_eq!(holds, 13);
+    assert_eq!(holds, 14);
 
     // Three watchdog periods: every hold renewed three times over (renewals count holds).
     let before = c.stats().renewals;
@@ -69,6 +70,7 @@ async fn every_kind_stays_held(url: &str, servers: &[&Server]) {
         assert!(!other.lock(l.name()).unwrap().try_acquire(&rival, Duration::ZERO, None).await.unwrap());
     }
     assert!(!other.fair_lock("pe:fair").unwrap().try_acquire(&rival, Duration::ZERO, None).await.unwrap());
+    assert!(!other.spin_lock("pe:spin").unwrap().try_acquire(&rival, Duration::ZERO, None).await.unwrap());
     for f in &fenced {
         assert!(other
             .fenced_lock(f.name())
@@ -84,7 +86,7 @@ async fn every_kind_stays_held(url: &str, servers: &[&Server]) {
     assert!(!their_read.try_acquire(&rival, Duration::ZERO, None).await.unwrap());
     assert_eq!(other.permit_expirable_semaphore("pe:pes").unwrap().available_permits().await.unwrap(), 0);
 
-    for l in locks.iter().chain([&read, &write, &fair]) {
+    for l in locks.iter().chain([&read, &write, &fair, &spin]) {
         assert!(l.release(&owner).await.unwrap().is_unlocked(), "{}", l.name());
     }
     for f in &fenced {
@@ -145,7 +147,8 @@ async fn holds_of_many_names_stay_held_behind_twemproxy() {
 
 /// Behind twemproxy (no pub/sub), waiters poll: a waiter on another client gets a released lock
 /// long before the holder's lease would have ended, and 4 tasks x 25 critical sections on a
-/// counter read and written through the proxy keep it exact.
+/// counter read and written through the proxy keep it exact (two through the lock, two through
+/// the spin lock of the same name).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_poll_and_exclude_each_other_behind_twemproxy() {
     let proxy = standin::Twemproxy::start().unwrap();
@@ -186,12 +189,15 @@ async fn waiters_poll_and_exclude_each_other_behind_twemproxy() {
     let mut conn = raw.get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("SET").arg("tw:counter").arg(0).query_async(&mut conn).await.unwrap();
     let mut tasks = Vec::new();
-    for _ in 0..4 {
+    for i in 0..4 {
         let client = Client::connect(&proxy.url(), ClientOptions::default()).await.unwrap();
         let mut conn = conn.clone();
         tasks.push(tokio::spawn(async move {
             let owner = client.new_owner();
-            let lock = client.lock("tw:counter-lock").unwrap();
+            // Half of them through the spin lock of the same name: the same lock.
+            let lock =
+                if i % 2 == 0 { client.lock("tw:counter-lock") } else { client.spin_lock("tw:counter-lock") };
+            let lock = lock.unwrap();
             for _ in 0..25 {
                 lock.acquire(&owner).await.unwrap();
                 let n: i64 = redis::cmd("GET").arg("tw:counter").query_async(&mut conn).await.unwrap();

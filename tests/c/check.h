@@ -111,6 +111,7 @@ void test_lost_per_handle(void);
 void test_threads(void);
 void test_fenced(void);
 void test_read_write_and_fair(void);
+void test_spin(void);
 void test_semaphore(void);
 void test_permit_semaphore(void);
 void test_multi_lock(void);

@@ -408,3 +408,48 @@ void test_read_write_and_fair(void) {
     rlock_lock_free(fair);
 }
 
+
+/* The spin lock: the reentrant lock's hash, and a waiter that polls instead of subscribing. */
+static rlock_lock *spin;
+static atomic_int spin_got;
+
+static void *spin_waiter(void *arg) {
+    (void)arg;
+    if (rlock_lock_acquire(spin, 31, RLOCK_FOREVER, RLOCK_FOREVER, NULL) == RLOCK_OK) atomic_store(&spin_got, 1);
+    return NULL;
+}
+
+/* How many EVALSHA calls the test server has run. */
+static long evalsha_calls(void) {
+    return redis_last_int("INFO commandstats | grep -o 'cmdstat_evalsha:calls=[0-9]*' | cut -d= -f2");
+}
+
+void test_spin(void) {
+    bool b = false;
+    rlock_lock *plain = lock_on(client, "c:spin", RLOCK_LOCK);
+    spin = lock_on(client, "c:spin", RLOCK_SPIN_LOCK);
+    if (!plain || !spin) return;
+    CHECK_RC(rlock_lock_acquire(spin, 30, RLOCK_FOREVER, RLOCK_FOREVER, NULL), RLOCK_OK);
+    /* The same lock as the reentrant lock of its name. */
+    CHECK_RC(rlock_lock_acquire(plain, 32, 0, RLOCK_FOREVER, NULL), RLOCK_NOT_ACQUIRED);
+    CHECK_RC(rlock_lock_is_held(plain, 30, &b), RLOCK_OK);
+    CHECK(b);
+    long tries = evalsha_calls();
+    pthread_t t;
+    pthread_create(&t, NULL, spin_waiter, NULL);
+    /* The waiter tries again and again... */
+    double until = now_ms() + 20000;
+    while (evalsha_calls() < tries + 3 && now_ms() < until) sleep_ms(5);
+    CHECK(evalsha_calls() >= tries + 3);
+    /* ...without a subscription, and gets the lock once it is released. */
+    CHECK(redis_last_int("PUBSUB NUMSUB 'redisson_lock__channel:{c:spin}'") == 0);
+    CHECK(!atomic_load(&spin_got));
+    CHECK_RC(rlock_lock_release(spin, 30, &b), RLOCK_OK);
+    CHECK(b);
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&spin_got));
+    CHECK_RC(rlock_lock_release(spin, 31, &b), RLOCK_OK);
+    CHECK(b);
+    rlock_lock_free(spin);
+    rlock_lock_free(plain);
+}

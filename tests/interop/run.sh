@@ -13,7 +13,7 @@ RUST=${INTEROP_RUST:-target/debug/interop}
 # The Maven build output; point it elsewhere to try another Redisson build (see README.md).
 JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
 JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"
-SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair semaphore permit-semaphore multi-lock latch redlock})
+SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair spin semaphore permit-semaphore multi-lock latch redlock})
 TOPOLOGIES=(${INTEROP_TOPOLOGIES:-single cluster three})
 # Bound on one scenario: nothing may hang the run.
 LIMIT=${INTEROP_TIMEOUT:-120}

@@ -64,6 +64,7 @@ __all__ = [
     "fenced_lock",
     "read_write_lock",
     "fair_lock",
+    "spin_lock",
     "semaphore",
     "permit_expirable_semaphore",
     "multi_lock",
@@ -161,6 +162,11 @@ def count_down_latch(name: str) -> CountDownLatch:
 def fair_lock(name: str) -> Lock:
     """The fair lock ``name`` on the default client, made on first use (see :func:`configure`)."""
     return _default_client().fair_lock(name)
+
+
+def spin_lock(name: str) -> Lock:
+    """The spin lock ``name`` on the default client, made on first use (see :func:`configure`)."""
+    return _default_client().spin_lock(name)
 
 
 def _after_fork_in_child() -> None:

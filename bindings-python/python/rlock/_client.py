@@ -75,6 +75,14 @@ class Client:
         (timeout, Ctrl-C, cancellation, a closed client) leaves the queue."""
         return Lock(self, self._native.fair_lock(name))
 
+    def spin_lock(self, name: str) -> Lock:
+        """A handle on the spin lock ``name`` (Redisson's ``RSpinLock``): a :class:`Lock` on the
+        reentrant lock's hash whose releases publish nothing and whose waiters poll with
+        exponential back-off up to ``poll_interval`` (with jitter), so a waiter gets a released
+        lock at most ``poll_interval`` plus a round trip later. For endpoints without pub/sub,
+        and for clients that should hold no subscription."""
+        return Lock(self, self._native.spin_lock(name))
+
     def describe(self, name: str) -> Description:
         """What lives under ``name``, read without changing anything: the kind found (``"lock"``,
         ``"fenced_lock"``, ..., ``"semaphore_or_latch"`` when nobody waits to tell them apart,

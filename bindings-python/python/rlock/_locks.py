@@ -256,9 +256,9 @@ class Lock(_Reentrant):
         return f"<rlock.Lock {self.name!r}>" if kind == "lock" else f"<rlock.Lock {self.name!r} ({kind})>"
 
     @property
-    def kind(self) -> Literal["lock", "fenced", "read", "write", "fair"]:
+    def kind(self) -> Literal["lock", "fenced", "read", "write", "fair", "spin"]:
         """Which lock of the family: ``"lock"`` (reentrant), ``"fenced"``, ``"read"`` or
-        ``"write"`` (the sides of a :class:`ReadWriteLock`), or ``"fair"``."""
+        ``"write"`` (the sides of a :class:`ReadWriteLock`), ``"fair"`` or ``"spin"``."""
         return self._native.kind
 
     def locked(self) -> bool:

@@ -18,7 +18,7 @@ class LostEvent:
 
     #: The lock (or semaphore) name.
     name: str
-    #: The kind of hold: ``"lock"`` (reentrant, fenced and fair locks), ``"read"``,
+    #: The kind of hold: ``"lock"`` (reentrant, fenced, fair and spin locks), ``"read"``,
     #: ``"write"``, ``"permit"`` (a permit of a permit-expirable semaphore), or ``"red_lock"``
     #: (a :class:`RedLock` left with fewer than a majority of its servers).
     kind: str

@@ -47,6 +47,9 @@ pub enum rlock_lock_kind {
     RLOCK_WRITE_LOCK = 3,
     /// The fair lock (Redisson `RFairLock`): granted in arrival order across all clients.
     RLOCK_FAIR_LOCK = 4,
+    /// The spin lock (Redisson `RSpinLock`): the reentrant lock's hash, but a release publishes
+    /// nothing and a waiter polls with back-off (endpoints without pub/sub).
+    RLOCK_SPIN_LOCK = 5,
 }
 
 /// An opaque handle on one lock: `rlock_lock_new` makes it, `rlock_lock_free` frees it.
@@ -107,6 +110,7 @@ pub unsafe extern "C" fn rlock_lock_new(
                 2 => (core.read_write_lock(name)?.read_lock(), rlock_lock_kind::RLOCK_READ_LOCK),
                 3 => (core.read_write_lock(name)?.write_lock(), rlock_lock_kind::RLOCK_WRITE_LOCK),
                 4 => (core.fair_lock(name)?, rlock_lock_kind::RLOCK_FAIR_LOCK),
+                5 => (core.spin_lock(name)?, rlock_lock_kind::RLOCK_SPIN_LOCK),
                 k => return Err(Failure::invalid(format!("kind {k} is not an rlock_lock_kind"))),
             };
             Ok(rlock_lock { client: c, lock, kind, listeners: HandleListeners::default() })

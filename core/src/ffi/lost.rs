@@ -14,7 +14,7 @@ use crate::watchdog::{ListenerId, LostEvent};
 pub struct rlock_lost_event {
     /// The primitive's name (a lock's or a permit-expirable semaphore's).
     pub name: *const c_char,
-    /// The kind of hold: `"lock"` (reentrant, fenced and fair locks), `"read"`, `"write"` (the
+    /// The kind of hold: `"lock"` (reentrant, fenced, fair and spin locks), `"read"`, `"write"` (the
     /// sides of a read-write lock) or `"permit"` (a permit of a permit-expirable semaphore).
     pub kind: *const c_char,
     /// The owner as stored in Redis, `"<client uuid>:<owner id>"` (for a permit, the client's

@@ -14,7 +14,7 @@ use crate::owner::Owner;
 use crate::pubsub::Meaning;
 use crate::replicas::Synced;
 use crate::scripts::{self};
-use crate::shared::{Acquiring, Attempt};
+use crate::shared::{Acquiring, Attempt, Wakeup};
 
 use crate::millis::whole_ms;
 
@@ -49,6 +49,11 @@ impl Lock {
             ),
             _ => (Cow::Borrowed(&inner.channel), lock_message, 0),
         };
+        // A spin lock's releases publish nothing: its waiters poll.
+        let wakeup = match inner.flavor {
+            Flavor::Spin => Wakeup::Poll,
+            _ => Wakeup::Channel(&channel, meaning),
+        };
         let queue_up = wait != Some(Duration::ZERO);
         // The give-up step of the fair-queue place this waiter holds (see `attempt`).
         let queued: Mutex<Option<Undo>> = Mutex::new(None);
@@ -57,8 +62,7 @@ impl Lock {
         let got = shared
             .acquire_until(
                 Acquiring { kind: self.kind(), name: &inner.name, owner: owner.as_str() },
-                &channel,
-                meaning,
+                wakeup,
                 deadline,
                 || async move {
                     Ok(match self.attempt(owner, lease, renew, fair_wait_ms, queue_up).await? {
@@ -261,7 +265,7 @@ impl Lock {
                     )
                     .await
                 }
-                Flavor::Reentrant => {
+                Flavor::Reentrant | Flavor::Spin => {
                     scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await?
                 }
                 Flavor::Read { .. } => {

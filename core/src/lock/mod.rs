@@ -23,7 +23,7 @@ mod acquire;
 mod query;
 mod release;
 
-/// The reentrant lock's hold, renewed with its renewal step (also the fenced and fair locks').
+/// The reentrant lock's hold, renewed with its renewal step (also the fenced, fair and spin locks').
 pub(crate) static REENTRANT: HoldKind = HoldKind {
     id: 0,
     name: "lock",
@@ -82,6 +82,9 @@ pub(crate) enum Flavor {
     Write,
     /// Redisson `RFairLock`: waiters queue in `queue`, with deadlines in `timeouts`.
     Fair { queue: String, timeouts: String },
+    /// Redisson `RSpinLock`: `RLock`'s hash and steps, but a release publishes nothing and a
+    /// waiter polls with back-off (for endpoints without pub/sub, or many short waits).
+    Spin,
 }
 
 impl Flavor {
@@ -224,12 +227,22 @@ impl Lock {
         }
     }
 
+    /// How this lock's releases publish: the client's `PUBLISH` or `SPUBLISH`, or not at all
+    /// (a spin lock, whose waiters poll).
+    fn publish_command(&self) -> &'static str {
+        match self.inner.flavor {
+            Flavor::Spin => scripts::NO_PUBLISH,
+            _ => self.inner.shared.publish_command(),
+        }
+    }
+
     /// The lock name (also its Redis key).
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
-    /// Which lock of the family this is: `"lock"`, `"fenced"`, `"read"`, `"write"` or `"fair"`.
+    /// Which lock of the family this is: `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"` or
+    /// `"spin"`.
     pub fn kind(&self) -> &'static str {
         match self.inner.flavor {
             Flavor::Reentrant => "lock",
@@ -237,6 +250,7 @@ impl Lock {
             Flavor::Read { .. } => "read",
             Flavor::Write => "write",
             Flavor::Fair { .. } => "fair",
+            Flavor::Spin => "spin",
         }
     }
 

@@ -56,7 +56,7 @@ impl Lock {
         let key = self.key(owner);
         let latch = request_latch(&inner.latch_prefix, shared.id());
         let kind = match &inner.flavor {
-            Flavor::Reentrant | Flavor::Fenced { .. } => ReleaseKind::Reentrant,
+            Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin => ReleaseKind::Reentrant,
             Flavor::Read { key_prefix } => ReleaseKind::Read {
                 timeout_prefix: keys::read_timeout_prefix(&inner.name, owner.as_str()),
                 key_prefix,
@@ -70,7 +70,7 @@ impl Lock {
             latch: &latch,
             lease_ms: whole_ms(shared.watchdog().release_lease(&key)),
             owner: owner.as_str(),
-            publish: shared.publish_command(),
+            publish: self.publish_command(),
             latch_ttl_ms: shared.latch_ttl_ms(),
             kind,
         };
@@ -133,11 +133,11 @@ impl Lock {
         let inner = &self.inner;
         let shared = &inner.shared;
         shared.check_open()?;
-        let publish = shared.publish_command();
+        let publish = self.publish_command();
         let mut conn = shared.conn();
         let (name, channel) = (&*inner.name, inner.channel.as_str());
         let deleted = match &inner.flavor {
-            Flavor::Reentrant | Flavor::Fenced { .. } => {
+            Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin => {
                 scripts::force_unlock(&mut conn, name, channel, publish).await
             }
             Flavor::Read { .. } => {

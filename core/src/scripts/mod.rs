@@ -123,6 +123,10 @@ impl Lua {
     }
 }
 
+/// The publish argument of a release that publishes nothing (a spin lock's: its waiters poll);
+/// `lua/publish.lua` sends nothing for it.
+pub(crate) const NO_PUBLISH: &str = "NONE";
+
 /// Payload of an unlock message: wakes one waiter per subscribed client.
 pub(crate) const UNLOCK_MESSAGE: &str = "0";
 /// Payload of a read-unlock message: wakes every waiter.

@@ -29,7 +29,7 @@ pub(crate) async fn mutex(ctx: &Ctx) -> R<()> {
             for i in 0..PER_OWNER {
                 let lock = &locks[(i + t) % 2];
                 tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&owner)).await??;
-                critical_section(data.clone(), lock.name(), "rust").await?;
+                critical_section(data.clone(), lock.name(), "rust", "interop:mutex").await?;
                 check(lock.release(&owner).await? == Released::Unlocked, "release should unlock")?;
             }
             R::Ok(())
@@ -67,8 +67,9 @@ pub(crate) async fn mutex(ctx: &Ctx) -> R<()> {
     Ok(())
 }
 
-/// One critical section of [`mutex`], on the data connection.
-async fn critical_section(mut data: Conn, name: &str, side: &str) -> R<()> {
+/// One critical section of [`mutex`] (and of the spin scenario), on the data connection: the
+/// overlaps and cross-side hand-offs are counted in `<tally>:violations` and `<tally>:handoffs`.
+pub(crate) async fn critical_section(mut data: Conn, name: &str, side: &str, tally: &str) -> R<()> {
     let marker = format!("{name}:marker");
     let set: bool = redis::cmd("SET")
         .arg(&marker)
@@ -78,14 +79,14 @@ async fn critical_section(mut data: Conn, name: &str, side: &str) -> R<()> {
         .await?
         .is_some();
     if !set {
-        let _: i64 = data.incr("interop:mutex:violations", 1).await?;
+        let _: i64 = data.incr(format!("{tally}:violations"), 1).await?;
     }
     let counter = format!("{name}:counter");
     let n: Option<i64> = data.get(&counter).await?;
     let () = data.set(&counter, n.unwrap_or(0) + 1).await?;
     let prev: Option<String> = data.getset(format!("{name}:last"), side).await?;
     if prev.is_some_and(|p| p != side) {
-        let _: i64 = data.incr("interop:mutex:handoffs", 1).await?;
+        let _: i64 = data.incr(format!("{tally}:handoffs"), 1).await?;
     }
     if set {
         let _: i64 = data.del(&marker).await?;

@@ -27,6 +27,7 @@ mod multi_lock;
 mod red_lock;
 mod rwlock;
 mod semaphore;
+mod spin;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -110,6 +111,7 @@ async fn main() {
         "latch" => latch::latch(&ctx).await,
         "rwlock" => rwlock::rwlock(&ctx).await,
         "fair" => fair::fair(&ctx).await,
+        "spin" => spin::spin(&ctx).await,
         "permit-semaphore" => semaphore::permit_semaphore(&ctx).await,
         "multi-lock" => multi_lock::multi_lock(&ctx).await,
         "redlock" => red_lock::red_lock(&ctx, &urls).await,

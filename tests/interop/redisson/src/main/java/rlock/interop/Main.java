@@ -86,6 +86,7 @@ public final class Main {
                 case "fenced" -> new FencedScenario(session).fenced();
                 case "rwlock" -> new RwLockScenario(session).rwlock();
                 case "fair" -> new FairScenario(session).fair();
+                case "spin" -> new SpinScenario(session).spin();
                 case "semaphore" -> new SemaphoreScenarios(session).semaphore();
                 case "permit-semaphore" -> new SemaphoreScenarios(session).permitSemaphore();
                 case "multi-lock" -> new MultiLockScenario(session).multiLock();

@@ -127,3 +127,33 @@ async fn a_semaphore_give_back_that_gets_no_answer_is_tried_again_after_the_heal
     let back = eventually(Duration::from_secs(5), || count(&mut conn) == 3).await;
     assert!(back, "the permits were never given back: {} left", count(&mut conn));
 }
+
+/// A fair-lock waiter whose acquire was queued by the script but whose reply was lost: no
+/// answer brought its give-up step, and before, its place stayed in the queue until its
+/// deadline (300 s), holding up every waiter behind it. Seen in the chaos suite's fair-cancel
+/// case under load, as hundreds of one client's places left behind.
+#[tokio::test]
+async fn a_fair_waiter_whose_reply_is_lost_leaves_the_queue() {
+    let server = Server::start().unwrap();
+    let holder_client = common::client(&server).await;
+    let holder = holder_client.new_owner();
+    holder_client.fair_lock("lost-reply:fair").unwrap().acquire(&holder).await.unwrap();
+    let proxy = Proxy::start(server.port()).unwrap();
+    let client = Client::connect(&proxy.url(), options()).await.unwrap();
+    let (lock, owner) = (client.fair_lock("lost-reply:fair").unwrap(), client.new_owner());
+    // The scripts are loaded first: a wait that runs out queues, then gives up.
+    assert!(!lock.try_acquire(&owner, Duration::from_millis(50), None).await.unwrap());
+    proxy.cut_replies(true);
+    let err = lock.try_acquire(&owner, Duration::from_secs(5), None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let mut conn = server.conn();
+    let queue = "redisson_lock_queue:{lost-reply:fair}";
+    let left = eventually(Duration::from_secs(5), || !conn.exists::<_, bool>(queue).unwrap()).await;
+    assert!(
+        left,
+        "the waiter's place was left in the queue: {:?}",
+        conn.lrange::<_, Vec<String>>(queue, 0, -1)
+    );
+    assert!(!conn.exists::<_, bool>("redisson_lock_timeout:{lost-reply:fair}").unwrap());
+    proxy.cut_replies(false);
+}

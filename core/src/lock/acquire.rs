@@ -133,6 +133,14 @@ impl Lock {
                 let acquired = match lock.run_acquire(&owner, whole_ms(lease), fair_wait_ms, queue_up).await {
                     Ok(acquired) => acquired,
                     Err(e) => {
+                        if e.outcome_unknown() && matches!(inner.flavor, Flavor::Fair { .. }) && queue_up {
+                            // The script may have queued `owner` before its reply was lost, and
+                            // no answer brought its give-up step: left there, the waiters
+                            // behind would wait for its deadline (300 s by default). Given up
+                            // in the background now; a caller still waiting queues again at
+                            // its next try.
+                            drop(lock.give_up(&owner, fair_wait_ms));
+                        }
                         if e.outcome_unknown() && !lock.is_tracked(&owner) {
                             // Only the reply may be lost, and `owner` held nothing here before:
                             // release what the script may have taken before anything retries

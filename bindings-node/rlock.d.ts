@@ -616,6 +616,8 @@ export interface Stats {
   hold: StatsSummary
   /** Errors returned by acquires and releases, by kind as core names it (`timeout`, `not_held`, ...). */
   errors: Record<string, number>
+  /** The server's `maxmemory-policy` when it may evict a held lock's key (anything but `noeviction`), as read at connect; null for `noeviction` or where `CONFIG` is refused. */
+  evictionPolicy: string | null
 }
 
 /** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version the addon was built from). */

@@ -66,6 +66,9 @@
 // `RLOCK_PANIC`, stay 0).
 #define RLOCK_STATS_ERROR_SLOTS 16
 
+// Size of `rlock_stats.eviction_policy`, its NUL included.
+#define RLOCK_STATS_POLICY_LEN 32
+
 // The major part of the version of `include/rlock.h` (`RLOCK_VERSION`, a string
 // "MAJOR.MINOR.PATCH" made of these parts; `rlock_version()` gives the loaded library's).
 #define RLOCK_VERSION_MAJOR 0
@@ -266,6 +269,10 @@ typedef struct rlock_stats {
   // Errors returned by acquires and releases, by result code: `errors[RLOCK_TIMEOUT]` is
   // the number of timeouts.
   uint64_t errors[RLOCK_STATS_ERROR_SLOTS];
+  // The server's `maxmemory-policy` when it may evict a held lock's key (anything but
+  // `noeviction`), as read at connect, NUL-terminated; empty for `noeviction` or where
+  // `CONFIG` is refused. Set whether or not `metrics` is on.
+  char eviction_policy[RLOCK_STATS_POLICY_LEN];
 } rlock_stats;
 
 

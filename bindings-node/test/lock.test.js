@@ -432,6 +432,7 @@ test('stats() and prometheusText() count what happened', async () => {
   const c = new Client(redis.url, { appName: 'node-stats' })
   try {
     const n = name('stats')
+    assert.equal((await c.stats()).evictionPolicy, null, 'the test server does not evict')
     for (let i = 0; i < 3; i++) await c.withLock(n, () => {})
     const held = await c.acquire(n)
     const scripts = async () =>

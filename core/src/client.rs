@@ -307,10 +307,13 @@ impl Client {
 
     /// The client's figures since it connected: acquires (contended, timed out), releases,
     /// renewals and their failures, lost holds, pub/sub wake-ups, reconnects, wait and hold
-    /// times (p50/p99), errors by kind. All zero with the `metrics` option off. Cheap: reads
-    /// atomics, sends nothing.
+    /// times (p50/p99), errors by kind (all zero with the `metrics` option off), and the
+    /// server's eviction policy when it may evict a held lock's key. Cheap: reads atomics,
+    /// sends nothing.
     pub fn stats(&self) -> Stats {
-        self.shared.metrics().stats()
+        let mut stats = self.shared.metrics().stats();
+        stats.eviction_policy = self.shared.eviction_policy().map(str::to_owned);
+        stats
     }
 
     /// [`Client::stats`] in the Prometheus text exposition format (version 0.0.4), for a

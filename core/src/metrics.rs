@@ -147,6 +147,11 @@ pub struct Stats {
     /// Errors returned by acquires, releases and other calls that reached Redis, by kind
     /// (`"timeout"`, `"not_held"`, ...); every kind is present.
     pub errors: BTreeMap<&'static str, u64>,
+    /// The server's `maxmemory-policy` when it may evict keys under memory pressure (anything
+    /// but `noeviction`: a held lock's key can then be evicted, and another owner takes the
+    /// lock), as read with `CONFIG GET` at connect (on a cluster, slot 0's master's); `None`
+    /// for `noeviction`, or where `CONFIG` is refused. Set whether or not `metrics` is on.
+    pub eviction_policy: Option<String>,
 }
 
 impl Stats {
@@ -275,6 +280,7 @@ impl Metrics {
                 .zip(&self.errors)
                 .map(|(k, c)| (k.as_str(), c.load(Relaxed)))
                 .collect(),
+            eviction_policy: None,
         }
     }
 

@@ -40,6 +40,9 @@ pub(crate) struct Shared {
     topology: Topology,
     sharded: bool,
     metrics: Arc<Metrics>,
+    /// The server's `maxmemory-policy` when it may evict a held lock's key (anything but
+    /// `noeviction`), as read at connect.
+    eviction_policy: Option<String>,
     /// RedLock member tries a round stopped waiting for, still under way in the background,
     /// by the hold each would take (see `red_lock::strays`). Per client, not per RedLock
     /// handle: users make a new handle for every acquire.
@@ -88,6 +91,14 @@ impl Shared {
             }
         });
         let conns = conn::connect(target, &options, on_push).await?;
+        let eviction_policy = conns.maxmemory_policy.filter(|p| p != "noeviction");
+        if let Some(policy) = &eviction_policy {
+            log::warn!(
+                "rlock: the server may evict keys under memory pressure (maxmemory-policy {policy}): \
+                 a held lock's key can be evicted like any other, and another owner then takes the \
+                 lock; use maxmemory-policy noeviction for the locks' server"
+            );
+        }
         let commands = conns.commands;
         if conns.sync.is_some() {
             require_waits(commands.clone(), options.replica_sync_aof).await?;
@@ -167,6 +178,7 @@ impl Shared {
             topology: conns.topology,
             sharded: conns.sharded,
             metrics,
+            eviction_policy,
             strays: Mutex::new(HashMap::new()),
         }))
     }
@@ -174,6 +186,11 @@ impl Shared {
     /// The client's random UUID.
     pub(crate) fn id(&self) -> Uuid {
         self.id
+    }
+
+    /// The server's `maxmemory-policy` when it may evict a held lock's key (see `Stats`).
+    pub(crate) fn eviction_policy(&self) -> Option<&str> {
+        self.eviction_policy.as_deref()
     }
 
     /// The client's options.

@@ -240,3 +240,23 @@ async fn a_server_without_waits_or_admin_commands() {
         assert!(err.to_string().contains(&format!("does not run {wait} (")), "{err}");
     }
 }
+
+/// A server with `maxmemory` and an evicting policy can evict a held lock's key: holds work as
+/// anywhere, and the policy is read at connect, logged as a warning and named in `stats()`. A
+/// server that does not evict names none, and one whose `CONFIG` is refused connects all the
+/// same, its policy unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_may_evict_is_named_in_stats() {
+    let evicting = Server::builder().name("evicting").args(standin::eviction_args()).start().unwrap();
+    every_kind_stays_held(&evicting.url(), &[&evicting]).await;
+    let policy = |url: String| async move {
+        Client::connect(&url, ClientOptions::default()).await.unwrap().stats().eviction_policy
+    };
+    assert_eq!(policy(evicting.url()).await.as_deref(), Some("volatile-lru"));
+    let plain = Server::start().unwrap();
+    assert_eq!(policy(plain.url()).await, None);
+    let mut args = standin::restricted_args(false);
+    args.extend(standin::eviction_args());
+    let hidden = Server::builder().name("evicting, CONFIG refused").args(args).start().unwrap();
+    assert_eq!(policy(hidden.url()).await, None);
+}

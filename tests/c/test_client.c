@@ -410,6 +410,7 @@ void test_stats(void) {
     rlock_stats s;
     CHECK_RC(rlock_client_stats(c, &s), RLOCK_OK);
     CHECK(s.acquires == 0 && s.wait.count == 0);
+    CHECK(s.eviction_policy[0] == '\0'); /* the test server does not evict */
     for (int i = 0; i < 3; i++) {
         CHECK_RC(rlock_lock_acquire(l, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL), RLOCK_OK);
         CHECK_RC(rlock_lock_release(l, RLOCK_THREAD, NULL), RLOCK_OK);

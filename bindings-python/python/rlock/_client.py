@@ -120,7 +120,8 @@ class Client:
         """The client's figures since it connected, as a dict (times in float seconds): acquires
         (contended, timed out), releases, renewals and their failures, lost holds, pub/sub
         wake-ups, reconnects, wait and hold times (``count``, ``p50``, ``p99``, ...) and
-        errors by kind. All zero with ``metrics=False``. Cheap: sends nothing to Redis."""
+        errors by kind (all zero with ``metrics=False``), and ``eviction_policy``: the server's
+        ``maxmemory-policy`` when it may evict a held lock's key. Cheap: sends nothing to Redis."""
         stats: Stats = json.loads(self._native.stats_json())
         return stats
 

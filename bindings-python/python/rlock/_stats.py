@@ -3,7 +3,7 @@ A test checks these keys against what core returns."""
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 from ._typing import TypedDict
 
@@ -52,3 +52,7 @@ class Stats(TypedDict):
     """How long holds lasted, acquire to final release."""
     errors: Dict[str, int]
     """Errors returned by acquires and releases, by kind (``"timeout"``, ``"not_held"``, ...)."""
+    eviction_policy: Optional[str]
+    """The server's ``maxmemory-policy`` when it may evict a held lock's key (anything but
+    ``noeviction``), as read at connect; ``None`` for ``noeviction`` or where ``CONFIG`` is
+    refused."""

@@ -386,6 +386,9 @@ pub(crate) struct Connections {
     pub(crate) monitor: Option<sentinel::Monitor>,
     /// Bumped when a Sentinel client switches to a new master.
     pub(crate) master_changes: Option<watch::Receiver<u64>>,
+    /// The server's `maxmemory-policy` as read at connect (a cluster's: slot 0's master's);
+    /// `None` when `CONFIG GET` was refused.
+    pub(crate) maxmemory_policy: Option<String>,
 }
 
 /// Connects to what `target` names. `on_push` receives the pub/sub pushes.
@@ -414,7 +417,8 @@ pub(crate) async fn connect(
             };
             // A `redis://` URL may name a proxy without pub/sub or RESP3 (twemproxy): then
             // there is no subscriber, and waiters poll.
-            let subscriber = if opener.speaks_resp3(&client).await? {
+            let probed = opener.probe(&client).await?;
+            let subscriber = if probed.resp3 {
                 let conn = opener.open_pubsub(&client).await?;
                 Some(Subscriber::Single { conn, reopen: Box::new(Reopen { opener, client }) })
             } else {
@@ -428,6 +432,7 @@ pub(crate) async fn connect(
                 sharded: false,
                 monitor: None,
                 master_changes: None,
+                maxmemory_policy: probed.maxmemory_policy,
             })
         }
         Target::Cluster { nodes, certs } => {
@@ -494,6 +499,7 @@ pub(crate) async fn connect(
                 None => supports_sharded_pubsub(&mut commands).await?,
             };
             let epoch = pubsub.epochs();
+            let maxmemory_policy = routed_maxmemory_policy(&mut commands).await;
             Ok(Connections {
                 topology,
                 commands,
@@ -502,19 +508,23 @@ pub(crate) async fn connect(
                 sharded,
                 monitor: None,
                 master_changes: None,
+                maxmemory_policy,
             })
         }
         Target::Sentinel(t) => {
             let (link, monitor) = sentinel::connect(t, opener).await?;
             let epoch = link.epochs();
+            let mut commands = Commands::Sentinel(link.clone(), Use::Main);
+            let maxmemory_policy = routed_maxmemory_policy(&mut commands).await;
             Ok(Connections {
                 topology,
-                commands: Commands::Sentinel(link.clone(), Use::Main),
+                commands,
                 sync: with_sync.then(|| Commands::Sentinel(link.clone(), Use::Sync)),
                 master_changes: Some(link.epochs()),
                 subscriber: Some(Subscriber::Sentinel(link, epoch)),
                 sharded: false,
                 monitor: Some(monitor),
+                maxmemory_policy,
             })
         }
     }
@@ -534,6 +544,16 @@ async fn supports_sharded_pubsub(conn: &mut Commands) -> Result<bool> {
         // wrong shape): not supported.
         Err(_) => Ok(false),
     }
+}
+
+/// The `maxmemory-policy` of the master of slot 0 (on a Sentinel set, of the master), `None`
+/// when `CONFIG GET` is refused.
+async fn routed_maxmemory_policy(conn: &mut Commands) -> Option<String> {
+    let mut get = redis::cmd("CONFIG");
+    get.arg("GET").arg("maxmemory-policy");
+    let reply = conn.route(get, master_of_slot(0)).await.ok()?;
+    let pairs: std::collections::HashMap<String, String> = redis::from_redis_value(reply).ok()?;
+    pairs.get("maxmemory-policy").cloned()
 }
 
 /// The server's own name and version, as ` (Redis 6.2.16)` or ` (Valkey 8.0.1)`, for an error

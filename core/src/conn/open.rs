@@ -125,12 +125,15 @@ impl Opener {
         Ok((commands, more, sync))
     }
 
-    /// Whether the endpoint `client` names speaks RESP3, which rlock's pub/sub connection
-    /// needs: asked with `HELLO 3` on a connection of its own, opened in RESP2 and then dropped.
-    /// A refusal is "no": an error answer (a proxy or server without `HELLO`), or the endpoint
-    /// closing the connection on it (twemproxy does, on any command it does not know). Fails
+    /// What the endpoint `client` names allows, asked on a connection of its own (opened in
+    /// RESP2, then dropped), so a proxy that closes a connection on a command it does not know
+    /// (twemproxy) closes only this one:
+    /// - whether it speaks RESP3, which rlock's pub/sub connection needs (`HELLO 3`);
+    /// - its `maxmemory-policy` (`CONFIG GET`), on the same connection afterwards.
+    ///
+    /// A refusal is "no" (or "not known"): an error answer, or the connection closed. Fails
     /// only when no connection can be opened at all.
-    pub(crate) async fn speaks_resp3(&self, client: &redis::Client) -> Result<bool> {
+    pub(crate) async fn probe(&self, client: &redis::Client) -> Result<Probed> {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.options.connect_timeout))
             .set_response_timeout(self.options.command_timeout);
@@ -138,16 +141,17 @@ impl Opener {
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
-        match redis::cmd("HELLO").arg(3).query_async::<redis::Value>(&mut probe).await {
-            Ok(_) => Ok(true),
+        let resp3 = match redis::cmd("HELLO").arg(3).query_async::<redis::Value>(&mut probe).await {
+            Ok(_) => true,
             Err(e) => {
                 log::warn!(
                     "rlock: the endpoint refused HELLO 3 ({e}): no pub/sub here, so waiters poll \
                      (every poll_interval at most)"
                 );
-                Ok(false)
+                false
             }
-        }
+        };
+        Ok(Probed { resp3, maxmemory_policy: maxmemory_policy(&mut probe).await })
     }
 
     /// Opens the pub/sub connection to the server `client` names: RESP3, so subscriptions
@@ -171,4 +175,20 @@ impl Opener {
             .await
             .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))
     }
+}
+
+/// What [`Opener::probe`] found out about an endpoint.
+pub(crate) struct Probed {
+    /// Whether it answered `HELLO 3`.
+    pub(crate) resp3: bool,
+    /// Its `maxmemory-policy`, when `CONFIG GET` was answered.
+    pub(crate) maxmemory_policy: Option<String>,
+}
+
+/// The server's `maxmemory-policy` (`CONFIG GET`), `None` when the command is refused (managed
+/// services often rename or forbid `CONFIG`) or answered in a shape not expected.
+pub(crate) async fn maxmemory_policy(conn: &mut impl redis::aio::ConnectionLike) -> Option<String> {
+    let reply: std::collections::HashMap<String, String> =
+        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(conn).await.ok()?;
+    reply.get("maxmemory-policy").cloned()
 }

@@ -12,6 +12,9 @@ use crate::metrics::Summary;
 /// `RLOCK_PANIC`, stay 0).
 pub const RLOCK_STATS_ERROR_SLOTS: usize = 16;
 
+/// Size of `rlock_stats.eviction_policy`, its NUL included.
+pub const RLOCK_STATS_POLICY_LEN: usize = 32;
+
 /// One histogram of durations, summarized; every time in milliseconds.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,6 +72,10 @@ pub struct rlock_stats {
     /// Errors returned by acquires and releases, by result code: `errors[RLOCK_TIMEOUT]` is
     /// the number of timeouts.
     pub errors: [u64; RLOCK_STATS_ERROR_SLOTS],
+    /// The server's `maxmemory-policy` when it may evict a held lock's key (anything but
+    /// `noeviction`), as read at connect, NUL-terminated; empty for `noeviction` or where
+    /// `CONFIG` is refused. Set whether or not `metrics` is on.
+    pub eviction_policy: [c_char; RLOCK_STATS_POLICY_LEN],
 }
 
 /// Writes `client`'s figures to `*out`. Does not block and sends nothing. Thread-safe.
@@ -102,6 +109,7 @@ pub unsafe extern "C" fn rlock_client_stats(
             wait: s.wait.into(),
             hold: s.hold.into(),
             errors,
+            eviction_policy: policy_chars(s.eviction_policy.as_deref()),
         };
         super::write_out(out, stats);
         Ok(())
@@ -119,4 +127,14 @@ pub unsafe extern "C" fn rlock_client_prometheus_text(
 ) -> rlock_result {
     // SAFETY: NULL or live per the header.
     unsafe { on(client, |c| write_string(text_out, c.core().prometheus_text())) }
+}
+
+/// `policy` as a NUL-terminated C string in a fixed array (empty for `None`; cut at the
+/// array's length, which every Redis and Valkey policy name fits).
+fn policy_chars(policy: Option<&str>) -> [c_char; RLOCK_STATS_POLICY_LEN] {
+    let mut out = [0 as c_char; RLOCK_STATS_POLICY_LEN];
+    for (slot, b) in out.iter_mut().zip(policy.unwrap_or("").bytes().take(RLOCK_STATS_POLICY_LEN - 1)) {
+        *slot = b as c_char;
+    }
+    out
 }

@@ -22,7 +22,8 @@ build-python: python-prereqs ## Fresh .venv with ./bindings-python, pytest, mypy
 
 test-python: build-python testbed ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
-	. examples/redis.sh && start_private_cluster && cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests
+	@# test_managed.py runs in `make services` (mk/services.mk).
+	. examples/redis.sh && start_private_cluster && cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests --ignore=tests/test_managed.py
 	$(VENV)/bin/python -m mypy.stubtest rlock._native
 	$(VENV)/bin/python -m mypy --strict examples/python
 	$(VENV)/bin/python -m mypy --strict -p rlock

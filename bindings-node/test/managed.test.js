@@ -1,7 +1,8 @@
 'use strict'
 // Behind rlock-testbed's managed-endpoint stand-ins (docs/operations/managed-services.md): a proxy
-// in front of a sharded cluster (CROSSSLOT on anything spanning slots) and twemproxy (no pub/sub,
-// no HELLO, no CLIENT; scripts routed by their first key). Holds of many names stay held across
+// in front of a sharded cluster (CROSSSLOT on anything spanning slots), twemproxy (no pub/sub,
+// no HELLO, no CLIENT; scripts routed by their first key), a server without WAIT, WAITAOF, CONFIG
+// and CLIENT, and one that evicts (maxmemory, volatile-lru). Holds of many names stay held across
 // three watchdog periods, a released lock passes to a waiter of another client, and 4 owners x 25
 // critical sections keep a counter exact.
 
@@ -11,7 +12,7 @@ const { createClient } = require('redis')
 const { startTestbed, eventually } = require('./redis-server.js')
 const { Client } = require('../rlock.js')
 
-for (const kind of ['proxy-endpoint', 'twemproxy']) {
+for (const kind of ['proxy-endpoint', 'twemproxy', 'restricted', 'evicting']) {
   test(`${kind}: holds of many names stay held, hand off and exclude`, async () => {
     const testbed = await startTestbed(kind)
     // The data lives on the servers behind the endpoint; plain clients talk to them directly.
@@ -20,6 +21,8 @@ for (const kind of ['proxy-endpoint', 'twemproxy']) {
     const other = new Client(testbed.info.url)
     try {
       const lost = []
+      // Only the evicting stand-in is known to evict (elsewhere: noeviction, or CONFIG refused).
+      assert.equal((await client.stats()).evictionPolicy, kind === 'evicting' ? 'volatile-lru' : null)
       await client.onLost((e) => lost.push(e))
       const locks = Array.from({ length: 6 }, (_, i) => client.lock(`node:managed:${i}`))
       const fenced = client.fencedLock('node:managed:fenced')

@@ -1,6 +1,7 @@
 """Behind the managed-endpoint stand-ins of rlock-testbed (docs/operations/managed-services.md):
-a proxy in front of a sharded cluster (CROSSSLOT on anything spanning slots) and twemproxy (no
-pub/sub, no HELLO, no CLIENT; scripts routed by their first key)."""
+a proxy in front of a sharded cluster (CROSSSLOT on anything spanning slots), twemproxy (no
+pub/sub, no HELLO, no CLIENT; scripts routed by their first key), a server without WAIT,
+WAITAOF, CONFIG and CLIENT, and a server that evicts (maxmemory, volatile-lru)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ WAITER = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module", params=["proxy-endpoint", "twemproxy"])
+@pytest.fixture(scope="module", params=["proxy-endpoint", "twemproxy", "restricted", "evicting"])
 def endpoint(request: pytest.FixtureRequest) -> Iterator[Testbed]:
     with Testbed(request.param) as t:
         yield t
@@ -50,6 +51,8 @@ def scripts_run(t: Testbed) -> int:
 
 def test_holds_of_many_names_stay_held(endpoint: Testbed) -> None:
     client = rlock.Client(endpoint.url, watchdog_timeout=1.5)
+    # Only the evicting stand-in is known to evict (elsewhere: noeviction, or CONFIG refused).
+    assert client.stats()["eviction_policy"] == ("volatile-lru" if endpoint.args[0] == "evicting" else None)
     lost = []
     client.on_lost(lambda e: lost.append(e))
     locks = [client.lock(f"py:managed:{i}") for i in range(6)]

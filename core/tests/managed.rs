@@ -220,14 +220,7 @@ async fn waiters_poll_and_exclude_each_other_behind_twemproxy() {
 /// is refused at connect with a typed error that names it, instead of failing every acquire.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_without_waits_or_admin_commands() {
-    let has_waitaof = {
-        let plain = Server::start().unwrap();
-        let known: Vec<redis::Value> =
-            redis::cmd("COMMAND").arg("INFO").arg("WAITAOF").query(&mut plain.conn()).unwrap();
-        !matches!(known.first(), Some(redis::Value::Nil) | None)
-    };
-    let server =
-        Server::builder().name("restricted").args(standin::restricted_args(has_waitaof)).start().unwrap();
+    let server = standin::restricted(Server::builder().name("restricted")).unwrap();
     let unknown = redis::cmd("WAIT").arg(0).arg(0).query::<i64>(&mut server.conn()).unwrap_err();
     assert!(unknown.to_string().contains("unknown command"), "{unknown}");
     every_kind_stays_held(&server.url(), &[&server]).await;
@@ -247,7 +240,7 @@ async fn a_server_without_waits_or_admin_commands() {
 /// same, its policy unknown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_may_evict_is_named_in_stats() {
-    let evicting = Server::builder().name("evicting").args(standin::eviction_args()).start().unwrap();
+    let evicting = standin::evicting(Server::builder().name("evicting")).unwrap();
     every_kind_stays_held(&evicting.url(), &[&evicting]).await;
     let policy = |url: String| async move {
         Client::connect(&url, ClientOptions::default()).await.unwrap().stats().eviction_policy
@@ -255,8 +248,8 @@ async fn a_server_that_may_evict_is_named_in_stats() {
     assert_eq!(policy(evicting.url()).await.as_deref(), Some("volatile-lru"));
     let plain = Server::start().unwrap();
     assert_eq!(policy(plain.url()).await, None);
-    let mut args = standin::restricted_args(false);
-    args.extend(standin::eviction_args());
-    let hidden = Server::builder().name("evicting, CONFIG refused").args(args).start().unwrap();
+    let hidden =
+        standin::restricted(Server::builder().name("evicting, CONFIG refused").args(standin::eviction_args()))
+            .unwrap();
     assert_eq!(policy(hidden.url()).await, None);
 }

@@ -36,6 +36,8 @@ topologies:
              scripts and commands whose keys span slots)
   twemproxy  nutcracker sharding by {hash tag} over two servers (no pub/sub, no HELLO, no
              CLIENT): url is the proxy's, nodes are shard0 and shard1
+  restricted one server with WAIT, WAITAOF (where it has it), CONFIG and CLIENT renamed away
+  evicting   one server with maxmemory 4mb and maxmemory-policy volatile-lru
   port       print {\"port\": N}, a free port outside the ephemeral range, and exit
   probe      start each topology once and print what the server supports, then exit:
              {\"program\", \"server\", \"version\", \"modes\": {\"single\", \"tls\", \"cluster\",
@@ -82,8 +84,8 @@ fn parse(argv: &[String]) -> std::result::Result<Args, String> {
     let kind = it.next().ok_or("no topology given")?.clone();
     let mut a = Args { kind, ..Args::default() };
     match a.kind.as_str() {
-        "single" | "cluster" | "sentinel" | "proxy-endpoint" | "twemproxy" | "port" | "probe" | "help"
-        | "--help" | "-h" => {}
+        "single" | "cluster" | "sentinel" | "proxy-endpoint" | "twemproxy" | "restricted" | "evicting"
+        | "port" | "probe" | "help" | "--help" | "-h" => {}
         "tls" => {
             a.kind = "single".into();
             a.tls = true;
@@ -166,6 +168,12 @@ fn start(a: &Args, tls: Option<&TlsFiles>) -> Result<Topology> {
             Server::builder().name("proxy-endpoint").die_with_parent(true).args(a.extra.iter().cloned()),
         )?),
         "twemproxy" => Topology::Twemproxy(rlock_testbed::standin::Twemproxy::start()?),
+        "restricted" => Topology::Single(rlock_testbed::standin::restricted(
+            Server::builder().name("restricted").die_with_parent(true).args(a.extra.iter().cloned()),
+        )?),
+        "evicting" => Topology::Single(rlock_testbed::standin::evicting(
+            Server::builder().name("evicting").die_with_parent(true).args(a.extra.iter().cloned()),
+        )?),
         other => return Err(Error::new(format!("cannot start {other:?}"))),
     })
 }

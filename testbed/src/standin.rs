@@ -56,6 +56,27 @@ pub fn restricted_args(has_waitaof: bool) -> Vec<String> {
     names.into_iter().flat_map(|n| ["--rename-command".to_owned(), n.to_owned(), String::new()]).collect()
 }
 
+/// Whether the server binary the testbed starts has `command` (asked of a throwaway server
+/// with `COMMAND INFO`).
+pub fn has_command(command: &str) -> Result<bool> {
+    let probe = Server::builder().name("command probe").start()?;
+    let known = resp::query(probe.port(), None, &["COMMAND", "INFO", command])
+        .ok()
+        .and_then(|r| r.array().and_then(|a| a.first().map(|x| x.array().is_some())));
+    Ok(known.unwrap_or(false))
+}
+
+/// A server without what [`restricted_args`] takes away (`WAITAOF` too where the binary has
+/// it), started from `builder`.
+pub fn restricted(builder: ServerBuilder) -> Result<Server> {
+    builder.args(restricted_args(has_command("WAITAOF")?)).start()
+}
+
+/// A server that evicts under memory pressure ([`eviction_args`]), started from `builder`.
+pub fn evicting(builder: ServerBuilder) -> Result<Server> {
+    builder.args(eviction_args()).start()
+}
+
 /// The arguments of a server that evicts under memory pressure: `maxmemory` and
 /// `volatile-lru` (keys with a TTL, held locks among them, are evicted first).
 pub fn eviction_args() -> Vec<String> {

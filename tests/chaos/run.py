@@ -46,6 +46,7 @@ from harness import (  # noqa: E402
     Server,
     ExpiredKeys,
     locks_gone,
+    existing,
     Worker,
     Ctx,
     run_mx,
@@ -340,7 +341,7 @@ def case_cancel(ctx: Ctx) -> str:
     time.sleep(watchdog / 1000 * 1.2)
     after = srv.evals()
     check(after == before, f"{after - before} script calls after everything was released (renewals?)")
-    check(r.exists(*lock_names) == 0 and not r.pubsub_channels(), "keys or channels came back")
+    check(existing(r, lock_names) == 0 and not r.pubsub_channels(), "keys or channels came back")
     # Every hold was released or undone; a leaked one (an acquire that landed after its caller
     # gave up and was not undone) is renewed by nobody and expires: more than one lease has
     # passed, so it would show here.
@@ -493,7 +494,7 @@ def case_fair_cancel(ctx: Ctx) -> str:
     queues = [f"redisson_lock_queue:{{chaos:fc:{k}}}" for k in range(names)]
     deadlines = [f"redisson_lock_timeout:{{chaos:fc:{k}}}" for k in range(names)]
     try:
-        eventually(lambda: r.exists(*queues, *deadlines) == 0, 10, "every queue and deadline key gone")
+        eventually(lambda: existing(r, [*queues, *deadlines]) == 0, 10, "every queue and deadline key gone")
     except Fail as e:
         # What is left, so the next failure says whose give-up did not run. Seen twice under
         # load: hundreds of one client's places, which was an acquire whose reply was lost (a
@@ -711,7 +712,7 @@ def case_multi_deadlock(ctx: Ctx) -> str:
     total, names = 2400, 2
     crossings, took = run_mx(srv, workers, "multi@chaos:dl", names, total)
     r = srv.conn()
-    check(not r.exists(*[f"chaos:dl:{k}:{m}" for k in range(names) for m in "xy"]), "a member lock is still held")
+    check(not existing(r, [f"chaos:dl:{k}:{m}" for k in range(names) for m in "xy"]), "a member lock is still held")
     return (f"8 processes (2 per surface: one taking x,y, one y,x), {names} multi-locks over 2 locks each, "
             f"{total} sections in {took:.1f} s ({total / took:.0f}/s): 0 violations, counters exact, "
             f"{crossings} hand-offs between surfaces, no member lock left")

@@ -80,7 +80,14 @@ for topo in "${TOPOLOGIES[@]}"; do
       url=${urls%%,*}
       echo "three private redis-servers on ${nodes[*]}"
       ;;
-    *) echo "unknown topology '$topo' (single, cluster, three)"; exit 1 ;;
+    proxy-endpoint | restricted | evicting)
+      # A managed-endpoint stand-in of one server (`make services`; docs/operations/managed-services.md).
+      rlock_testbed "$topo" || exit 1
+      url=$(rlock_json "$RLOCK_TESTBED_JSON" url)
+      nodes=("127.0.0.1:$(rlock_json "$RLOCK_TESTBED_JSON" port)")
+      echo "$topo stand-in on ${nodes[*]}"
+      ;;
+    *) echo "unknown topology '$topo' (single, cluster, three, proxy-endpoint, restricted, evicting)"; exit 1 ;;
   esac
   trap 'rm -rf "$out"; _rlock_testbed_stop_all' EXIT # start_private_* set their own trap
   for s in "${run[@]}"; do

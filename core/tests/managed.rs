@@ -248,8 +248,51 @@ async fn a_server_that_may_evict_is_named_in_stats() {
     assert_eq!(policy(evicting.url()).await.as_deref(), Some("volatile-lru"));
     let plain = Server::start().unwrap();
     assert_eq!(policy(plain.url()).await, None);
-    let hidden =
-        standin::restricted(Server::builder().name("evicting, CONFIG refused").args(standin::eviction_args()))
-            .unwrap();
+    let hidden = standin::restricted(
+        Server::builder().name("evicting, CONFIG refused").args(standin::eviction_args()),
+    )
+    .unwrap();
     assert_eq!(policy(hidden.url()).await, None);
+}
+
+/// An endpoint that refuses `HELLO 3` but has `SUBSCRIBE` in RESP2 (Tencent Cloud's proxy, a
+/// Redis Cloud database set to RESP2; here a server with `HELLO` renamed away): waiters
+/// subscribe on a RESP2 connection and are woken by the release message, instead of polling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_hello_waiters_subscribe_in_resp2() {
+    let server = Server::builder().name("no HELLO").args(["--rename-command", "HELLO", ""]).start().unwrap();
+    let holder = Client::connect(&server.url(), ClientOptions::default()).await.unwrap();
+    let waiter = Client::connect(&server.url(), ClientOptions::default()).await.unwrap();
+    let a = holder.new_owner();
+    holder.lock("resp2:handoff").unwrap().acquire(&a).await.unwrap();
+    let (lock, b) = (waiter.lock("resp2:handoff").unwrap(), waiter.new_owner());
+    let (l, o) = (lock.clone(), b.clone());
+    let wait = tokio::spawn(async move { l.acquire(&o).await });
+    // Subscribed to the lock's channel, on a RESP2 connection.
+    let channel = "redisson_lock__channel:{resp2:handoff}";
+    assert!(
+        common::eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await,
+        "never subscribed"
+    );
+    let woken = waiter.stats().wakeups;
+    assert!(holder.lock("resp2:handoff").unwrap().release(&a).await.unwrap().is_unlocked());
+    tokio::time::timeout(Duration::from_secs(5), wait).await.expect("no hand-off").unwrap().unwrap();
+    // Woken by the message (the holder's 30 s lease bounds a sleep otherwise).
+    assert_eq!(waiter.stats().wakeups, woken + 1);
+    assert!(lock.release(&b).await.unwrap().is_unlocked());
+    // The RESP2 connection does not reconnect by itself: killed, it is found dead while a
+    // waiter waits, replaced, and the waiter's channel subscribed on the new one.
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut server.conn()).unwrap();
+    holder.lock("resp2:handoff").unwrap().acquire(&a).await.unwrap();
+    let (l, o) = (lock.clone(), b.clone());
+    let wait = tokio::spawn(async move { l.acquire(&o).await });
+    assert!(
+        common::eventually(Duration::from_secs(15), || server.numsub(channel) == 1).await,
+        "not subscribed again after the kill"
+    );
+    assert!(holder.lock("resp2:handoff").unwrap().release(&a).await.unwrap().is_unlocked());
+    tokio::time::timeout(Duration::from_secs(5), wait).await.expect("no hand-off").unwrap().unwrap();
+    assert!(lock.release(&b).await.unwrap().is_unlocked());
+    // Every kind of hold works there too.
+    every_kind_stays_held(&server.url(), &[&server]).await;
 }

@@ -20,6 +20,7 @@ use redis::{Cmd, FromRedisValue, Pipeline, ProtocolVersion, RedisFuture, RedisRe
 mod cluster;
 pub(crate) mod local;
 mod open;
+mod resp2;
 mod retry;
 mod sentinel;
 pub(crate) mod thread;
@@ -213,6 +214,8 @@ impl Pool {
 pub(crate) enum Subscriber {
     /// One server: classic SUBSCRIBE; `reopen` opens a new connection to it.
     Single { conn: ConnectionManager, reopen: Box<Reopen> },
+    /// One server that refused `HELLO 3` but has `SUBSCRIBE`: classic SUBSCRIBE in RESP2.
+    Resp2 { sub: resp2::Resp2Subscriber, reopen: Box<Reopen> },
     /// A cluster: SUBSCRIBE, or SSUBSCRIBE (one per slot) when `sharded`.
     Cluster { link: Arc<ClusterLink>, sharded: bool, epoch: watch::Receiver<u64> },
     /// A Sentinel master: classic SUBSCRIBE on the current master's pub/sub connection.
@@ -224,6 +227,7 @@ impl Subscriber {
     pub(crate) async fn subscribe(&mut self, names: &[&str]) -> RedisResult<()> {
         match self {
             Subscriber::Single { conn, .. } => conn.subscribe(names).await,
+            Subscriber::Resp2 { sub, .. } => sub.subscribe(names).await,
             Subscriber::Cluster { link, sharded, .. } => cluster_pubsub(link, *sharded, names, true).await,
             Subscriber::Sentinel(link, _) => link.pubsub().subscribe(names).await,
         }
@@ -233,6 +237,7 @@ impl Subscriber {
     pub(crate) async fn unsubscribe(&mut self, names: &[&str]) -> RedisResult<()> {
         match self {
             Subscriber::Single { conn, .. } => conn.unsubscribe(names).await,
+            Subscriber::Resp2 { sub, .. } => sub.unsubscribe(names).await,
             Subscriber::Cluster { link, sharded, .. } => cluster_pubsub(link, *sharded, names, false).await,
             Subscriber::Sentinel(link, _) => link.pubsub().unsubscribe(names).await,
         }
@@ -240,12 +245,13 @@ impl Subscriber {
 
     /// The `ConnectionManager` behind a single server's or a Sentinel master's subscriptions
     /// (it resubscribes by itself once reconnected); `None` on a cluster, whose client must be
-    /// told to subscribe again (see `pubsub::run`).
+    /// told to subscribe again (see `pubsub::run`), and for a RESP2 connection (reopened when
+    /// it stops answering, then subscribed again).
     pub(crate) fn manager(&self) -> Option<ConnectionManager> {
         match self {
             Subscriber::Single { conn, .. } => Some(conn.clone()),
             Subscriber::Sentinel(link, _) => Some(link.pubsub()),
-            Subscriber::Cluster { .. } => None,
+            Subscriber::Cluster { .. } | Subscriber::Resp2 { .. } => None,
         }
     }
 
@@ -267,6 +273,7 @@ impl Subscriber {
                     .await
                     .map(|r| r.is_ok())
             }
+            Subscriber::Resp2 { sub, .. } => Ok(sub.answers(timeout).await),
             Subscriber::Cluster { link, .. } => {
                 let every_master = RoutingInfo::MultiNode((
                     MultipleNodeRoutingInfo::AllMasters,
@@ -286,6 +293,12 @@ impl Subscriber {
     pub(crate) async fn reopen(&mut self) -> Result<()> {
         match self {
             Subscriber::Single { conn, reopen } => *conn = reopen.opener.open_pubsub(&reopen.client).await?,
+            Subscriber::Resp2 { sub, reopen } => {
+                let timeout = reopen.opener.options.subscription_timeout;
+                *sub = resp2::Resp2Subscriber::open(&reopen.client, reopen.opener.on_push.clone(), timeout)
+                    .await?
+                    .ok_or_else(|| Error::new(ErrorKind::Connection, "the endpoint refused SUBSCRIBE"))?;
+            }
             Subscriber::Sentinel(link, _) => link.reopen_pubsub().await?,
             Subscriber::Cluster { link, epoch, .. } => {
                 link.rebuild_now().await?;
@@ -311,7 +324,7 @@ impl Subscriber {
     pub(crate) async fn replaced(&mut self) {
         let epoch = match self {
             Subscriber::Sentinel(_, epoch) | Subscriber::Cluster { epoch, .. } => epoch,
-            Subscriber::Single { .. } => return std::future::pending().await,
+            Subscriber::Single { .. } | Subscriber::Resp2 { .. } => return std::future::pending().await,
         };
         if epoch.changed().await.is_err() {
             std::future::pending::<()>().await;
@@ -418,11 +431,15 @@ pub(crate) async fn connect(
             // A `redis://` URL may name a proxy without pub/sub or RESP3 (twemproxy): then
             // there is no subscriber, and waiters poll.
             let probed = opener.probe(&client).await?;
+            // RESP3 where the endpoint speaks it; else RESP2 where it has SUBSCRIBE; else none.
             let subscriber = if probed.resp3 {
                 let conn = opener.open_pubsub(&client).await?;
                 Some(Subscriber::Single { conn, reopen: Box::new(Reopen { opener, client }) })
             } else {
-                None
+                let timeout = options.subscription_timeout;
+                resp2::Resp2Subscriber::open(&client, opener.on_push.clone(), timeout)
+                    .await?
+                    .map(|sub| Subscriber::Resp2 { sub, reopen: Box::new(Reopen { opener, client }) })
             };
             Ok(Connections {
                 topology,

@@ -128,7 +128,8 @@ impl Opener {
     /// What the endpoint `client` names allows, asked on a connection of its own (opened in
     /// RESP2, then dropped), so a proxy that closes a connection on a command it does not know
     /// (twemproxy) closes only this one:
-    /// - whether it speaks RESP3, which rlock's pub/sub connection needs (`HELLO 3`);
+    /// - whether it speaks RESP3, which rlock's pub/sub connection prefers (`HELLO 3`; else
+    ///   it subscribes in RESP2, see `resp2`);
     /// - its `maxmemory-policy` (`CONFIG GET`), on the same connection afterwards.
     ///
     /// A refusal is "no" (or "not known"): an error answer, or the connection closed. Fails
@@ -144,9 +145,9 @@ impl Opener {
         let resp3 = match redis::cmd("HELLO").arg(3).query_async::<redis::Value>(&mut probe).await {
             Ok(_) => true,
             Err(e) => {
-                log::warn!(
-                    "rlock: the endpoint refused HELLO 3 ({e}): no pub/sub here, so waiters poll \
-                     (every poll_interval at most)"
+                log::info!(
+                    "rlock: the endpoint refused HELLO 3 ({e}): waiters subscribe in RESP2 where it \
+                     has SUBSCRIBE, else they poll (every poll_interval at most)"
                 );
                 false
             }

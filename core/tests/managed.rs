@@ -266,14 +266,17 @@ async fn without_hello_waiters_subscribe_in_resp2() {
     let a = holder.new_owner();
     holder.lock("resp2:handoff").unwrap().acquire(&a).await.unwrap();
     let (lock, b) = (waiter.lock("resp2:handoff").unwrap(), waiter.new_owner());
+    let tries = server.calls("evalsha");
     let (l, o) = (lock.clone(), b.clone());
     let wait = tokio::spawn(async move { l.acquire(&o).await });
-    // Subscribed to the lock's channel, on a RESP2 connection.
+    // Subscribed to the lock's channel, on a RESP2 connection, and its try after subscribing
+    // done (its second acquire script): from then on only the message can wake it early.
     let channel = "redisson_lock__channel:{resp2:handoff}";
     assert!(
         common::eventually(Duration::from_secs(5), || server.numsub(channel) == 1).await,
         "never subscribed"
     );
+    assert!(common::eventually(Duration::from_secs(5), || server.calls("evalsha") >= tries + 2).await);
     let woken = waiter.stats().wakeups;
     assert!(holder.lock("resp2:handoff").unwrap().release(&a).await.unwrap().is_unlocked());
     tokio::time::timeout(Duration::from_secs(5), wait).await.expect("no hand-off").unwrap().unwrap();

@@ -137,6 +137,11 @@ export declare class NativeLock {
   /** Whether the watchdog lost this handle's hold (until `release` is called). */
   isLost(): boolean
   /**
+   * How long local time still proves this handle's hold, in whole ms (0: not held, lost or
+   * in doubt).
+   */
+  validForMs(): number
+  /**
    * Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when the watchdog loses this
    * handle's hold (core routes the event to this handle's owner). Returns the listener id
    * for `removeLostListener`. The threadsafe function is weak, so it never keeps
@@ -194,6 +199,8 @@ export declare class NativePermitSemaphore {
   addPermits(n: number): Promise<number>
   /** Whether this client's watchdog lost permit `id` (until it is released). */
   isLost(id: string): boolean
+  /** How long local time still proves permit `id`, in whole ms. */
+  validForMs(id: string): number
   /**
    * Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when this client's
    * watchdog loses a permit of this semaphore. Returns the listener id for
@@ -219,6 +226,8 @@ export declare class NativeRedLock {
   isHeld(): Promise<boolean>
   /** Whether this handle's hold was lost (fewer than a majority left), until `release`. */
   isLost(): boolean
+  /** How long local time still proves a majority of this handle's holds, in whole ms. */
+  validForMs(): number
   /** The token of this handle's latest acquire while it holds the lock (fenced); else null. */
   token(): number | null
   /** How many servers make a majority. */

@@ -126,6 +126,8 @@ export declare class Lock {
   token(): Promise<number | null>
   /** Whether the watchdog lost this handle's hold (until its next release). */
   isLost(): Promise<boolean>
+  /** How long, in whole ms, local time still proves this handle's hold (last confirmed renewal's send + lease - doubt margin); 0 when not held, lost or in doubt. Check it before each write when the storage takes no fencing token. */
+  validForMs(): Promise<number>
   /** Calls `callback` when the watchdog loses this handle's hold; resolves a remover. */
   onLost(callback: (event: LostEvent) => void): Promise<() => void>
   /** Releases one hold level; true when the lock is now free, false when still re-entered, other holds remain (other readers, or the writer's own read holds), or only levels of acquires whose reply was lost are left (not renewed; they end with their lease). */
@@ -258,6 +260,8 @@ export declare class PermitExpirableSemaphore {
   addPermits(n: number): Promise<number>
   /** Whether this client's watchdog lost the permit (until it is released). */
   isLost(permitId: string): Promise<boolean>
+  /** How long, in whole ms, local time still proves the permit; 0 when not held by this client, lost or in doubt. */
+  validForMs(permitId: string): Promise<number>
   /** Calls `callback` when this client's watchdog loses a permit of this semaphore; resolves a remover. */
   onLost(callback: (event: PermitLostEvent) => void): Promise<() => void>
   /** Runs `fn(permitId)` holding a permit and releases it afterwards; resolves what `fn` resolves. */
@@ -320,6 +324,8 @@ export declare class RedLock {
   isHeld(): Promise<boolean>
   /** Whether this handle's hold was lost (fewer than a majority left), until its release. */
   isLost(): Promise<boolean>
+  /** How long, in whole ms, local time still proves this handle's holds on a majority of the servers; 0 when fewer than a majority are proven. */
+  validForMs(): Promise<number>
   /** A `FencedRedLock`'s latest token while this handle holds it; null otherwise. */
   token(): Promise<number | null>
   /** Calls `callback` (kind `'red_lock'`) when this handle's hold is left with fewer than a majority; resolves the function that removes it. */

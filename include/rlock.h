@@ -537,6 +537,16 @@ enum rlock_result rlock_lock_remaining_ttl(const struct rlock_lock *lock, int64_
 // Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL lock or out).
 enum rlock_result rlock_lock_is_lost(const struct rlock_lock *lock, uint64_t owner, bool *out);
 
+// Writes how long local time still proves `owner`'s hold of `lock` to `*out_ms`, in whole
+// milliseconds: until the send of its last confirmed renewal (or its acquire), plus the lease,
+// minus the lease-doubt margin. 0 when `owner` does not hold it through this client, or the
+// hold is lost or in doubt (which marks it lost at once). Check it before each write when the
+// storage takes no fencing token. Local: sends nothing. Thread-safe. Errors:
+// `RLOCK_INVALID_ARGUMENT` (NULL lock or out_ms).
+enum rlock_result rlock_lock_valid_for_ms(const struct rlock_lock *lock,
+                                          uint64_t owner,
+                                          uint64_t *out_ms);
+
 // Adds a function called when the watchdog loses `owner`'s hold of `lock` (`RLOCK_THREAD`:
 // the calling thread's), with `userdata` as its first argument and the event of
 // `rlock_client_on_lost`'s callback; writes the listener's id to `*out_listener` (NULL: not
@@ -689,6 +699,14 @@ enum rlock_result rlock_permit_expirable_semaphore_is_lost(const struct rlock_pe
                                                            const char *permit_id,
                                                            bool *out);
 
+// Writes how long local time still proves permit `permit_id` of `sem` to `*out_ms`, in whole
+// milliseconds (see `rlock_lock_valid_for_ms`): 0 for a permit this client does not hold, a
+// lost permit, or one in doubt. Local: sends nothing. Thread-safe. Errors:
+// `RLOCK_INVALID_ARGUMENT` (NULL sem, permit_id or out_ms; invalid UTF-8).
+enum rlock_result rlock_permit_expirable_semaphore_valid_for_ms(const struct rlock_permit_expirable_semaphore *sem,
+                                                                const char *permit_id,
+                                                                uint64_t *out_ms);
+
 // Adds a function called when the watchdog loses a permit of `sem` this client holds, with `userdata` as its first argument
 // and the event of `rlock_client_on_lost`'s callback (kind `"permit"`, `permit_id` set); writes the listener's id to
 // `*out_listener` (NULL: not wanted). It runs on a librlock thread, under the rules of
@@ -769,6 +787,14 @@ enum rlock_result rlock_red_lock_is_held(const struct rlock_red_lock *red,
 enum rlock_result rlock_red_lock_is_lost(const struct rlock_red_lock *red,
                                          uint64_t owner,
                                          bool *out);
+
+// Writes how long local time still proves a majority of `owner`'s member holds of `red` to
+// `*out_ms`, in whole milliseconds (the quorum-th longest-proven member's time left; see
+// `rlock_lock_valid_for_ms`). 0 when fewer than a majority are proven now. Local: sends
+// nothing. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or out_ms), `RLOCK_FORKED`.
+enum rlock_result rlock_red_lock_valid_for_ms(const struct rlock_red_lock *red,
+                                              uint64_t owner,
+                                              uint64_t *out_ms);
 
 // Adds a function called when the watchdog loses `owner`'s hold of `red` (`RLOCK_THREAD`: the calling thread's; fewer than a majority left), with `userdata` as its first argument
 // and the event of `rlock_client_on_lost`'s callback (kind `"red_lock"`); writes the listener's id to

@@ -96,6 +96,16 @@ class Lock {
   }
 
   /**
+   * How long, in whole ms, local time still proves this handle's hold: until the send of its
+   * last confirmed renewal (or its acquire), plus the lease, minus the lease-doubt margin. 0
+   * when it does not hold the lock, or the hold is lost or in doubt (which marks it lost at
+   * once). Check it before each write when the storage takes no fencing token. Sends nothing.
+   */
+  async validForMs() {
+    return (await this.#native).validForMs()
+  }
+
+  /**
    * Calls `callback({ name, kind, owner, reason, permitId })` (`permitId` null) when the
    * watchdog loses this handle's hold; resolves a function that removes the listener. Reasons:
    * 'gone', 'lease_doubt', 'lease_ending'.
@@ -328,6 +338,11 @@ class RedLock {
   /** Whether this handle's hold was lost (fewer than a majority left), until its release. */
   async isLost() {
     return (await this.#native).isLost()
+  }
+
+  /** How long, in whole ms, local time still proves this handle's holds on a majority of the servers (0: fewer than a majority are proven). Sends nothing. */
+  async validForMs() {
+    return (await this.#native).validForMs()
   }
 
   /** A `FencedRedLock`'s latest token while this handle holds it; null otherwise. */

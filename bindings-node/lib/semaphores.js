@@ -119,6 +119,11 @@ class PermitExpirableSemaphore extends Permits {
     return (await this._native).isLost(String(permitId))
   }
 
+  /** How long, in whole ms, local time still proves the permit (0: not held by this client, lost, or in doubt). Sends nothing. */
+  async validForMs(permitId) {
+    return (await this._native).validForMs(String(permitId))
+  }
+
   /**
    * Calls `callback({ name, kind, owner, reason, permitId })` (`kind` 'permit') when this
    * client's watchdog loses a permit of this semaphore. Resolves a function that removes the

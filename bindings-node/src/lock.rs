@@ -146,6 +146,13 @@ impl NativeLock {
         self.lock.is_lost(&self.owner)
     }
 
+    /// How long local time still proves this handle's hold, in whole ms (0: not held, lost or
+    /// in doubt).
+    #[napi]
+    pub fn valid_for_ms(&self) -> f64 {
+        self.lock.valid_for(&self.owner).as_millis() as f64
+    }
+
     /// Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when the watchdog loses this
     /// handle's hold (core routes the event to this handle's owner). Returns the listener id
     /// for `removeLostListener`. The threadsafe function is weak, so it never keeps

@@ -113,6 +113,12 @@ impl NativePermitSemaphore {
         self.sem.is_lost(&id)
     }
 
+    /// How long local time still proves permit `id`, in whole ms.
+    #[napi]
+    pub fn valid_for_ms(&self, id: String) -> f64 {
+        self.sem.valid_for(&id).as_millis() as f64
+    }
+
     /// Calls `callback(name, kind, owner, reason, permitId)` on the JS thread when this client's
     /// watchdog loses a permit of this semaphore. Returns the listener id for
     /// `removeLostListener`.

@@ -88,6 +88,12 @@ impl NativeRedLock {
         self.red.is_lost(&self.owner)
     }
 
+    /// How long local time still proves a majority of this handle's holds, in whole ms.
+    #[napi]
+    pub fn valid_for_ms(&self) -> f64 {
+        self.red.valid_for(&self.owner).as_millis() as f64
+    }
+
     /// The token of this handle's latest acquire while it holds the lock (fenced); else null.
     #[napi]
     pub fn token(&self) -> Option<f64> {

@@ -177,9 +177,13 @@ test('force-unlock by another client fires lostSignal and release rejects RLOCK_
   try {
     const n = name('lost')
     const a = fast.lock(n)
+    assert.equal(await a.validForMs(), 0) // not held yet
     await a.acquire()
     assert.equal(a.lostSignal.aborted, false)
     assert.equal(await a.isLost(), false)
+    // The 3 s lease from its send, less the 0.75 s margin (a quarter of the lease).
+    const proven = await a.validForMs()
+    assert.ok(proven > 0 && proven <= 2250, `validForMs ${proven}`)
     const lost = once(a.lostSignal, 'abort')
     // The same event reaches the handle's listener and the client's.
     const heard = []
@@ -198,6 +202,7 @@ test('force-unlock by another client fires lostSignal and release rejects RLOCK_
     removeHandle()
     removeClient()
     assert.equal(await a.isLost(), true)
+    assert.equal(await a.validForMs(), 0)
     assert.equal(a.lostSignal.aborted, true)
     assert.equal(a.lostSignal.reason.code, codes.LOST)
     await rejectsWith(a.release(), codes.LOST)

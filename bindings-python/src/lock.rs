@@ -123,6 +123,14 @@ impl Lock {
         Ok(self.inner.is_lost(&owner))
     }
 
+    /// How long local time still proves `owner`'s hold, in seconds (0.0: not held, lost or in
+    /// doubt).
+    #[pyo3(signature = (owner = None))]
+    fn valid_for(&self, owner: Option<u64>) -> PyResult<f64> {
+        let owner = self.owner(owner)?;
+        Ok(self.inner.valid_for(&owner).as_secs_f64())
+    }
+
     /// For a fenced lock: `owner`'s latest fencing token while it holds the lock; None when it
     /// holds none (or the lock is not fenced).
     #[pyo3(signature = (owner = None))]

@@ -107,6 +107,11 @@ impl PermitExpirableSemaphore {
         self.inner.is_lost(id)
     }
 
+    /// How long local time still proves permit `id`, in seconds.
+    fn valid_for(&self, id: &str) -> f64 {
+        self.inner.valid_for(id).as_secs_f64()
+    }
+
     /// Calls `callback(name, permit_id, reason)` when this client's watchdog loses a permit of
     /// this semaphore; returns the listener id.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<u64> {

@@ -104,6 +104,12 @@ impl RedLock {
         Ok(self.inner.is_lost(&self.owner(owner)?))
     }
 
+    /// How long local time still proves a majority of `owner`'s holds, in seconds.
+    #[pyo3(signature = (owner = None))]
+    fn valid_for(&self, owner: Option<u64>) -> PyResult<f64> {
+        Ok(self.inner.valid_for(&self.owner(owner)?).as_secs_f64())
+    }
+
     /// The token of `owner`'s latest acquire while it holds it (fenced); None otherwise.
     #[pyo3(signature = (owner = None))]
     fn token(&self, owner: Option<u64>) -> PyResult<Option<u64>> {

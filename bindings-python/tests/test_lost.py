@@ -26,8 +26,11 @@ def test_force_unlock_by_other_client_is_reported(fast: rlock.Client, client: rl
     every: "queue.Queue[rlock.LostEvent]" = queue.Queue()
     remove = lock.on_lost(events.put)
     remove_client_listener = fast.on_lost(every.put)
+    assert lock.valid_for() == 0.0  # not held yet
     assert lock.acquire()
     assert not lock.is_lost()
+    # The 3 s lease from its send, less the 0.75 s margin (a quarter of the lease).
+    assert 0.0 < lock.valid_for() <= 2.25
     owner = fast._native.owner_name()
     assert client.lock(name).force_unlock()
     event = events.get(timeout=20)
@@ -35,6 +38,7 @@ def test_force_unlock_by_other_client_is_reported(fast: rlock.Client, client: rl
     assert every.get(timeout=20) == event, "the client's listener hears every hold's loss"
     remove_client_listener()
     assert lock.is_lost()
+    assert lock.valid_for() == 0.0
     with pytest.raises(rlock.LockLostError):
         lock.release()
     assert not lock.is_lost()  # the release reported it; the hold is forgotten

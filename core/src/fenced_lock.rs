@@ -51,7 +51,7 @@ impl FencedLock {
     }
 
     /// The lock underneath, for its queries (`is_locked`, `is_held`, `hold_count`,
-    /// `remaining_ttl`, `is_lost`, `on_lost`, `force_unlock`).
+    /// `remaining_ttl`, `is_lost`, `valid_for`, `on_lost`, `force_unlock`).
     pub fn lock(&self) -> &Lock {
         &self.lock
     }

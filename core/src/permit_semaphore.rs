@@ -419,6 +419,12 @@ impl PermitExpirableSemaphore {
         parse_id(id).is_ok_and(|id| self.inner.shared.watchdog().is_lost(&self.key(&id)))
     }
 
+    /// How long local time still proves permit `id` (see [`crate::Lock::valid_for`]): zero for
+    /// an id this client does not hold, a lost permit, or one in doubt. No query.
+    pub fn valid_for(&self, id: &str) -> Duration {
+        parse_id(id).map_or(Duration::ZERO, |id| self.inner.shared.watchdog().valid_for(&self.key(&id)))
+    }
+
     /// Calls `f` (on a library thread) whenever this client's watchdog loses a permit of this
     /// semaphore (the event's `permit_id` names it). Returns an id for
     /// [`PermitExpirableSemaphore::remove_lost_listener`].

@@ -102,6 +102,9 @@ async fn expired_lease_lets_another_owner_in_and_late_release_is_lost() {
     let (a, b) = (c.new_owner(), c.new_owner());
     let lock = c.lock("lease").unwrap();
     lock.acquire_with_lease(&a, Duration::from_millis(200)).await.unwrap();
+    // Proven for the lease from its send, less the margin (a quarter of the lease here).
+    assert!(lock.valid_for(&a) <= Duration::from_millis(150));
+    assert_eq!(lock.valid_for(&b), Duration::ZERO, "b holds nothing");
     let pttl: i64 = server.conn().pttl("lease").unwrap();
     assert!(pttl > 0 && pttl <= 200);
     // B waits and gets in once the lease runs out (no unlock message is ever sent).
@@ -110,6 +113,8 @@ async fn expired_lease_lets_another_owner_in_and_late_release_is_lost() {
     assert!(start.elapsed() < Duration::from_secs(2));
     // The holder was told its lease was ending (lease_ending): the late release is `Lost`.
     assert!(lock.is_lost(&a));
+    assert_eq!(lock.valid_for(&a), Duration::ZERO);
+    assert!(lock.valid_for(&b) > Duration::ZERO, "b's hold is renewed by the watchdog");
     let err = lock.release(&a).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Lost);
     assert!(lock.is_held(&b).await.unwrap());

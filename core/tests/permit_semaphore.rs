@@ -127,6 +127,9 @@ async fn a_permit_removed_under_the_watchdog_is_reported_lost() {
     let events = heard.lock().unwrap().clone();
     assert_eq!(events, [("permit", Some(gone.clone()), gone.clone())]);
     assert!(sem.is_lost(&gone) && !sem.is_lost(&kept));
+    assert_eq!(sem.valid_for(&gone), Duration::ZERO);
+    assert!(sem.valid_for(&kept) > Duration::ZERO);
+    assert_eq!(sem.valid_for("not-an-id"), Duration::ZERO, "an id this client never held");
     assert_eq!(sem.release(&gone).await.unwrap_err().kind(), ErrorKind::Lost);
     sem.release(&kept).await.unwrap();
 }

@@ -145,6 +145,9 @@ async fn the_holder_is_told_once_a_majority_is_lost() {
     red.on_lost(None, move |e| h.lock().unwrap().push(e.clone()));
     let me = red.new_owner();
     red.acquire(&me).await.unwrap();
+    // A majority proven: at most the lease less the margin.
+    let proven = red.valid_for(&me);
+    assert!(proven > Duration::ZERO && proven <= Duration::from_millis(1200), "{proven:?}");
     servers[0].kill();
     // One member lost: the majority stands, nobody is told.
     assert!(
@@ -157,6 +160,7 @@ async fn the_holder_is_told_once_a_majority_is_lost() {
     servers[1].kill();
     assert!(common::eventually(Duration::from_secs(5), || !heard.lock().unwrap().is_empty()).await);
     assert!(red.is_lost(&me));
+    assert_eq!(red.valid_for(&me), Duration::ZERO, "fewer than a majority proven");
     let events = heard.lock().unwrap().clone();
     assert_eq!(events.len(), 1, "told once: {events:?}");
     assert_eq!((events[0].kind, &*events[0].name), (RED_LOCK_KIND, "red:e"));

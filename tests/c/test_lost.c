@@ -39,14 +39,22 @@ static void lock_pair(void) {
     /* Twice: a lease nobody renews, which the holder hears of (lease_ending) before it ends.
      * After the second event reached this handle's listener, the first had reached every
      * listener: the other owner's and the freed handle's heard nothing. */
+    uint64_t valid_ms = 1;
+    CHECK_RC(rlock_lock_valid_for_ms(l, RLOCK_THREAD, &valid_ms), RLOCK_OK);
+    CHECK(valid_ms == 0); /* not held */
     for (int round = 1; round <= 2; round++) {
         CHECK_RC(rlock_lock_acquire(l, RLOCK_THREAD, 0, 1500, NULL), RLOCK_OK);
+        /* The lease from its send, less the margin (a quarter of 1.5 s, under the default 1 s). */
+        CHECK_RC(rlock_lock_valid_for_ms(l, RLOCK_THREAD, &valid_ms), RLOCK_OK);
+        CHECK(valid_ms <= 1125);
         wait_calls(&mine, round);
         CHECK(atomic_load(&mine.calls) == round);
         CHECK_STR(mine.kind, "lock");
         CHECK_STR(mine.reason, "lease_ending");
         CHECK_RC(rlock_lock_is_lost(l, RLOCK_THREAD, &lost), RLOCK_OK);
         CHECK(lost);
+        CHECK_RC(rlock_lock_valid_for_ms(l, RLOCK_THREAD, &valid_ms), RLOCK_OK);
+        CHECK(valid_ms == 0);
         CHECK_RC(rlock_lock_release(l, RLOCK_THREAD, NULL), RLOCK_LOST);
         CHECK_RC(rlock_lock_is_lost(l, RLOCK_THREAD, &lost), RLOCK_OK);
         CHECK(!lost);
@@ -65,6 +73,8 @@ static void lock_pair(void) {
     CHECK_RC(rlock_lock_on_lost(NULL, RLOCK_THREAD, heard, &mine, NULL), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_lock_is_lost(l, RLOCK_THREAD, NULL), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_lock_is_lost(NULL, RLOCK_THREAD, &lost), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_lock_valid_for_ms(l, RLOCK_THREAD, NULL), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_lock_valid_for_ms(NULL, RLOCK_THREAD, &valid_ms), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_lock_remove_lost_listener(NULL, other_id, NULL), RLOCK_INVALID_ARGUMENT);
     rlock_lock_free(l); /* still has the other owner's listener: freed with it (valgrind) */
 }

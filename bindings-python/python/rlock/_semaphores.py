@@ -149,6 +149,12 @@ class PermitExpirableSemaphore(_Permits[_native.PermitExpirableSemaphore]):
         """Whether this client's watchdog lost the permit (until it is released)."""
         return self._native.is_lost(permit_id)
 
+    def valid_for(self, permit_id: str) -> float:
+        """How long, in seconds, local time still proves the permit (see
+        :meth:`Lock.valid_for`): 0.0 for one this client does not hold, a lost permit, or one in
+        doubt. Sends nothing."""
+        return self._native.valid_for(permit_id)
+
     def on_lost(self, callback: LostCallback) -> Callable[[], None]:
         """Calls ``callback(LostEvent)`` (on a library thread, ``kind`` ``"permit"`` and
         ``permit_id`` set) whenever this client's watchdog loses a permit of this semaphore. An

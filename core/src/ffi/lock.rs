@@ -12,6 +12,7 @@ use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{lease_arg, rlock_result, wait_arg, write_out, Failure, RLOCK_THREAD};
 use crate::error::Error;
 use crate::lock::Lock;
+use crate::millis::whole_ms;
 use crate::owner::{thread_owner_id, Owner};
 
 /// The owner an `owner` argument names on client `c`.
@@ -265,6 +266,22 @@ pub unsafe extern "C" fn rlock_lock_is_lost(
 ) -> rlock_result {
     // SAFETY: NULL or live per the header.
     unsafe { query(lock, out, |l| Ok(l.lock.is_lost(&l.owner(owner)))) }
+}
+
+/// Writes how long local time still proves `owner`'s hold of `lock` to `*out_ms`, in whole
+/// milliseconds: until the send of its last confirmed renewal (or its acquire), plus the lease,
+/// minus the lease-doubt margin. 0 when `owner` does not hold it through this client, or the
+/// hold is lost or in doubt (which marks it lost at once). Check it before each write when the
+/// storage takes no fencing token. Local: sends nothing. Thread-safe. Errors:
+/// `RLOCK_INVALID_ARGUMENT` (NULL lock or out_ms).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_lock_valid_for_ms(
+    lock: *const rlock_lock,
+    owner: u64,
+    out_ms: *mut u64,
+) -> rlock_result {
+    // SAFETY: NULL or live per the header.
+    unsafe { query(lock, out_ms, |l| Ok(whole_ms(l.lock.valid_for(&l.owner(owner))))) }
 }
 
 /// Adds a function called when the watchdog loses `owner`'s hold of `lock` (`RLOCK_THREAD`:

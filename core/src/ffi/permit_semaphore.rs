@@ -12,6 +12,7 @@ use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string};
 use crate::bindings::acquire_permit;
 use crate::error::Error;
+use crate::millis::whole_ms;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
 
@@ -205,6 +206,27 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_is_lost(
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
         write_out(out, s.sem.is_lost(id));
+        Ok(())
+    })
+}
+
+/// Writes how long local time still proves permit `permit_id` of `sem` to `*out_ms`, in whole
+/// milliseconds (see `rlock_lock_valid_for_ms`): 0 for a permit this client does not hold, a
+/// lost permit, or one in doubt. Local: sends nothing. Thread-safe. Errors:
+/// `RLOCK_INVALID_ARGUMENT` (NULL sem, permit_id or out_ms; invalid UTF-8).
+#[no_mangle]
+pub unsafe extern "C" fn rlock_permit_expirable_semaphore_valid_for_ms(
+    sem: *const rlock_permit_expirable_semaphore,
+    permit_id: *const c_char,
+    out_ms: *mut u64,
+) -> rlock_result {
+    guard(|| {
+        check_out(out_ms)?;
+        // SAFETY: NULL or NUL-terminated per the header.
+        let id = unsafe { str_arg(permit_id, "permit_id") }?;
+        // SAFETY: NULL or live per the header.
+        let s = unsafe { take(sem) }?;
+        write_out(out_ms, whole_ms(s.sem.valid_for(id)));
         Ok(())
     })
 }

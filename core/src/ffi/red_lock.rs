@@ -13,6 +13,7 @@ use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, Failure};
 use crate::client::Client;
 use crate::error::Error;
+use crate::millis::whole_ms;
 use crate::red_lock::{red_lock, RedLock};
 
 /// An opaque RedLock: `rlock_red_lock_new` makes it over client handles,
@@ -167,6 +168,20 @@ pub unsafe extern "C" fn rlock_red_lock_is_lost(
 ) -> rlock_result {
     // SAFETY: NULL or live per the header.
     unsafe { query(red, out, |r| Ok(r.red.is_lost(&r.owner(owner)))) }
+}
+
+/// Writes how long local time still proves a majority of `owner`'s member holds of `red` to
+/// `*out_ms`, in whole milliseconds (the quorum-th longest-proven member's time left; see
+/// `rlock_lock_valid_for_ms`). 0 when fewer than a majority are proven now. Local: sends
+/// nothing. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL red or out_ms), `RLOCK_FORKED`.
+#[no_mangle]
+pub unsafe extern "C" fn rlock_red_lock_valid_for_ms(
+    red: *const rlock_red_lock,
+    owner: u64,
+    out_ms: *mut u64,
+) -> rlock_result {
+    // SAFETY: NULL or live per the header.
+    unsafe { query(red, out_ms, |r| Ok(whole_ms(r.red.valid_for(&r.owner(owner))))) }
 }
 
 /// Adds a function called when the watchdog loses `owner`'s hold of `red` (`RLOCK_THREAD`: the calling thread's; fewer than a majority left), with `userdata` as its first argument

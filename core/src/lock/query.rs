@@ -99,6 +99,14 @@ impl Lock {
         self.inner.shared.watchdog().is_lost(&self.key(owner))
     }
 
+    /// How long local time still proves `owner`'s hold: until the send of its last confirmed
+    /// renewal (or of its acquire), plus the lease, minus the lease-doubt margin. Zero when
+    /// `owner` does not hold it through this client, or the hold is lost or in doubt (which
+    /// marks it lost at once). A holder without fencing checks it before each write. No query.
+    pub fn valid_for(&self, owner: &Owner) -> Duration {
+        self.inner.shared.watchdog().valid_for(&self.key(owner))
+    }
+
     /// Calls `f` (on a library task) when the watchdog loses a hold of this lock (of this
     /// side, for a read-write lock): by `owner` only, or by any owner of this client when
     /// `owner` is `None`. A panicking listener is

@@ -84,7 +84,7 @@ impl FencedRedLock {
         Ok(FencedRedLock { red: RedLock::build(name, clients, true)? })
     }
 
-    /// The RedLock underneath, for its queries (`is_held`, `is_lost`, `on_lost`, `members`).
+    /// The RedLock underneath, for its queries (`is_held`, `is_lost`, `valid_for`, `on_lost`, `members`).
     pub fn red_lock(&self) -> &RedLock {
         &self.red
     }

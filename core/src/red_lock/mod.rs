@@ -649,6 +649,16 @@ impl RedLock {
         lost > 0 && live < self.inner.quorum
     }
 
+    /// How long local time still proves a majority of `owner`'s member holds: the time the
+    /// quorum-th longest-proven member has left (see [`Lock::valid_for`]). Zero when fewer
+    /// than a majority are proven now. No query.
+    pub fn valid_for(&self, owner: &Owner) -> Duration {
+        let mut left: Vec<Duration> =
+            self.inner.members.iter().map(|m| m.valid_for(&m.owner_on_client(owner.id()))).collect();
+        left.sort_unstable_by(|a, b| b.cmp(a));
+        left.get(self.inner.quorum - 1).copied().unwrap_or(Duration::ZERO)
+    }
+
     /// Calls `f` (on a library task) once per hold when `owner`'s RedLock (any owner's, with
     /// `None`) is lost: when a member's hold is lost and fewer than a majority are left. The
     /// event's kind is [`RED_LOCK_KIND`], its owner the first client's, its reason the last

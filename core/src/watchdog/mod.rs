@@ -561,6 +561,29 @@ impl Watchdog {
         lock(&self.holds).get(key).is_some_and(|h| h.lost.is_some())
     }
 
+    /// How long local time still proves this hold: from now to its doubt moment (the send of
+    /// its last confirmed renewal, plus the lease, minus the margin). Zero when the hold is not
+    /// tracked, is lost, or is past that moment (which marks it lost here, as [`Self::is_lost`]
+    /// does). A holder without fencing checks it before each write.
+    pub(crate) fn valid_for(&self, key: &HoldKey) -> Duration {
+        let left = {
+            let holds = lock(&self.holds);
+            let Some(h) = holds.get(key) else { return Duration::ZERO };
+            if h.lost.is_some() {
+                return Duration::ZERO;
+            }
+            self.doubt_at(h).and_then(|at| at.checked_duration_since(Instant::now()))
+        };
+        match left {
+            Some(d) if !d.is_zero() => d,
+            _ => {
+                // Past the doubt moment: mark it lost now, not when the timer task runs.
+                self.is_lost(key);
+                Duration::ZERO
+            }
+        }
+    }
+
     /// The moment local time stops proving `h`'s lease: its proven end less the margin (see the
     /// module's doc). `None` when that is before the clock's start (already in doubt).
     fn doubt_at(&self, h: &Hold) -> Option<Instant> {
@@ -732,6 +755,32 @@ mod tests {
         assert!(wd.is_lost(&paused));
         assert_eq!(lock(&heard).len(), 1, "told once");
         assert!(!wd.is_lost(&fresh));
+    }
+
+    /// `valid_for` counts from the send, less the margin; it is zero for a hold past that moment
+    /// (which it marks lost at once, with no timer) and for one never taken.
+    #[test]
+    fn valid_for_is_the_time_local_time_still_proves() {
+        // A 300 ms lease with a 50 ms doubt margin.
+        let wd = Watchdog::new(
+            Duration::from_millis(300),
+            None,
+            Duration::from_millis(50),
+            Arc::new(Metrics::new(true)),
+        );
+        let owner = Owner::new(uuid::Uuid::new_v4(), 1);
+        let sent = Instant::now() - Duration::from_millis(100);
+        let young = HoldKey { kind: 1, name: "young".into(), owner: 1 };
+        wd.acquired(kind(1), young.clone(), &owner, Duration::from_millis(300), true, sent);
+        let left = wd.valid_for(&young);
+        assert!(left <= Duration::from_millis(150) && left > Duration::from_millis(100), "{left:?}");
+        let old = HoldKey { kind: 1, name: "old".into(), owner: 1 };
+        let sent = Instant::now() - Duration::from_millis(260);
+        wd.acquired(kind(1), old.clone(), &owner, Duration::from_millis(300), true, sent);
+        assert_eq!(wd.valid_for(&old), Duration::ZERO);
+        assert!(lock(&wd.holds)[&old].lost.is_some(), "marked lost by the look itself");
+        let never = HoldKey { kind: 1, name: "never".into(), owner: 1 };
+        assert_eq!(wd.valid_for(&never), Duration::ZERO);
     }
 
     #[test]

@@ -21,7 +21,6 @@ use crate::conn::Commands;
 use crate::error::{Error, Result};
 use crate::finish::Finish;
 use crate::keys;
-use crate::latches::request_latch;
 use crate::pubsub::Wake;
 use crate::scripts;
 use crate::shared::{Attempt, Shared};
@@ -85,9 +84,9 @@ impl CountDownLatch {
         }
         let i = &self.inner;
         i.shared.check_open()?;
-        let latch = request_latch(&i.latch_prefix, i.shared.id());
+        let latch = i.shared.request_latch(&i.latch_prefix);
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
-        let keys = (&*i.name, i.channel.as_str(), latch.as_str());
+        let keys = (&*i.name, i.channel.as_str(), latch.key());
         let set = i
             .shared
             .retrying(|mut c| async move {
@@ -96,8 +95,8 @@ impl CountDownLatch {
                 })
             })
             .await?;
-        if set {
-            i.shared.latches().delete(latch);
+        if !set {
+            latch.unwritten();
         }
         Ok(set)
     }
@@ -118,9 +117,9 @@ impl CountDownLatch {
 
     async fn count_down_now(&self) -> Result<()> {
         let i = &self.inner;
-        let latch = request_latch(&i.latch_prefix, i.shared.id());
+        let latch = i.shared.request_latch(&i.latch_prefix);
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
-        let keys = (&*i.name, i.channel.as_str(), latch.as_str());
+        let keys = (&*i.name, i.channel.as_str(), latch.key());
         i.shared
             .retrying(|mut c| async move {
                 scripts::latch_count_down(&mut c, keys, publish, ttl).await.map_err(|e| {
@@ -128,7 +127,6 @@ impl CountDownLatch {
                 })
             })
             .await?;
-        i.shared.latches().delete(latch);
         Ok(())
     }
 

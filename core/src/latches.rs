@@ -7,6 +7,10 @@
 //! [`crate::keys::hash_tag`]; behind a proxy in front of a sharded cluster), all together on
 //! the multiplexed connection. That costs Redis and the client far less per release under
 //! load. Keys a failed DEL leaves behind expire by their own TTL.
+//!
+//! A call's latch is a [`RequestLatch`]: the only way to make one, and the only way one is
+//! deleted (when it is dropped). Whoever owns it decides how long it lives: the call itself, or
+//! a background give-back it was moved into, which drops it when done.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -46,18 +50,52 @@ impl Latches {
         Latches(tx)
     }
 
-    /// Queues `key` for deletion.
-    pub(crate) fn delete(&self, key: String) {
-        let _ = self.0.send(key);
+    /// A new latch for one call of client `client`: `prefix` and a request id no other call
+    /// of any client uses ([`request_id`]). Deleted in the background when dropped.
+    pub(crate) fn request(&self, prefix: &str, client: uuid::Uuid) -> RequestLatch {
+        RequestLatch { key: request_id(prefix, client), deleter: Some(self.0.clone()) }
     }
 }
 
-/// The latch key of one release: `prefix` and a request id of 32 lowercase hex digits (16
-/// bytes) that no other release call of any client uses. The first 8 bytes come from the
+/// The request latch of one call (a release, a count-down, a semaphore's acquire step): the
+/// key its script writes so that retries of the call do not count twice. Deleted in the
+/// background (batched, see the module's doc) when dropped: when nothing can retry the call
+/// any more. A give-back that needs the latch after its call returned owns it, so the latch
+/// lives until the give-back is done.
+#[must_use = "dropping a RequestLatch deletes it"]
+pub(crate) struct RequestLatch {
+    key: String,
+    /// `None` once the latch needs no deletion.
+    deleter: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl RequestLatch {
+    /// The key, for the script's `KEYS`.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Ends the guard without a DEL: the call's script said it wrote nothing (it found nothing
+    /// to do), so there is nothing to delete. Saves a DEL per refused try under contention.
+    pub(crate) fn unwritten(mut self) {
+        self.deleter = None;
+    }
+}
+
+impl Drop for RequestLatch {
+    fn drop(&mut self) {
+        if let Some(deleter) = self.deleter.take() {
+            let _ = deleter.send(std::mem::take(&mut self.key));
+        }
+    }
+}
+
+/// `prefix` and a request id of 32 lowercase hex digits (16 bytes) that no other call of any
+/// client uses (a latch key, or a permit id with no prefix). The first 8 bytes come from the
 /// client's random UUID, the last 8 are a bijective scramble (splitmix64) of a per-process
 /// sequence number keyed by the rest of that UUID, so ids of one client never repeat and look
-/// random, without a `getrandom` system call per release (`Uuid::new_v4` made one).
-pub(crate) fn request_latch(prefix: &str, client: uuid::Uuid) -> String {
+/// random, without a `getrandom` system call per call (`Uuid::new_v4` made one).
+pub(crate) fn request_id(prefix: &str, client: uuid::Uuid) -> String {
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let (hi, lo) = client.as_u64_pair();
     let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
@@ -131,14 +169,31 @@ mod tests {
         let prefix = crate::keys::unlock_latch_prefix("orders");
         let mut seen = std::collections::HashSet::new();
         for _ in 0..100_000 {
-            let latch = request_latch(&prefix, client);
+            let latch = request_id(&prefix, client);
             let id = latch.strip_prefix(&prefix).unwrap_or_default();
             assert_eq!(id.len(), 32);
             assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
             assert!(seen.insert(latch));
         }
         // Another client's ids differ in their first half.
-        let other = request_latch(&prefix, uuid::Uuid::new_v4());
+        let other = request_id(&prefix, uuid::Uuid::new_v4());
         assert!(seen.iter().all(|l| l[..prefix.len() + 16] != other[..prefix.len() + 16]));
+    }
+
+    /// A latch is queued for deletion when dropped, wherever its owner drops it, and only then;
+    /// one its script never wrote is not.
+    #[test]
+    fn a_latch_is_deleted_when_dropped_unless_unwritten() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let latches = Latches(tx);
+        let client = uuid::Uuid::new_v4();
+        let kept = latches.request("p:", client);
+        let key = kept.key().to_owned();
+        let moved = std::thread::spawn(move || kept); // a give-back owns it for a while
+        assert!(rx.try_recv().is_err(), "not deleted while owned");
+        drop(moved.join().ok());
+        assert_eq!(rx.try_recv().ok(), Some(key));
+        latches.request("p:", client).unwritten();
+        assert!(rx.try_recv().is_err(), "an unwritten latch costs no DEL");
     }
 }

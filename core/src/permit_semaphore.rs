@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
-use crate::latches::request_latch;
+use crate::latches::request_id;
 use crate::owner::Owner;
 use crate::scripts;
 use crate::semaphore::{count_message, Semaphore};
@@ -184,7 +184,7 @@ impl PermitExpirableSemaphore {
     fn new_id(&self) -> [u8; 16] {
         let i = &self.inner;
         loop {
-            let hex = request_latch("", i.shared.id());
+            let hex = request_id("", i.shared.id());
             let id = parse_id(&hex).unwrap_or_default();
             if i.shared.watchdog().permit(&self.key(&id)).is_none() {
                 return id;
@@ -316,9 +316,9 @@ impl PermitExpirableSemaphore {
         if ours {
             i.shared.watchdog().release_started(&key);
         }
-        let latch = request_latch(&i.latch_prefix, i.shared.id());
+        let latch = i.shared.request_latch(&i.latch_prefix);
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
-        let latch_ref = &latch;
+        let latch_ref = latch.key();
         let op = |mut c: crate::conn::Commands| async move {
             let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
             scripts::pes_release(&mut c, keys, latch_ref, &id, publish, ttl)
@@ -335,13 +335,14 @@ impl PermitExpirableSemaphore {
                     i.shared.metrics().released(None);
                     Forgotten::NotHeld
                 };
-                i.shared.latches().delete(latch);
+                drop(latch); // the call's retries are over: deleted
                 match lost {
                     Forgotten::Lost => Err(not_held(lost, &i.name, &format_id(&id))),
                     Forgotten::NotHeld => Ok(()),
                 }
             }
             Ok(false) => {
+                latch.unwritten();
                 let forgotten = if ours { wd.forget(&key) } else { Forgotten::NotHeld };
                 Err(not_held(forgotten, &i.name, &format_id(&id)))
             }

@@ -18,7 +18,7 @@ use crate::conn::retry_transient;
 use crate::error::{Error, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
-use crate::latches::request_latch;
+use crate::latches::RequestLatch;
 use crate::millis::whole_ms;
 use crate::pubsub::Wake;
 use crate::scripts;
@@ -169,17 +169,16 @@ impl Semaphore {
         Ok(got.map(|()| Permits { sem: Some(self.clone()), permits }))
     }
 
-    /// Gives `permits` back on the client's runtime when dropped unkept; then deletes `latch`,
-    /// the latch of the acquire call that took them (nobody retries that call any more).
-    fn give_back(&self, permits: u64, latch: Option<Arc<str>>) -> Undo {
+    /// Gives `permits` back on the client's runtime when dropped unkept. It owns `latch`, the
+    /// latch of the acquire step that took them: deleted once the give-back is done, or with
+    /// the Undo when the caller keeps the permits (only a give-back reads it).
+    fn give_back(&self, permits: u64, latch: Option<RequestLatch>) -> Undo {
         let back = self.clone();
         Undo::new(self.inner.shared.cleanups(), async move {
             if let Err(e) = back.release_now(permits).await {
                 log::warn!("rlock: could not give back permits nobody took on '{}': {e}", back.name());
             }
-            if let Some(latch) = latch {
-                back.inner.shared.latches().delete(latch.to_string());
-            }
+            drop(latch);
         })
     }
 
@@ -191,8 +190,7 @@ impl Semaphore {
     async fn attempt(&self, permits: u64) -> Result<bool> {
         let sem = self.clone();
         let shared = &self.inner.shared;
-        let latch: Arc<str> = request_latch(&self.inner.latch_prefix, shared.id()).into();
-        let step_latch = latch.clone();
+        let latch = shared.request_latch(&self.inner.latch_prefix);
         let answer = shared
             .step(async move {
                 let i = &sem.inner;
@@ -200,7 +198,7 @@ impl Semaphore {
                 let taken = scripts::sem_acquire(
                     &mut i.shared.conn(),
                     &i.name,
-                    &step_latch,
+                    latch.key(),
                     permits,
                     i.shared.latch_ttl_ms() + whole_ms(GIVE_BACK_WINDOW),
                 )
@@ -211,20 +209,22 @@ impl Semaphore {
                     Err(e) => {
                         if e.outcome_unknown() {
                             // Only the answer may be lost: give back what the step may have taken.
-                            sem.undo_lost(permits, step_latch, sent + GIVE_BACK_WINDOW).await;
+                            sem.undo_lost(permits, latch, sent + GIVE_BACK_WINDOW).await;
                         }
                         return Err(e);
                     }
                 };
-                Ok(taken.then(|| sem.give_back(permits, Some(step_latch))))
+                if !taken {
+                    latch.unwritten();
+                    return Ok(None);
+                }
+                Ok(Some(sem.give_back(permits, Some(latch))))
             })
             .await;
         // No await from here on: the permits are handed to the caller in the same poll.
         Ok(match answer? {
             Some(undo) => {
-                undo.keep();
-                // Kept: only a give-back reads the latch.
-                shared.latches().delete(latch.to_string());
+                undo.keep(); // its latch goes with it: only a give-back reads it
                 true
             }
             None => false,
@@ -238,8 +238,8 @@ impl Semaphore {
     /// is answered or `until` passes (the latch lives [`GIVE_BACK_WINDOW`] longer than retries
     /// need it, so a give-back tried by then can still tell what was taken). A plain semaphore's
     /// permits have no lease: given back by nobody, they would be gone for good.
-    async fn undo_lost(&self, permits: u64, latch: Arc<str>, until: Instant) {
-        let first = self.try_undo(permits, &latch);
+    async fn undo_lost(&self, permits: u64, latch: RequestLatch, until: Instant) {
+        let first = self.try_undo(permits, latch.key());
         let answered = match self.inner.shared.options().command_timeout {
             Some(limit) => tokio::time::timeout(limit, first).await.ok(),
             None => Some(first.await),
@@ -250,7 +250,7 @@ impl Semaphore {
         let sem = self.clone();
         self.inner.shared.cleanups().spawn(async move {
             let delay = sem.inner.shared.options().retry_delay;
-            let tries = retry_transient(u32::MAX, delay, None, || sem.try_undo(permits, &latch));
+            let tries = retry_transient(u32::MAX, delay, None, || sem.try_undo(permits, latch.key()));
             let failed = match tokio::time::timeout_at(until.into(), tries).await {
                 Ok(Ok(())) => return,
                 Ok(Err(e)) => e.to_string(),
@@ -293,9 +293,9 @@ impl Semaphore {
 
     async fn release_now(&self, permits: u64) -> Result<i64> {
         let i = &self.inner;
-        let latch = request_latch(&i.latch_prefix, i.shared.id());
+        let latch = i.shared.request_latch(&i.latch_prefix);
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
-        let latch_ref = &latch;
+        let latch_ref = latch.key();
         let count = i
             .shared
             .retrying_past_close(|mut c| async move {
@@ -304,7 +304,6 @@ impl Semaphore {
                     .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
             })
             .await?;
-        i.shared.latches().delete(latch);
         Ok(count)
     }
 

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::conn::{self, is_transient, retry_transient, Commands, PushHandler, Topology};
 use crate::error::{Error, Result};
 use crate::finish::{Cleanups, Finish};
-use crate::latches::Latches;
+use crate::latches::{Latches, RequestLatch};
 use crate::metrics::Metrics;
 use crate::options::ClientOptions;
 use crate::owner::Owner;
@@ -289,9 +289,10 @@ impl Shared {
         &self.pubsub
     }
 
-    /// Background deletion of release latches.
-    pub(crate) fn latches(&self) -> &Latches {
-        &self.latches
+    /// A new request latch for one call of this client, under `prefix`; deleted in the
+    /// background when dropped.
+    pub(crate) fn request_latch(&self, prefix: &str) -> RequestLatch {
+        self.latches.request(prefix, self.id())
     }
 
     /// How long a release latch outlives its call, in ms.

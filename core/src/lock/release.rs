@@ -6,7 +6,6 @@ use tokio::time::Instant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::finish::Finish;
 use crate::keys;
-use crate::latches::request_latch;
 use crate::owner::Owner;
 use crate::scripts::{self, ReleaseKind};
 use crate::watchdog::Forgotten;
@@ -54,7 +53,7 @@ impl Lock {
         let inner = &self.inner;
         let shared = &inner.shared;
         let key = self.key(owner);
-        let latch = request_latch(&inner.latch_prefix, shared.id());
+        let latch = shared.request_latch(&inner.latch_prefix);
         let kind = match &inner.flavor {
             Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin => ReleaseKind::Reentrant,
             Flavor::Read { key_prefix } => ReleaseKind::Read {
@@ -67,7 +66,7 @@ impl Lock {
         let call = scripts::Release {
             name: &inner.name,
             channel: &inner.channel,
-            latch: &latch,
+            latch: latch.key(),
             lease_ms: whole_ms(shared.watchdog().release_lease(&key)),
             owner: owner.as_str(),
             publish: self.publish_command(),
@@ -104,7 +103,10 @@ impl Lock {
                 );
                 Released::StillLocked
             }
-            Ok(None) => return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner)),
+            Ok(None) => {
+                latch.unwritten();
+                return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner));
+            }
             Err(e) => {
                 // It may have run and set the lease again.
                 shared.watchdog().lease_reset(&key, sent);
@@ -116,12 +118,10 @@ impl Lock {
         if outcome != Released::StillHeld {
             let lost = shared.watchdog().released(&key);
             if let Forgotten::Lost = lost {
-                shared.latches().delete(latch);
                 return Err(not_held(lost, &inner.name, owner));
             }
         }
-        // The latch only matters to retries of this call, which are over.
-        shared.latches().delete(latch);
+        // The latch only matters to retries of this call, which are over: dropped, deleted.
         Ok(outcome)
     }
 

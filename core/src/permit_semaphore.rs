@@ -27,6 +27,7 @@ use crate::owner::Owner;
 use crate::scripts;
 use crate::semaphore::{count_message, Semaphore};
 use crate::shared::{Acquiring, Attempt, Shared, Wakeup};
+use crate::watchdog::release;
 use crate::watchdog::{Forgotten, HoldKey, HoldKind, ListenerId, LostEvent, LostFilter, Renewing};
 
 /// A permit renewed by the watchdog: its expiry is pushed out while it is held.
@@ -312,10 +313,8 @@ impl PermitExpirableSemaphore {
     async fn release_tries(&self, id: [u8; 16], retry: bool) -> Result<()> {
         let i = &self.inner;
         let key = self.key(&id);
-        let ours = self.tracked(&key, &id);
-        if ours {
-            i.shared.watchdog().release_started(&key);
-        }
+        // A permit this client does not hold (another's id) has no ticket: nothing to forget.
+        let ticket = self.tracked(&key, &id).then(|| i.shared.watchdog().start_release(key));
         let latch = i.shared.request_latch(&i.latch_prefix);
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
         let latch_ref = latch.key();
@@ -326,15 +325,15 @@ impl PermitExpirableSemaphore {
                 .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
         };
         let released = if retry { i.shared.retrying_past_close(op).await } else { op(i.shared.conn()).await };
-        let wd = i.shared.watchdog();
         match released {
             Ok(true) => {
-                let lost = if ours {
-                    wd.released(&key)
-                } else {
-                    i.shared.metrics().released(None);
-                    Forgotten::NotHeld
-                };
+                let lost = ticket.map_or_else(
+                    || {
+                        i.shared.metrics().released(None);
+                        Forgotten::NotHeld
+                    },
+                    |t| t.freed(),
+                );
                 drop(latch); // the call's retries are over: deleted
                 match lost {
                     Forgotten::Lost => Err(not_held(lost, &i.name, &format_id(&id))),
@@ -343,12 +342,14 @@ impl PermitExpirableSemaphore {
             }
             Ok(false) => {
                 latch.unwritten();
-                let forgotten = if ours { wd.forget(&key) } else { Forgotten::NotHeld };
+                let forgotten = ticket.map_or(Forgotten::NotHeld, |t| t.not_held());
                 Err(not_held(forgotten, &i.name, &format_id(&id)))
             }
             Err(e) => {
-                if ours {
-                    wd.release_ended(&key);
+                // It may have run (a permit's release sets no lease: the ticket's lease
+                // bound changes nothing already proven).
+                if let Some(t) = ticket {
+                    t.failed();
                 }
                 Err(e)
             }
@@ -444,16 +445,11 @@ impl PermitExpirableSemaphore {
 
 /// The error of a release or update Redis answered "not held" for.
 fn not_held(forgotten: Forgotten, name: &str, id: &str) -> Error {
-    match forgotten {
-        Forgotten::Lost => Error::new(
-            ErrorKind::Lost,
-            format!("permit {id} of semaphore '{name}' was lost: it expired, or its lease was in doubt"),
-        ),
-        Forgotten::NotHeld => Error::new(
-            ErrorKind::NotHeld,
-            format!("permit {id} of semaphore '{name}' is not held (unknown, released, or expired)"),
-        ),
-    }
+    release::not_held(
+        forgotten,
+        &format!("permit {id} of semaphore '{name}'"),
+        "(unknown, released, or expired)",
+    )
 }
 
 /// A permit taken from a [`PermitExpirableSemaphore`]: released when dropped (in the

@@ -1,13 +1,12 @@
 //! Releasing: one hold level (with retries whose reply was lost made safe by a request
 //! latch), and force-unlocking.
 
-use tokio::time::Instant;
-
 use crate::error::{Error, ErrorKind, Result};
 use crate::finish::Finish;
 use crate::keys;
 use crate::owner::Owner;
 use crate::scripts::{self, ReleaseKind};
+use crate::watchdog::release::{self, LevelLeft};
 use crate::watchdog::Forgotten;
 
 use crate::millis::whole_ms;
@@ -63,18 +62,17 @@ impl Lock {
             Flavor::Write => ReleaseKind::Write { field: write_field(owner) },
             Flavor::Fair { queue, timeouts } => ReleaseKind::Fair { queue, timeouts, now_ms: now_ms() },
         };
+        let ticket = shared.watchdog().start_release(key);
         let call = scripts::Release {
             name: &inner.name,
             channel: &inner.channel,
             latch: latch.key(),
-            lease_ms: whole_ms(shared.watchdog().release_lease(&key)),
+            lease_ms: whole_ms(ticket.lease()),
             owner: owner.as_str(),
             publish: self.publish_command(),
             latch_ttl_ms: shared.latch_ttl_ms(),
             kind,
         };
-        shared.watchdog().release_started(&key);
-        let sent = Instant::now();
         let call = &call;
         let op = |mut conn: crate::conn::Commands| async move {
             call.run(&mut conn)
@@ -82,44 +80,35 @@ impl Lock {
                 .map_err(|e| Error::from_redis(&format!("release of lock '{}' failed", inner.name), e))
         };
         let result = if retry { shared.retrying(op).await } else { op(shared.conn()).await };
-        let outcome = match result {
-            Ok(Some(scripts::RELEASE_FREE)) => Released::Unlocked,
-            Ok(Some(scripts::RELEASE_LEFT)) => Released::StillLocked,
-            Ok(Some(_)) if shared.watchdog().level_released(&key) => {
-                // A reentrant release set the lease again, from its arrival.
-                shared.watchdog().lease_reset(&key, sent);
-                shared.watchdog().release_ended(&key);
-                Released::StillHeld
-            }
-            Ok(Some(_)) => {
-                // Every level this client took is released; the server still counts levels
-                // of acquires whose reply was lost (and whose undo failed). Nobody holds them:
-                // renewed, they kept the lock for good (a RedLock member left on a server that
-                // was stopped). Forgotten below, their lease ends them.
-                log::warn!(
-                    "rlock: lock '{}' still counts hold levels of {owner} that no acquire returned \
-                     (their replies were lost); they are not renewed, so their lease ends them",
-                    inner.name
-                );
-                Released::StillLocked
-            }
+        let (outcome, forgotten) = match result {
+            Ok(Some(scripts::RELEASE_FREE)) => (Released::Unlocked, ticket.freed()),
+            Ok(Some(scripts::RELEASE_LEFT)) => (Released::StillLocked, ticket.freed()),
+            Ok(Some(_)) => match ticket.level_left() {
+                LevelLeft::StillHeld => (Released::StillHeld, Forgotten::NotHeld),
+                LevelLeft::Orphaned(forgotten) => {
+                    // Every level this client took is released; the server still counts levels
+                    // of acquires whose reply was lost (and whose undo failed). Nobody holds
+                    // them: renewed, they kept the lock for good (a RedLock member left on a
+                    // server that was stopped). Forgotten, their lease ends them.
+                    log::warn!(
+                        "rlock: lock '{}' still counts hold levels of {owner} that no acquire returned \
+                         (their replies were lost); they are not renewed, so their lease ends them",
+                        inner.name
+                    );
+                    (Released::StillLocked, forgotten)
+                }
+            },
             Ok(None) => {
                 latch.unwritten();
-                return Err(not_held(shared.watchdog().forget(&key), &inner.name, owner));
+                return Err(not_held(ticket.not_held(), &inner.name, owner));
             }
             Err(e) => {
-                // It may have run and set the lease again.
-                shared.watchdog().lease_reset(&key, sent);
-                shared.watchdog().release_ended(&key);
+                ticket.failed();
                 return Err(e);
             }
         };
-        // The owner's hold is over unless it is still held: the watchdog forgets it.
-        if outcome != Released::StillHeld {
-            let lost = shared.watchdog().released(&key);
-            if let Forgotten::Lost = lost {
-                return Err(not_held(lost, &inner.name, owner));
-            }
+        if let Forgotten::Lost = forgotten {
+            return Err(not_held(forgotten, &inner.name, owner));
         }
         // The latch only matters to retries of this call, which are over: dropped, deleted.
         Ok(outcome)
@@ -181,17 +170,9 @@ pub(super) fn refused_upgrade(name: &str, owner: &Owner) -> Error {
 
 /// The error of a release Redis answered "not held" for.
 fn not_held(forgotten: Forgotten, name: &str, owner: &Owner) -> Error {
-    match forgotten {
-        Forgotten::Lost => Error::new(
-            ErrorKind::Lost,
-            format!(
-                "lock '{name}' was lost before this release: it expired, was force-unlocked, or its \
-                 lease was in doubt or ending (the lost-hold listeners were told why)"
-            ),
-        ),
-        Forgotten::NotHeld => Error::new(
-            ErrorKind::NotHeld,
-            format!("lock '{name}' is not held by {owner} (never acquired, or its lease ran out)"),
-        ),
-    }
+    release::not_held(
+        forgotten,
+        &format!("lock '{name}'"),
+        &format!("by {owner} (never acquired, or its lease ran out)"),
+    )
 }

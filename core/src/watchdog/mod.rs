@@ -45,6 +45,7 @@ use crate::conn::Commands;
 use crate::metrics::Metrics;
 use crate::owner::Owner;
 
+pub(crate) mod release;
 pub(crate) mod renew;
 
 /// Why a hold was lost.
@@ -424,14 +425,14 @@ impl Watchdog {
     }
 
     /// The lease to send with a release of `key` (the last acquire's, else the watchdog's).
-    pub(crate) fn release_lease(&self, key: &HoldKey) -> Duration {
+    fn release_lease(&self, key: &HoldKey) -> Duration {
         lock(&self.holds).get(key).map_or(self.lease, |h| h.lease)
     }
 
     /// A release sent at `sent` left the hold held (re-entered) or failed: on the server it may
     /// have set the lease to the one it sent, from its arrival, so the lease is proven only to
     /// the earlier of that and what was proven before.
-    pub(crate) fn lease_reset(&self, key: &HoldKey, sent: Instant) {
+    fn lease_reset(&self, key: &HoldKey, sent: Instant) {
         if let Some(h) = lock(&self.holds).get_mut(key) {
             h.lease_until = h.lease_until.min(sent + h.lease);
             h.overlapped |= h.inflight;
@@ -442,7 +443,7 @@ impl Watchdog {
     /// held); `Lost` when the holder had been told it was lost (its lease in doubt or ending):
     /// the release freed what was left of it, and still fails, as every release of a lost hold
     /// does.
-    pub(crate) fn released(&self, key: &HoldKey) -> Forgotten {
+    fn released(&self, key: &HoldKey) -> Forgotten {
         let Some(h) = lock(&self.holds).remove(key) else {
             self.metrics.released(None);
             return Forgotten::NotHeld;
@@ -475,7 +476,7 @@ impl Watchdog {
     /// whether the client still counts a level of it (true when it does not track the hold).
     /// False means the levels left came from acquires whose reply was lost: the caller forgets
     /// the hold, so they are no longer renewed and their lease ends them.
-    pub(crate) fn level_released(&self, key: &HoldKey) -> bool {
+    fn level_released(&self, key: &HoldKey) -> bool {
         lock(&self.holds).get_mut(key).is_none_or(|h| {
             h.levels = h.levels.saturating_sub(1);
             h.levels > 0
@@ -488,8 +489,9 @@ impl Watchdog {
     }
 
     /// Notes that a release of `key` is under way (see `Hold::releasing`); end it with
-    /// [`Self::released`], [`Self::forget`] or [`Self::release_ended`].
-    pub(crate) fn release_started(&self, key: &HoldKey) {
+    /// [`Self::released`], [`Self::forget`] or [`Self::release_ended`]: only through a
+    /// [`release::ReleaseTicket`], whose methods are the ways a release ends.
+    fn release_started(&self, key: &HoldKey) {
         if let Some(h) = lock(&self.holds).get_mut(key) {
             h.releasing += 1;
         }
@@ -497,7 +499,7 @@ impl Watchdog {
 
     /// A release of `key` ended without freeing or forgetting the hold (it was re-entered, or
     /// the call failed): a loss a renewal saw meanwhile is reported now.
-    pub(crate) fn release_ended(&self, key: &HoldKey) {
+    fn release_ended(&self, key: &HoldKey) {
         let pending = {
             let mut holds = lock(&self.holds);
             let Some(h) = holds.get_mut(key) else { return };
@@ -702,166 +704,4 @@ impl Watchdog {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kind(id: u8) -> &'static HoldKind {
-        static A: HoldKind =
-            HoldKind { id: 1, name: "a", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
-        static B: HoldKind =
-            HoldKind { id: 2, name: "b", renew: |_, _, _| Box::pin(async { Ok(Vec::new()) }) };
-        if id == 1 {
-            &A
-        } else {
-            &B
-        }
-    }
-
-    /// A watchdog with a 30 s lease and a 1 s doubt margin.
-    fn watchdog() -> Arc<Watchdog> {
-        Watchdog::new(Duration::from_secs(30), None, Duration::from_secs(1), Arc::new(Metrics::new(true)))
-    }
-
-    /// Records a watchdog-renewed hold of `owner` under `key`, just acquired.
-    fn hold(wd: &Watchdog, k: u8, key: &HoldKey, owner: &Owner) {
-        wd.acquired(kind(k), key.clone(), owner, Duration::from_secs(30), true, Instant::now());
-    }
-
-    /// No renewal task runs here: only local time can say the lease is in doubt. A hold whose
-    /// lease, counted from its send, ended while the process was paused is lost at the first
-    /// look, its listener runs at once, and it stays lost.
-    #[test]
-    fn a_hold_past_its_doubt_moment_is_lost_at_the_first_look_without_the_timer() {
-        // A 300 ms lease with a 50 ms doubt margin.
-        let wd = Watchdog::new(
-            Duration::from_millis(300),
-            None,
-            Duration::from_millis(50),
-            Arc::new(Metrics::new(true)),
-        );
-        let owner = Owner::new(uuid::Uuid::new_v4(), 1);
-        let heard = Arc::new(Mutex::new(Vec::new()));
-        let h = heard.clone();
-        wd.add_listener(LostFilter::all(), Arc::new(move |e: &LostEvent| lock(&h).push(e.reason)));
-        let fresh = HoldKey { kind: 1, name: "fresh".into(), owner: 1 };
-        wd.acquired(kind(1), fresh.clone(), &owner, Duration::from_millis(300), true, Instant::now());
-        assert!(!wd.is_lost(&fresh));
-        // Sent 260 ms ago: its lease is proven until 40 ms from now, in doubt since 10 ms ago.
-        let sent = Instant::now() - Duration::from_millis(260);
-        let paused = HoldKey { kind: 1, name: "paused".into(), owner: 1 };
-        wd.acquired(kind(1), paused.clone(), &owner, Duration::from_millis(300), true, sent);
-        assert!(wd.is_lost(&paused));
-        assert_eq!(*lock(&heard), [LostReason::LeaseDoubt]);
-        assert!(wd.is_lost(&paused));
-        assert_eq!(lock(&heard).len(), 1, "told once");
-        assert!(!wd.is_lost(&fresh));
-    }
-
-    /// `valid_for` counts from the send, less the margin; it is zero for a hold past that moment
-    /// (which it marks lost at once, with no timer) and for one never taken.
-    #[test]
-    fn valid_for_is_the_time_local_time_still_proves() {
-        // A 300 ms lease with a 50 ms doubt margin.
-        let wd = Watchdog::new(
-            Duration::from_millis(300),
-            None,
-            Duration::from_millis(50),
-            Arc::new(Metrics::new(true)),
-        );
-        let owner = Owner::new(uuid::Uuid::new_v4(), 1);
-        let sent = Instant::now() - Duration::from_millis(100);
-        let young = HoldKey { kind: 1, name: "young".into(), owner: 1 };
-        wd.acquired(kind(1), young.clone(), &owner, Duration::from_millis(300), true, sent);
-        let left = wd.valid_for(&young);
-        assert!(left <= Duration::from_millis(150) && left > Duration::from_millis(100), "{left:?}");
-        let old = HoldKey { kind: 1, name: "old".into(), owner: 1 };
-        let sent = Instant::now() - Duration::from_millis(260);
-        wd.acquired(kind(1), old.clone(), &owner, Duration::from_millis(300), true, sent);
-        assert_eq!(wd.valid_for(&old), Duration::ZERO);
-        assert!(lock(&wd.holds)[&old].lost.is_some(), "marked lost by the look itself");
-        let never = HoldKey { kind: 1, name: "never".into(), owner: 1 };
-        assert_eq!(wd.valid_for(&never), Duration::ZERO);
-    }
-
-    #[test]
-    fn lost_events_reach_the_listeners_whose_filter_matches() {
-        let wd = watchdog();
-        let client = uuid::Uuid::new_v4();
-        let (o1, o2) = (Owner::new(client, 1), Owner::new(client, 2));
-        let heard = Arc::new(Mutex::new(Vec::new()));
-        let listen = |filter: LostFilter, tag: &'static str| {
-            let heard = heard.clone();
-            wd.add_listener(
-                filter,
-                Arc::new(move |e: &LostEvent| {
-                    lock(&heard).push((tag, e.name.to_string(), e.owner.id(), e.kind))
-                }),
-            )
-        };
-        listen(LostFilter::all(), "all");
-        listen(LostFilter::name("x"), "x");
-        let only_o2 = listen(LostFilter::hold("x", &o2), "x/2");
-        let key = |name: &str, owner: u64, k: u8| HoldKey { kind: k, name: name.into(), owner };
-        for (name, owner, k) in [("x", &o1, 1), ("x", &o2, 2), ("y", &o1, 1)] {
-            hold(&wd, k, &key(name, owner.id(), k), owner);
-        }
-        let generation = |k: &HoldKey| lock(&wd.holds).get(k).map(|h| h.generation).unwrap_or_default();
-        for (name, owner, k) in [("x", 1, 1), ("x", 2, 2), ("y", 1, 1)] {
-            let hk = key(name, owner, k);
-            wd.mark_lost(&hk, generation(&hk), LostReason::Gone);
-        }
-        let mut got = lock(&heard).clone();
-        got.sort();
-        assert_eq!(
-            got,
-            [
-                ("all", "x".into(), 1, "a"),
-                ("all", "x".into(), 2, "b"),
-                ("all", "y".into(), 1, "a"),
-                ("x", "x".into(), 1, "a"),
-                ("x", "x".into(), 2, "b"),
-                ("x/2", "x".into(), 2, "b"),
-            ]
-        );
-        // A hold is lost once; removed listeners hear nothing more.
-        assert!(wd.remove_listener(only_o2));
-        assert!(!wd.remove_listener(only_o2));
-        assert!(wd.is_lost(&key("x", 2, 2)));
-        assert!(matches!(wd.forget(&key("x", 2, 2)), Forgotten::Lost));
-        assert!(matches!(wd.forget(&key("x", 2, 2)), Forgotten::NotHeld));
-    }
-
-    #[test]
-    fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_the_hold() {
-        let wd = watchdog();
-        let owner = Owner::new(uuid::Uuid::new_v4(), 7);
-        let heard = Arc::new(Mutex::new(0));
-        let h = heard.clone();
-        wd.add_listener(LostFilter::all(), Arc::new(move |_: &LostEvent| *lock(&h) += 1));
-        let key = HoldKey { kind: 1, name: "r".into(), owner: 7 };
-        let generation = |wd: &Watchdog| lock(&wd.holds).get(&key).map(|h| h.generation).unwrap_or_default();
-
-        // The release freed the lock; the renewal that ran after it saw it gone: no loss.
-        hold(&wd, 1, &key, &owner);
-        wd.release_started(&key);
-        wd.mark_lost(&key, generation(&wd), LostReason::Gone);
-        wd.released(&key);
-        assert_eq!(*lock(&heard), 0);
-
-        // The release found it not held: it was lost, and the listeners hear of it.
-        hold(&wd, 1, &key, &owner);
-        wd.release_started(&key);
-        wd.mark_lost(&key, generation(&wd), LostReason::Gone);
-        assert!(matches!(wd.forget(&key), Forgotten::Lost));
-        assert_eq!(*lock(&heard), 1);
-
-        // The release failed (or was a re-entered level): the loss is reported when it ends.
-        hold(&wd, 1, &key, &owner);
-        wd.release_started(&key);
-        wd.mark_lost(&key, generation(&wd), LostReason::LeaseDoubt);
-        assert_eq!(*lock(&heard), 1);
-        wd.release_ended(&key);
-        assert_eq!(*lock(&heard), 2);
-        assert!(wd.is_lost(&key));
-    }
-}
+mod tests;

@@ -1,0 +1,110 @@
+//! A release of a tracked hold, as a type: [`Watchdog::start_release`] makes a
+//! [`ReleaseTicket`] before the release is sent, and the ticket's consuming methods are the only
+//! ways the release can end (freed, a level left, not held, failed). Dropping an unended ticket
+//! ends it as failed, so no path (an early `?`, a dropped future) leaves the hold marked as
+//! being released, which would hold back its loss report for good. One place builds the error a
+//! release of a hold that is not held returns.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Forgotten, HoldKey, Watchdog};
+use crate::error::{Error, ErrorKind};
+
+/// One release of hold `key` under way (see the module's doc).
+#[must_use = "a release ticket ends the release: dropping it says the release failed"]
+pub(crate) struct ReleaseTicket<'a> {
+    wd: &'a Watchdog,
+    key: HoldKey,
+    /// When the release was about to be sent: a lease it may have set runs from no earlier.
+    sent: Instant,
+    /// Whether one of the consuming methods ended it.
+    ended: bool,
+}
+
+/// What a release that left the hold held on the server (re-entered) means for its owner.
+pub(crate) enum LevelLeft {
+    /// The owner still holds it: a level it was handed is left.
+    StillHeld,
+    /// The levels left came from acquires whose reply was lost: nobody holds them. The hold is
+    /// forgotten (not renewed: their lease ends them), as after a final release.
+    Orphaned(Forgotten),
+}
+
+impl Watchdog {
+    /// Starts a release of hold `key`: while it is under way a loss a renewal sees is held
+    /// back (and reported by the ticket's end, unless the release frees the hold). Take it
+    /// right before the release is sent.
+    pub(crate) fn start_release(&self, key: HoldKey) -> ReleaseTicket<'_> {
+        self.release_started(&key);
+        ReleaseTicket { wd: self, key, sent: Instant::now(), ended: false }
+    }
+}
+
+impl ReleaseTicket<'_> {
+    /// The lease to send with the release (the last acquire's, else the watchdog's).
+    pub(crate) fn lease(&self) -> Duration {
+        self.wd.release_lease(&self.key)
+    }
+
+    /// The server freed the owner's hold (or its last level): forgotten, counted. `Lost` when
+    /// the holder had been told it was lost: the release freed what was left, and still fails.
+    pub(crate) fn freed(mut self) -> Forgotten {
+        self.ended = true;
+        self.wd.released(&self.key)
+    }
+
+    /// The server left the hold held (a re-entered lock): one level fewer. The release may
+    /// have set the lease again, from its arrival.
+    pub(crate) fn level_left(mut self) -> LevelLeft {
+        if self.wd.level_released(&self.key) {
+            self.failed_now();
+            LevelLeft::StillHeld
+        } else {
+            self.ended = true;
+            LevelLeft::Orphaned(self.wd.released(&self.key))
+        }
+    }
+
+    /// The server says the owner does not hold it: forgotten; `Lost` when the watchdog had
+    /// lost it (a loss seen while this release was under way is reported now).
+    pub(crate) fn not_held(mut self) -> Forgotten {
+        self.ended = true;
+        self.wd.forget(&self.key)
+    }
+
+    /// The release failed (no answer, an error): it may have run and set the lease again.
+    pub(crate) fn failed(mut self) {
+        self.failed_now();
+    }
+
+    fn failed_now(&mut self) {
+        if !std::mem::replace(&mut self.ended, true) {
+            self.wd.lease_reset(&self.key, self.sent);
+            self.wd.release_ended(&self.key);
+        }
+    }
+}
+
+impl Drop for ReleaseTicket<'_> {
+    fn drop(&mut self) {
+        self.failed_now();
+    }
+}
+
+/// The error of a release whose hold is not held, `what` naming the hold ("lock 'orders'",
+/// "permit 0a1b... of semaphore 'gpu'") and `why` saying when that happens: `Lost` when the
+/// watchdog had lost it (the listeners were told why), else `NotHeld`.
+pub(crate) fn not_held(forgotten: Forgotten, what: &str, why: &str) -> Error {
+    match forgotten {
+        Forgotten::Lost => Error::new(
+            ErrorKind::Lost,
+            format!(
+                "{what} was lost before this release: it expired, was deleted or force-unlocked, or its \
+                 lease was in doubt or ending (the lost-hold listeners were told why)"
+            ),
+        ),
+        Forgotten::NotHeld => Error::new(ErrorKind::NotHeld, format!("{what} is not held {why}")),
+    }
+}

@@ -2,8 +2,10 @@
 """Checks that core's modules import only downward (README, "Layout of this repository").
 
 Each module of core/src belongs to a layer; a module may import modules of its own layer or of
-layers below it, and imports within a layer must not form a circle. Prints the import graph by
-layer and fails on an upward import or a circle.
+layers below it, and imports within a layer must not form a circle. Every file of a module
+names what it imports by its defining path (`crate::error::ErrorKind`), never by lib.rs's
+re-export (`crate::ErrorKind`), which hides the module it comes from. Prints the import graph
+by layer and fails on an upward import, a circle, or a re-export path.
 """
 import re
 import sys
@@ -41,19 +43,26 @@ def module_of(path: Path) -> str:
 
 
 imports = {}
-for path in SRC.rglob("*.rs"):
+problems = []
+for path in sorted(SRC.rglob("*.rs")):
     me = module_of(path)
     if me == "lib":
         continue
-    text = re.split(r"\n#\[cfg\(test\)\]\nmod tests", path.read_text())[0]
     # Doc links and comments name items without importing them.
-    text = re.sub(r"//.*", "", text)
+    whole = re.sub(r"//.*", "", path.read_text())
+    for m in re.finditer(r"crate::(\w+)", whole):
+        if m.group(1) not in LAYER_OF and m.group(1) in REEXPORTS:
+            line = whole[: m.start()].count("\n") + 1
+            problems.append(
+                f"{path.relative_to(SRC.parent.parent)}:{line}: crate::{m.group(1)} is lib.rs's re-export; "
+                f"name it by its defining path, crate::{REEXPORTS[m.group(1)]}::{m.group(1)}"
+            )
+    text = re.split(r"\n#\[cfg\(test\)\]\nmod tests", whole)[0]
     for name in re.findall(r"crate::(\w+)", text):
         target = name if name in LAYER_OF else REEXPORTS.get(name)
         if target and target != me:
             imports.setdefault(me, set()).add(target)
 
-problems = []
 for me, targets in sorted(imports.items()):
     for t in sorted(targets):
         if layer_of(t) > layer_of(me):

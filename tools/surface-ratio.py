@@ -3,13 +3,16 @@
 
 Surface: the C ABI (core/src/ffi), the Python and Node bindings (Rust, Python, JS and the
 hand-written typings). Generated files and generated blocks are left out, as are tests.
-Prints both counts and the ratio; `--max R` fails when the ratio is above R.
+Prints both counts and the ratio, and fails when the ratio is above MAX: the one place the
+limit is stated (`make surface-ratio` runs this; docs refer here).
 """
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The most hand-written surface code per line of core: shared code belongs in core.
+MAX = 0.6
 GENERATED_FILES = {"core/src/ffi/options.rs", "bindings-python/python/rlock/_options.py"}
 
 
@@ -56,6 +59,6 @@ ratio = s / c
 for p in surface:
     print(f"  {code_lines(p):5d}  {p.relative_to(ROOT)}")
 print(f"core {c} lines, hand-written surfaces {s} lines: ratio {ratio:.2f}")
-if "--max" in sys.argv and ratio > float(sys.argv[sys.argv.index("--max") + 1]):
-    print(f"the surfaces are over {sys.argv[sys.argv.index('--max') + 1]} of core: move shared code into core")
+if ratio > MAX:
+    print(f"the surfaces are over {MAX} of core (MAX in tools/surface-ratio.py): move shared code into core")
     sys.exit(1)

@@ -59,7 +59,7 @@ impl FencedLock {
     fn got(token: Option<u64>) -> Result<u64> {
         token.ok_or_else(|| {
             Error::new(
-                crate::ErrorKind::Redis,
+                crate::error::ErrorKind::Redis,
                 "internal: an acquire without a wait bound ended without the lock",
             )
         })

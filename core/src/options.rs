@@ -550,7 +550,7 @@ mod tests {
         for (surface, key, value) in bad {
             let e =
                 o.set(surface, key, value).err().unwrap_or_else(|| unreachable!("{key} {value:?} accepted"));
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument);
             assert!(e.message().contains(key), "{}", e.message());
         }
         // Nothing changed.
@@ -566,7 +566,7 @@ mod tests {
             let e = duration_arg(Surface::Python, "waitx", bad)
                 .err()
                 .map(|e| (e.kind(), e.message().contains("waitx")));
-            assert_eq!(e, Some((crate::ErrorKind::InvalidArgument, true)), "{bad}");
+            assert_eq!(e, Some((crate::error::ErrorKind::InvalidArgument, true)), "{bad}");
         }
     }
 
@@ -586,7 +586,11 @@ mod tests {
             ClientOptions::default().with_app_name(Some("x".repeat(129))),
         ];
         for o in bad {
-            assert_eq!(o.validate().map_err(|e| e.kind()), Err(crate::ErrorKind::InvalidArgument), "{o:?}");
+            assert_eq!(
+                o.validate().map_err(|e| e.kind()),
+                Err(crate::error::ErrorKind::InvalidArgument),
+                "{o:?}"
+            );
         }
     }
 }

@@ -364,7 +364,7 @@ impl Permits {
     pub async fn release(mut self) -> Result<i64> {
         match self.sem.take() {
             Some(sem) => sem.release(self.permits).await,
-            None => Err(Error::new(crate::ErrorKind::NotHeld, "the permits were already given back")),
+            None => Err(Error::new(crate::error::ErrorKind::NotHeld, "the permits were already given back")),
         }
     }
 }

@@ -243,7 +243,7 @@ mod tests {
         match parse(url, &ClientOptions::default()) {
             Ok(_) => panic!("{url} parsed"),
             Err(e) => {
-                assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+                assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument);
                 e.to_string()
             }
         }

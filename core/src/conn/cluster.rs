@@ -51,7 +51,9 @@ impl ClusterLink {
     ) -> Result<Arc<ClusterLink>> {
         let conn = tokio::time::timeout(connect_timeout, client.get_async_connection())
             .await
-            .map_err(|_| Error::new(crate::ErrorKind::Timeout, format!("{what}: connecting timed out")))?
+            .map_err(|_| {
+                Error::new(crate::error::ErrorKind::Timeout, format!("{what}: connecting timed out"))
+            })?
             .map_err(|e| Error::from_redis(what, e))?;
         let (epoch, _) = watch::channel(0);
         Ok(Arc::new(ClusterLink {
@@ -83,7 +85,10 @@ impl ClusterLink {
         let conn = tokio::time::timeout(self.connect_timeout, self.client.get_async_connection())
             .await
             .map_err(|_| {
-                Error::new(crate::ErrorKind::Timeout, format!("reconnecting the {} timed out", self.what))
+                Error::new(
+                    crate::error::ErrorKind::Timeout,
+                    format!("reconnecting the {} timed out", self.what),
+                )
             })?
             .map_err(|e| Error::from_redis(&format!("reconnecting the {} failed", self.what), e))?;
         *self.conn.write().unwrap_or_else(|p| p.into_inner()) = conn;

@@ -544,8 +544,9 @@ async fn connect(
     Socket,
 )> {
     let info = route.client.get_connection_info();
-    let failed =
-        |e: io::Error| Error::new(crate::ErrorKind::Connection, format!("could not connect to Redis: {e}"));
+    let failed = |e: io::Error| {
+        Error::new(crate::error::ErrorKind::Connection, format!("could not connect to Redis: {e}"))
+    };
     let dial = async {
         Ok::<Socket, io::Error>(match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
@@ -562,7 +563,7 @@ async fn connect(
     };
     let socket = tokio::time::timeout(route.connect_timeout, dial)
         .await
-        .map_err(|_| Error::new(crate::ErrorKind::Timeout, "connecting to Redis timed out"))?
+        .map_err(|_| Error::new(crate::error::ErrorKind::Timeout, "connecting to Redis timed out"))?
         .map_err(failed)?;
     let end = socket.try_clone().map_err(failed)?;
     let io = Arc::new(LocalIo { state: Mutex::new(IoState::default()) });
@@ -579,7 +580,7 @@ async fn connect(
     let handshake = MultiplexedConnection::new_with_config(info.redis_settings(), stream, config);
     let (conn, driver) = tokio::time::timeout(route.connect_timeout, handshake)
         .await
-        .map_err(|_| Error::new(crate::ErrorKind::Timeout, "the Redis handshake timed out"))?
+        .map_err(|_| Error::new(crate::error::ErrorKind::Timeout, "the Redis handshake timed out"))?
         .map_err(|e| Error::from_redis("could not connect to Redis", e))?;
     Ok((conn, Box::pin(driver), io, stall, end))
 }

@@ -42,7 +42,9 @@ impl Resp2Subscriber {
     ) -> Result<Option<Resp2Subscriber>> {
         let pubsub = tokio::time::timeout(timeout, client.get_async_pubsub())
             .await
-            .map_err(|_| Error::new(crate::ErrorKind::Timeout, "opening the pub/sub connection timed out"))?
+            .map_err(|_| {
+                Error::new(crate::error::ErrorKind::Timeout, "opening the pub/sub connection timed out")
+            })?
             .map_err(|e| Error::from_redis("could not open the pub/sub connection", e))?;
         let (mut sink, mut stream) = pubsub.split();
         let forward = tokio::spawn(async move {

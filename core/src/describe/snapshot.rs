@@ -146,8 +146,9 @@ pub(super) async fn snapshot(shared: &Shared, name: &str, limit: usize) -> Resul
             }
         })
         .await?;
-    Snapshot::parse(&reply)
-        .ok_or_else(|| Error::new(crate::ErrorKind::Redis, format!("describe of '{name}': unexpected reply")))
+    Snapshot::parse(&reply).ok_or_else(|| {
+        Error::new(crate::error::ErrorKind::Redis, format!("describe of '{name}': unexpected reply"))
+    })
 }
 
 /// Subscribers of each of `channels` (PUBSUB NUMSUB, and SHARDNUMSUB with sharded pub/sub; on

@@ -23,7 +23,7 @@ pub(crate) trait Handle {
 
     /// Blocks the calling thread on the core call `fut` under the client's runtime; fails as
     /// the call does, or as `rlock_client::block_on` refuses.
-    fn run<T>(&self, fut: impl Future<Output = crate::Result<T>>) -> Result<T, Failure> {
+    fn run<T>(&self, fut: impl Future<Output = crate::error::Result<T>>) -> Result<T, Failure> {
         Ok(self.client().block_on(fut)??)
     }
 

@@ -90,7 +90,7 @@ pub unsafe extern "C" fn rlock_client_stats(
         super::check_out(out)?;
         let s = c.core().stats();
         let mut errors = [0u64; RLOCK_STATS_ERROR_SLOTS];
-        for kind in crate::ErrorKind::ALL {
+        for kind in crate::error::ErrorKind::ALL {
             let n = s.errors.get(kind.as_str()).copied().unwrap_or(0);
             if let Some(slot) = usize::try_from(kind.code()).ok().and_then(|i| errors.get_mut(i)) {
                 *slot = n;

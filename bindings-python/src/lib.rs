@@ -487,10 +487,10 @@ fn thread_owner_id() -> u64 {
 }
 
 /// Every core error kind (`"not_held"`, ...) with the name of its exception class in
-/// `rlock._errors`, so a test can check the two lists match.
+/// `rlock._errors` and its code (`"RLOCK_NOT_HELD"`), so a test can check the lists match.
 #[pyfunction]
-fn error_classes() -> Vec<(&'static str, &'static str)> {
-    rlock::ErrorKind::ALL.iter().map(|k| (k.as_str(), errors::class_of(*k))).collect()
+fn error_classes() -> Vec<(&'static str, &'static str, String)> {
+    rlock::ErrorKind::ALL.iter().map(|k| (k.as_str(), errors::class_of(*k), k.code_name())).collect()
 }
 
 /// The option names core knows, in Python spelling (checked against `rlock.ClientOptions`).

@@ -128,9 +128,10 @@ def test_error_classes_and_options_follow_cores_lists() -> None:
     """Every core error kind has its exception class, and ClientOptions lists core's options."""
     from rlock import _errors, _native
 
-    for kind, cls in _native.error_classes():
+    for kind, cls, code in _native.error_classes():
         assert issubclass(getattr(_errors, cls), rlock.RLockError), kind
         assert getattr(rlock, cls) is getattr(_errors, cls)
+        assert getattr(_errors, cls).code == code, f"{cls}.code is not core's {code}"
     assert list(rlock.ClientOptions.__annotations__) == _native.option_names()
 
 

@@ -39,8 +39,9 @@ def test_force_unlock_by_other_client_is_reported(fast: rlock.Client, client: rl
     remove_client_listener()
     assert lock.is_lost()
     assert lock.valid_for() == 0.0
-    with pytest.raises(rlock.LockLostError):
+    with pytest.raises(rlock.LockLostError) as info:
         lock.release()
+    assert info.value.code == "RLOCK_LOST"  # as Node's RLockError and C's result say it
     assert not lock.is_lost()  # the release reported it; the hold is forgotten
     remove()
 

@@ -566,11 +566,7 @@ async fn supports_sharded_pubsub(conn: &mut Commands) -> Result<bool> {
 /// The `maxmemory-policy` of the master of slot 0 (on a Sentinel set, of the master), `None`
 /// when `CONFIG GET` is refused.
 async fn routed_maxmemory_policy(conn: &mut Commands) -> Option<String> {
-    let mut get = redis::cmd("CONFIG");
-    get.arg("GET").arg("maxmemory-policy");
-    let reply = conn.route(get, master_of_slot(0)).await.ok()?;
-    let pairs: std::collections::HashMap<String, String> = redis::from_redis_value(reply).ok()?;
-    pairs.get("maxmemory-policy").cloned()
+    open::policy_of(conn.route(open::config_get_policy(), master_of_slot(0)).await.ok()?)
 }
 
 /// The server's own name and version, as ` (Redis 6.2.16)` or ` (Valkey 8.0.1)`, for an error

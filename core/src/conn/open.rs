@@ -189,7 +189,19 @@ pub(crate) struct Probed {
 /// The server's `maxmemory-policy` (`CONFIG GET`), `None` when the command is refused (managed
 /// services often rename or forbid `CONFIG`) or answered in a shape not expected.
 pub(crate) async fn maxmemory_policy(conn: &mut impl redis::aio::ConnectionLike) -> Option<String> {
-    let reply: std::collections::HashMap<String, String> =
-        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(conn).await.ok()?;
-    reply.get("maxmemory-policy").cloned()
+    policy_of(conn.req_packed_command(&config_get_policy()).await.ok()?)
+}
+
+/// `CONFIG GET maxmemory-policy`, for [`maxmemory_policy`] and its routed form on a cluster.
+pub(crate) fn config_get_policy() -> redis::Cmd {
+    let mut get = redis::cmd("CONFIG");
+    get.arg("GET").arg("maxmemory-policy");
+    get
+}
+
+/// The policy in a reply to [`config_get_policy`] (a map in RESP3, pairs in RESP2); `None`
+/// for any other reply.
+pub(crate) fn policy_of(reply: redis::Value) -> Option<String> {
+    let pairs: std::collections::HashMap<String, String> = redis::from_redis_value(reply).ok()?;
+    pairs.get("maxmemory-policy").cloned()
 }

@@ -1,7 +1,6 @@
 //! Acquiring: the wait loop around the acquire script, what an attempt whose outcome is
 //! unknown gives back, and the bookkeeping of a hold once taken.
 
-use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -11,7 +10,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::finish::Undo;
 use crate::keys;
 use crate::owner::Owner;
-use crate::pubsub::Meaning;
 use crate::replicas::Synced;
 use crate::scripts::{self};
 use crate::shared::{Acquiring, Attempt, Wakeup};
@@ -36,23 +34,21 @@ impl Lock {
         let deadline = crate::shared::deadline("wait", wait)?;
         shared.check_open()?;
         let inner = &self.inner;
-        // A fair waiter listens on its own channel, and queues with a wait: the caller's, else
-        // the client's fair_lock_wait_timeout (as Redisson does).
-        let (channel, meaning, fair_wait_ms): (Cow<'_, str>, Meaning, u64) = match inner.flavor {
-            Flavor::Fair { .. } => (
-                Cow::Owned(format!("{}:{}", inner.channel, owner.as_str())),
-                fair_message,
-                match wait {
+        let fair_channel;
+        let (wakeup, fair_wait_ms) = match inner.flavor {
+            // A fair waiter listens on its own channel, and queues with a wait: the caller's,
+            // else the client's fair_lock_wait_timeout (as Redisson does).
+            Flavor::Fair { .. } => {
+                fair_channel = format!("{}:{}", inner.channel, owner.as_str());
+                let ms = match wait {
                     Some(w) if !w.is_zero() => whole_ms(w).max(1),
                     _ => whole_ms(shared.options().fair_lock_wait_timeout).max(1),
-                },
-            ),
-            _ => (Cow::Borrowed(&inner.channel), lock_message, 0),
-        };
-        // A spin lock's releases publish nothing: its waiters poll.
-        let wakeup = match inner.flavor {
-            Flavor::Spin => Wakeup::Poll,
-            _ => Wakeup::Channel(&channel, meaning),
+                };
+                (Wakeup::Channel(&fair_channel, fair_message), ms)
+            }
+            // A spin lock's releases publish nothing: its waiters poll.
+            Flavor::Spin => (Wakeup::Poll, 0),
+            _ => (Wakeup::Channel(&inner.channel, lock_message), 0),
         };
         let queue_up = wait != Some(Duration::ZERO);
         // The give-up step of the fair-queue place this waiter holds (see `attempt`).

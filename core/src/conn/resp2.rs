@@ -60,19 +60,14 @@ impl Resp2Subscriber {
             sink.subscribe(PROBE_CHANNEL).await?;
             sink.unsubscribe(PROBE_CHANNEL).await
         };
-        match tokio::time::timeout(timeout, probe).await {
-            Ok(Ok(())) => Ok(Some(Resp2Subscriber { sink, forward })),
-            Ok(Err(e)) => {
-                log::warn!("rlock: the endpoint refused SUBSCRIBE ({e}): no pub/sub here, so waiters poll");
-                forward.abort();
-                Ok(None)
-            }
-            Err(_) => {
-                log::warn!("rlock: the endpoint did not answer SUBSCRIBE: no pub/sub here, so waiters poll");
-                forward.abort();
-                Ok(None)
-            }
-        }
+        let refused = match tokio::time::timeout(timeout, probe).await {
+            Ok(Ok(())) => return Ok(Some(Resp2Subscriber { sink, forward })),
+            Ok(Err(e)) => format!("refused SUBSCRIBE ({e})"),
+            Err(_) => "did not answer SUBSCRIBE".to_owned(),
+        };
+        log::warn!("rlock: the endpoint {refused}: no pub/sub here, so waiters poll");
+        forward.abort();
+        Ok(None)
     }
 
     /// Subscribes to `names`.

@@ -29,49 +29,19 @@ final class LockScenarios extends Scenario {
         String[] names = {"interop:mutex:a", "interop:mutex:b"};
         send("ready");
         recv("ready");
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        List<Future<?>> futures = new ArrayList<>();
-        for (int t = 0; t < 4; t++) {
-            final int thread = t;
-            futures.add(pool.submit(() -> {
-                for (int i = 0; i < 200; i++) {
-                    criticalSection(names[(i + thread) % 2]);
+        runThreads(4, thread -> {
+            for (int i = 0; i < 200; i++) {
+                String name = names[(i + thread) % 2];
+                RLock lock = redisson.getLock(name);
+                lock.lock();
+                try {
+                    criticalSection(name, "interop:mutex");
+                } finally {
+                    lock.unlock();
                 }
-                return null;
-            }));
-        }
-        try {
-            for (Future<?> f : futures) {
-                f.get(120, TimeUnit.SECONDS);
             }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         send("done");
-    }
-
-    private void criticalSection(String name) {
-        RLock lock = redisson.getLock(name);
-        lock.lock();
-        try {
-            RBucket<String> marker = redisson.getBucket(name + ":marker", StringCodec.INSTANCE);
-            boolean set = marker.setIfAbsent("java");
-            if (!set) {
-                redisson.getAtomicLong("interop:mutex:violations").incrementAndGet();
-            }
-            RBucket<String> counter = redisson.getBucket(name + ":counter", StringCodec.INSTANCE);
-            String n = counter.get();
-            counter.set(Long.toString((n == null ? 0 : Long.parseLong(n)) + 1));
-            String prev = redisson.<String>getBucket(name + ":last", StringCodec.INSTANCE).getAndSet("java");
-            if (prev != null && !prev.equals("java")) {
-                redisson.getAtomicLong("interop:mutex:handoffs").incrementAndGet();
-            }
-            if (set) {
-                marker.delete();
-            }
-        } finally {
-            lock.unlock();
-        }
     }
 
     /** rlock holds (30 s lease) and releases; this Redisson waiter must hold within 100 ms. */

@@ -2,11 +2,16 @@ package rlock.interop;
 
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.api.RBlockingQueue;
+import org.redisson.api.RBucket;
 import org.redisson.api.RQueue;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -59,6 +64,56 @@ class Scenario {
         this.urls = session.urls;
         this.inbox = session.inbox;
         this.outbox = session.outbox;
+    }
+
+    /** One thread's work in {@link #runThreads}: its number, from 0. */
+    interface ThreadBody {
+        void run(int thread) throws Exception;
+    }
+
+    /** Runs {@code body} on {@code threads} threads at once; fails when one throws or all of
+     * them take longer than 120 s. */
+    static void runThreads(int threads, ThreadBody body) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<?>> futures = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            final int thread = t;
+            futures.add(pool.submit(() -> {
+                body.run(thread);
+                return null;
+            }));
+        }
+        try {
+            for (Future<?> f : futures) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * The critical section both sides run while holding a lock on {@code name} (lock.rs's
+     * {@code critical_section}): a marker that must be absent (an overlap counts in
+     * {@code <tally>:violations}), a GET-then-SET increment of {@code <name>:counter}, and a
+     * hand-off from the rlock side counted in {@code <tally>:handoffs}.
+     */
+    void criticalSection(String name, String tally) {
+        RBucket<String> marker = redisson.getBucket(name + ":marker", StringCodec.INSTANCE);
+        boolean set = marker.setIfAbsent("java");
+        if (!set) {
+            redisson.getAtomicLong(tally + ":violations").incrementAndGet();
+        }
+        RBucket<String> counter = redisson.getBucket(name + ":counter", StringCodec.INSTANCE);
+        String n = counter.get();
+        counter.set(Long.toString((n == null ? 0 : Long.parseLong(n)) + 1));
+        String prev = redisson.<String>getBucket(name + ":last", StringCodec.INSTANCE).getAndSet("java");
+        if (prev != null && !prev.equals("java")) {
+            redisson.getAtomicLong(tally + ":handoffs").incrementAndGet();
+        }
+        if (set) {
+            marker.delete();
+        }
     }
 
     static void check(boolean cond, String message) {

@@ -1,15 +1,11 @@
 package rlock.interop;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
-import org.redisson.client.codec.StringCodec;
 
 /** The spin lock ({@code RSpinLock}): the {@code spin} scenario (see the rlock side, spin.rs). */
 final class SpinScenario extends Scenario {
@@ -23,29 +19,17 @@ final class SpinScenario extends Scenario {
         String name = "interop:spin";
         send("ready");
         recv("ready");
-        ExecutorService pool = Executors.newFixedThreadPool(2);
-        List<Future<?>> futures = new ArrayList<>();
-        for (int t = 0; t < 2; t++) {
-            futures.add(pool.submit(() -> {
-                RLock lock = redisson.getSpinLock(name);
-                for (int i = 0; i < 100; i++) {
-                    lock.lock();
-                    try {
-                        criticalSection(name);
-                    } finally {
-                        lock.unlock();
-                    }
+        runThreads(2, thread -> {
+            RLock lock = redisson.getSpinLock(name);
+            for (int i = 0; i < 100; i++) {
+                lock.lock();
+                try {
+                    criticalSection(name, name);
+                } finally {
+                    lock.unlock();
                 }
-                return null;
-            }));
-        }
-        try {
-            for (Future<?> f : futures) {
-                f.get(120, TimeUnit.SECONDS);
             }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         send("done");
 
         // Part 2: rlock holds the spin lock twice; Redisson's spin lock and lock see it held.
@@ -77,24 +61,5 @@ final class SpinScenario extends Scenario {
         recv("rust-holds");
         check(spin.isLocked() && !spin.tryLock(), held + " should be held by rlock's waiter");
         send("ok");
-    }
-
-    /** The critical section the rlock side runs too (spin.rs), on {@code name}'s own keys. */
-    private void criticalSection(String name) {
-        RBucket<String> marker = redisson.getBucket(name + ":marker", StringCodec.INSTANCE);
-        boolean set = marker.setIfAbsent("java");
-        if (!set) {
-            redisson.getAtomicLong(name + ":violations").incrementAndGet();
-        }
-        RBucket<String> counter = redisson.getBucket(name + ":counter", StringCodec.INSTANCE);
-        String n = counter.get();
-        counter.set(Long.toString((n == null ? 0 : Long.parseLong(n)) + 1));
-        String prev = redisson.<String>getBucket(name + ":last", StringCodec.INSTANCE).getAndSet("java");
-        if (prev != null && !prev.equals("java")) {
-            redisson.getAtomicLong(name + ":handoffs").incrementAndGet();
-        }
-        if (set) {
-            marker.delete();
-        }
     }
 }

@@ -94,11 +94,13 @@ impl CountDownLatch {
                     Error::from_redis(&format!("try_set_count of count-down latch '{}' failed", i.name), e)
                 })
             })
-            .await?;
-        if !set {
-            latch.unwritten();
+            .await;
+        match set {
+            Ok(false) => latch.unwritten(),
+            Err(_) => latch.leave(),
+            Ok(true) => drop(latch),
         }
-        Ok(set)
+        set
     }
 
     /// Decrements the count; at zero the latch opens (the key is deleted and every waiter,
@@ -120,14 +122,18 @@ impl CountDownLatch {
         let latch = i.shared.request_latch(&i.latch_prefix);
         let (publish, ttl) = (i.shared.publish_command(), i.shared.latch_ttl_ms());
         let keys = (&*i.name, i.channel.as_str(), latch.key());
-        i.shared
+        let counted = i
+            .shared
             .retrying(|mut c| async move {
                 scripts::latch_count_down(&mut c, keys, publish, ttl).await.map_err(|e| {
                     Error::from_redis(&format!("count_down of count-down latch '{}' failed", i.name), e)
                 })
             })
-            .await?;
-        Ok(())
+            .await;
+        if counted.is_err() {
+            latch.leave();
+        }
+        counted.map(drop)
     }
 
     /// The current count (`GET`): 0 when the latch is open (the key is missing, or holds 0 or

@@ -10,7 +10,8 @@
 //!
 //! A call's latch is a [`RequestLatch`]: the only way to make one, and the only way one is
 //! deleted (when it is dropped). Whoever owns it decides how long it lives: the call itself, or
-//! a background give-back it was moved into, which drops it when done.
+//! a background give-back it was moved into, which drops it when done. A call that failed
+//! leaves its latch to its TTL ([`RequestLatch::leave`]).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -78,6 +79,14 @@ impl RequestLatch {
     /// Ends the guard without a DEL: the call's script said it wrote nothing (it found nothing
     /// to do), so there is nothing to delete. Saves a DEL per refused try under contention.
     pub(crate) fn unwritten(mut self) {
+        self.deleter = None;
+    }
+
+    /// Ends the guard without a DEL, leaving the latch to its TTL: for a call that failed. An
+    /// earlier try of it (timed out, or sent on a connection that broke) may still reach the
+    /// server; with the latch gone it would run as a new call and count twice (a lock level
+    /// released twice, permits given twice, a count-down counted twice).
+    pub(crate) fn leave(mut self) {
         self.deleter = None;
     }
 }
@@ -195,5 +204,7 @@ mod tests {
         assert_eq!(rx.try_recv().ok(), Some(key));
         latches.request("p:", client).unwritten();
         assert!(rx.try_recv().is_err(), "an unwritten latch costs no DEL");
+        latches.request("p:", client).leave();
+        assert!(rx.try_recv().is_err(), "a failed call's latch is left to its TTL");
     }
 }

@@ -346,11 +346,11 @@ impl PermitExpirableSemaphore {
                 Err(not_held(forgotten, &i.name, &format_id(&id)))
             }
             Err(e) => {
-                // It may have run (a permit's release sets no lease: the ticket's lease
-                // bound changes nothing already proven).
+                // It may have run; a permit's release sets no lease.
                 if let Some(t) = ticket {
-                    t.failed();
+                    t.failed_setting_no_lease();
                 }
+                latch.leave();
                 Err(e)
             }
         }

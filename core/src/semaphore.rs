@@ -210,6 +210,8 @@ impl Semaphore {
                         if e.outcome_unknown() {
                             // Only the answer may be lost: give back what the step may have taken.
                             sem.undo_lost(permits, latch, sent + GIVE_BACK_WINDOW).await;
+                        } else {
+                            latch.leave();
                         }
                         return Err(e);
                     }
@@ -238,6 +240,7 @@ impl Semaphore {
     /// is answered or `until` passes (the latch lives [`GIVE_BACK_WINDOW`] longer than retries
     /// need it, so a give-back tried by then can still tell what was taken). A plain semaphore's
     /// permits have no lease: given back by nobody, they would be gone for good.
+    /// The latch is left to its TTL afterwards: the unanswered acquire may still run.
     async fn undo_lost(&self, permits: u64, latch: RequestLatch, until: Instant) {
         let first = self.try_undo(permits, latch.key());
         let answered = match self.inner.shared.options().command_timeout {
@@ -245,13 +248,16 @@ impl Semaphore {
             None => Some(first.await),
         };
         if matches!(answered, Some(Ok(()))) {
+            latch.leave();
             return;
         }
         let sem = self.clone();
         self.inner.shared.cleanups().spawn(async move {
             let delay = sem.inner.shared.options().retry_delay;
             let tries = retry_transient(u32::MAX, delay, None, || sem.try_undo(permits, latch.key()));
-            let failed = match tokio::time::timeout_at(until.into(), tries).await {
+            let outcome = tokio::time::timeout_at(until.into(), tries).await;
+            latch.leave();
+            let failed = match outcome {
                 Ok(Ok(())) => return,
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "no answer".to_string(),
@@ -303,8 +309,11 @@ impl Semaphore {
                     .await
                     .map_err(|e| Error::from_redis(&format!("release of semaphore '{}' failed", i.name), e))
             })
-            .await?;
-        Ok(count)
+            .await;
+        if count.is_err() {
+            latch.leave();
+        }
+        count
     }
 
     /// The number of available permits (`GET`; 0 when the semaphore does not exist).

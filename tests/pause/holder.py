@@ -39,7 +39,8 @@ def main() -> None:
         prev = b
     valid_for = lock.valid_for()
     try:
-        callback_ms = round((heard.get(timeout=5) - looked) * 1000)
+        # 0 when it ran before the first look (the watchdog's timer fired first on SIGCONT).
+        callback_ms = max(0, round((heard.get(timeout=5) - looked) * 1000))
     except queue.Empty:
         callback_ms = -1
     try:
@@ -49,8 +50,7 @@ def main() -> None:
         release = "lost"
     except rlock.RLockError as e:
         release = f"error: {e}"
-    report = {"first": first, "valid_for_ms": round(valid_for * 1000), "callback_ms": max(callback_ms, 0)
-              if callback_ms != -1 else -1, "release": release}
+    report = {"first": first, "valid_for_ms": round(valid_for * 1000), "callback_ms": callback_ms, "release": release}
     print(json.dumps(report), flush=True)
     client.close()
 

@@ -104,6 +104,7 @@ impl Lock {
             }
             Err(e) => {
                 ticket.failed();
+                latch.leave();
                 return Err(e);
             }
         };

@@ -79,6 +79,14 @@ impl ReleaseTicket<'_> {
         self.failed_now();
     }
 
+    /// The release failed, and it sets no lease where it runs (a permit's release removes the
+    /// permit): the lease proven so far stands.
+    pub(crate) fn failed_setting_no_lease(mut self) {
+        if !std::mem::replace(&mut self.ended, true) {
+            self.wd.release_ended(&self.key);
+        }
+    }
+
     fn failed_now(&mut self) {
         if !std::mem::replace(&mut self.ended, true) {
             self.wd.lease_reset(&self.key, self.sent);

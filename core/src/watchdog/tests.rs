@@ -17,6 +17,11 @@ fn watchdog() -> Arc<Watchdog> {
     Watchdog::new(Duration::from_secs(30), None, Duration::from_secs(1), Arc::new(Metrics::new(true)))
 }
 
+/// A watchdog with a 300 ms lease and a 50 ms doubt margin, for the lease-doubt tests.
+fn short_watchdog() -> Arc<Watchdog> {
+    Watchdog::new(Duration::from_millis(300), None, Duration::from_millis(50), Arc::new(Metrics::new(true)))
+}
+
 /// Records a watchdog-renewed hold of `owner` under `key`, just acquired.
 fn hold(wd: &Watchdog, k: u8, key: &HoldKey, owner: &Owner) {
     wd.acquired(kind(k), key.clone(), owner, Duration::from_secs(30), true, Instant::now());
@@ -27,13 +32,7 @@ fn hold(wd: &Watchdog, k: u8, key: &HoldKey, owner: &Owner) {
 /// look, its listener runs at once, and it stays lost.
 #[test]
 fn a_hold_past_its_doubt_moment_is_lost_at_the_first_look_without_the_timer() {
-    // A 300 ms lease with a 50 ms doubt margin.
-    let wd = Watchdog::new(
-        Duration::from_millis(300),
-        None,
-        Duration::from_millis(50),
-        Arc::new(Metrics::new(true)),
-    );
+    let wd = short_watchdog();
     let owner = Owner::new(uuid::Uuid::new_v4(), 1);
     let heard = Arc::new(Mutex::new(Vec::new()));
     let h = heard.clone();
@@ -83,13 +82,7 @@ fn a_dropped_release_ticket_reports_a_loss_seen_meanwhile() {
 /// (which it marks lost at once, with no timer) and for one never taken.
 #[test]
 fn valid_for_is_the_time_local_time_still_proves() {
-    // A 300 ms lease with a 50 ms doubt margin.
-    let wd = Watchdog::new(
-        Duration::from_millis(300),
-        None,
-        Duration::from_millis(50),
-        Arc::new(Metrics::new(true)),
-    );
+    let wd = short_watchdog();
     let owner = Owner::new(uuid::Uuid::new_v4(), 1);
     let sent = Instant::now() - Duration::from_millis(100);
     let young = HoldKey { kind: 1, name: "young".into(), owner: 1 };

@@ -199,15 +199,8 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_is_lost(
     permit_id: *const c_char,
     out: *mut bool,
 ) -> rlock_result {
-    guard(|| {
-        check_out(out)?;
-        // SAFETY: NULL or NUL-terminated per the header.
-        let id = unsafe { str_arg(permit_id, "permit_id") }?;
-        // SAFETY: NULL or live per the header.
-        let s = unsafe { take(sem) }?;
-        write_out(out, s.sem.is_lost(id));
-        Ok(())
-    })
+    // SAFETY: NULL or live / NUL-terminated per the header.
+    unsafe { permit_query(sem, permit_id, out, |sem, id| sem.is_lost(id)) }
 }
 
 /// Writes how long local time still proves permit `permit_id` of `sem` to `*out_ms`, in whole
@@ -220,13 +213,28 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_valid_for_ms(
     permit_id: *const c_char,
     out_ms: *mut u64,
 ) -> rlock_result {
+    // SAFETY: NULL or live / NUL-terminated per the header.
+    unsafe { permit_query(sem, permit_id, out_ms, |sem, id| whole_ms(sem.valid_for(id))) }
+}
+
+/// A local query of permit `permit_id` of `sem` (sends nothing), its answer written to `*out`.
+/// Errors: `RLOCK_INVALID_ARGUMENT` (NULL sem, permit_id or out; invalid UTF-8).
+///
+/// # Safety
+/// `sem` NULL or a live handle, `permit_id` NULL or NUL-terminated, `out` NULL or writable.
+unsafe fn permit_query<T>(
+    sem: *const rlock_permit_expirable_semaphore,
+    permit_id: *const c_char,
+    out: *mut T,
+    query: impl FnOnce(&PermitExpirableSemaphore, &str) -> T,
+) -> rlock_result {
     guard(|| {
-        check_out(out_ms)?;
-        // SAFETY: NULL or NUL-terminated per the header.
+        check_out(out)?;
+        // SAFETY: NULL or NUL-terminated per the caller.
         let id = unsafe { str_arg(permit_id, "permit_id") }?;
-        // SAFETY: NULL or live per the header.
+        // SAFETY: NULL or live per the caller.
         let s = unsafe { take(sem) }?;
-        write_out(out_ms, whole_ms(s.sem.valid_for(id)));
+        write_out(out, query(&s.sem, id));
         Ok(())
     })
 }

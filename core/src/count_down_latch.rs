@@ -95,10 +95,9 @@ impl CountDownLatch {
                 })
             })
             .await;
-        match set {
-            Ok(false) => latch.unwritten(),
-            Err(_) => latch.leave(),
-            Ok(true) => drop(latch),
+        // Not set: nothing written; failed: an earlier try may still run. Set: deleted.
+        if set.as_ref().map_or(true, |set| !set) {
+            latch.leave();
         }
         set
     }

@@ -76,16 +76,12 @@ impl RequestLatch {
         &self.key
     }
 
-    /// Ends the guard without a DEL: the call's script said it wrote nothing (it found nothing
-    /// to do), so there is nothing to delete. Saves a DEL per refused try under contention.
-    pub(crate) fn unwritten(mut self) {
-        self.deleter = None;
-    }
-
-    /// Ends the guard without a DEL, leaving the latch to its TTL: for a call that failed. An
-    /// earlier try of it (timed out, or sent on a connection that broke) may still reach the
-    /// server; with the latch gone it would run as a new call and count twice (a lock level
-    /// released twice, permits given twice, a count-down counted twice).
+    /// Ends the guard without a DEL, leaving any latch to its TTL. For a call whose script said
+    /// it wrote nothing (it found nothing to do: no DEL per refused try under contention), and
+    /// for a call that failed: an earlier try of it (timed out, or sent on a connection that
+    /// broke) may still reach the server, and with the latch gone it would run as a new call
+    /// and count twice (a lock level released twice, permits given twice, a count-down
+    /// counted twice).
     pub(crate) fn leave(mut self) {
         self.deleter = None;
     }
@@ -190,9 +186,9 @@ mod tests {
     }
 
     /// A latch is queued for deletion when dropped, wherever its owner drops it, and only then;
-    /// one its script never wrote is not.
+    /// one left to its TTL (never written, or of a failed call) is not.
     #[test]
-    fn a_latch_is_deleted_when_dropped_unless_unwritten() {
+    fn a_latch_is_deleted_when_dropped_unless_left() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let latches = Latches(tx);
         let client = uuid::Uuid::new_v4();
@@ -202,9 +198,7 @@ mod tests {
         assert!(rx.try_recv().is_err(), "not deleted while owned");
         drop(moved.join().ok());
         assert_eq!(rx.try_recv().ok(), Some(key));
-        latches.request("p:", client).unwritten();
-        assert!(rx.try_recv().is_err(), "an unwritten latch costs no DEL");
         latches.request("p:", client).leave();
-        assert!(rx.try_recv().is_err(), "a failed call's latch is left to its TTL");
+        assert!(rx.try_recv().is_err(), "a latch left to its TTL costs no DEL");
     }
 }

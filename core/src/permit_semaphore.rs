@@ -341,7 +341,7 @@ impl PermitExpirableSemaphore {
                 }
             }
             Ok(false) => {
-                latch.unwritten();
+                latch.leave();
                 let forgotten = ticket.map_or(Forgotten::NotHeld, |t| t.not_held());
                 Err(not_held(forgotten, &i.name, &format_id(&id)))
             }

@@ -217,7 +217,7 @@ impl Semaphore {
                     }
                 };
                 if !taken {
-                    latch.unwritten();
+                    latch.leave();
                     return Ok(None);
                 }
                 Ok(Some(sem.give_back(permits, Some(latch))))

@@ -99,7 +99,7 @@ impl Lock {
                 }
             },
             Ok(None) => {
-                latch.unwritten();
+                latch.leave();
                 return Err(not_held(ticket.not_held(), &inner.name, owner));
             }
             Err(e) => {

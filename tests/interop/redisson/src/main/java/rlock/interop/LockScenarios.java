@@ -8,9 +8,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
-import org.redisson.client.codec.StringCodec;
 
 import rlock.interop.Main.Failure;
 

@@ -1,10 +1,5 @@
 package rlock.interop;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.api.RBucket;
@@ -33,31 +28,18 @@ final class MultiLockScenario extends Scenario {
         String[] names = {"interop:multi:a", "interop:multi:b", "interop:multi:c"};
         send("ready");
         recv("ready");
-        ExecutorService pool = Executors.newFixedThreadPool(3);
-        List<Future<?>> futures = new ArrayList<>();
-        for (int t = 0; t < 3; t++) {
-            final int thread = t;
-            futures.add(pool.submit(() -> {
-                for (int i = 0; i < MULTI_JAVA_SECTIONS; i++) {
-                    String n = names[(i + thread) % 3];
-                    RLock lock = redisson.getLock(n);
-                    lock.lock();
-                    try {
-                        heldSection("interop:multi", "java", n);
-                    } finally {
-                        lock.unlock();
-                    }
+        runThreads(3, thread -> {
+            for (int i = 0; i < MULTI_JAVA_SECTIONS; i++) {
+                String n = names[(i + thread) % 3];
+                RLock lock = redisson.getLock(n);
+                lock.lock();
+                try {
+                    heldSection("interop:multi", "java", n);
+                } finally {
+                    lock.unlock();
                 }
-                return null;
-            }));
-        }
-        try {
-            for (Future<?> f : futures) {
-                f.get(120, TimeUnit.SECONDS);
             }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         send("done");
         recv("checked");
 

@@ -3,9 +3,6 @@ package rlock.interop;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
@@ -80,29 +77,17 @@ final class RedLockScenario extends Scenario {
             send("ready");
             recv("ready");
             MultiLockScenario sections = new MultiLockScenario(this);
-            ExecutorService pool = Executors.newFixedThreadPool(2);
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < 2; t++) {
-                futures.add(pool.submit(() -> {
-                    RLock lock = redLockOf.get();
-                    for (int i = 0; i < REDLOCK_SECTIONS; i++) {
-                        check(lock.tryLock(30, TimeUnit.SECONDS), "Redisson's RedLock was not taken within 30 s");
-                        try {
-                            sections.heldSection(name, "java", name);
-                        } finally {
-                            lock.unlock();
-                        }
+            runThreads(2, thread -> {
+                RLock lock = redLockOf.get();
+                for (int i = 0; i < REDLOCK_SECTIONS; i++) {
+                    check(lock.tryLock(30, TimeUnit.SECONDS), "Redisson's RedLock was not taken within 30 s");
+                    try {
+                        sections.heldSection(name, "java", name);
+                    } finally {
+                        lock.unlock();
                     }
-                    return null;
-                }));
-            }
-            try {
-                for (Future<?> f : futures) {
-                    f.get(120, TimeUnit.SECONDS);
                 }
-            } finally {
-                pool.shutdownNow();
-            }
+            });
             send("done");
             recv("checked");
         } finally {

@@ -1,11 +1,9 @@
 package rlock.interop;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.api.RBucket;
@@ -67,38 +65,25 @@ final class RwLockScenario extends Scenario {
         RReadWriteLock mrw = redisson.getReadWriteLock(mixed);
         send("ready");
         recv("ready");
-        ExecutorService pool = Executors.newFixedThreadPool(2);
-        List<Future<?>> futures = new ArrayList<>();
-        for (int t = 0; t < 2; t++) {
-            final int thread = t;
-            futures.add(pool.submit(() -> {
-                for (int i = 0; i < RW_WRITES + RW_READS; i++) {
-                    if ((i + thread) % 2 == 0) {
-                        mrw.writeLock().lock();
-                        try {
-                            writeSection(mixed, "java");
-                        } finally {
-                            mrw.writeLock().unlock();
-                        }
-                    } else {
-                        mrw.readLock().lock();
-                        try {
-                            readSection(mixed);
-                        } finally {
-                            mrw.readLock().unlock();
-                        }
+        runThreads(2, thread -> {
+            for (int i = 0; i < RW_WRITES + RW_READS; i++) {
+                if ((i + thread) % 2 == 0) {
+                    mrw.writeLock().lock();
+                    try {
+                        writeSection(mixed, "java");
+                    } finally {
+                        mrw.writeLock().unlock();
+                    }
+                } else {
+                    mrw.readLock().lock();
+                    try {
+                        readSection(mixed);
+                    } finally {
+                        mrw.readLock().unlock();
                     }
                 }
-                return null;
-            }));
-        }
-        try {
-            for (Future<?> f : futures) {
-                f.get(120, TimeUnit.SECONDS);
             }
-        } finally {
-            pool.shutdownNow();
-        }
+        });
         send("done");
         recv("checked");
 

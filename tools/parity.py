@@ -2,12 +2,17 @@
 """The parity table, docs/parity.json: one row per operation of every primitive, with its
 name, parameters and result on each surface (Rust, C, Python, Node), or why a surface has none.
 
-Each surface's tests check its own column by introspection (core/tests/parity.rs,
-bindings-python/tests/test_parity.py, bindings-node/test/parity.test.js); this tool checks C's
-against the generated header, checks that every row is whole, and renders the table of
-docs/concepts.md ("One operation, four spellings") from the file.
+The check runs both ways. Table to code: each surface's tests check its own column by
+introspection (core/tests/parity.rs, bindings-python/tests/test_parity.py,
+bindings-node/test/parity.test.js), and this tool checks C's against the generated header.
+Code to table: every public method, function or property a surface has is named in a row or
+in the table's "unlisted" groups, each of which says why its names are not operations of
+the table (a handle's free, C's error channel, an async twin, a hook the bindings build on);
+the same tests and this tool (for C) fail on a name in neither, and on an unlisted name the
+surface no longer has. This tool also checks that every row is whole, and renders the table
+of docs/concepts.md ("One operation, four spellings") from the file.
 
-  tools/parity.py check      every row whole; C's column against include/rlock.h
+  tools/parity.py check      every row whole; C's column against include/rlock.h, both ways
   tools/parity.py render     rewrites the table canonically and docs/concepts.md's table from it
                              (make generated; --check: fail when either is stale)
   RLOCK_PARITY_WRITE=1 tools/parity.py check   writes C's column from the header instead
@@ -58,8 +63,42 @@ def check() -> list:
                 cell["params"], cell["returns"] = params, returns
             elif (cell.get("params"), cell.get("returns")) != (params, returns):
                 problems.append(f"{cell['name']}: table {cell.get('params')} -> {cell.get('returns')!r}, rlock.h {params} -> {returns!r}")
+    problems += uncovered("c", [f for f in functions], table)
     if write:
         TABLE.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
+    return problems
+
+
+def uncovered(surface: str, public: list, table: dict, inherited: frozenset = frozenset()) -> list:
+    """Code to table for one surface: each of its `public` names must be in a row's cell, or be
+    one of `inherited` (the same definition as a name a row or an unlisted group has, reached
+    through a base class),
+    or be in an unlisted group (`*.member` there stands for that member on every class, and
+    `Class.*` for every member of a class that is no primitive: options, records, errors); and
+    each unlisted name must still be public. core/tests/parity.rs and
+    bindings-node/test/parity.test.js keep the same rule in their languages."""
+    named = {row[surface]["name"] for row in table["rows"] if row[surface].get("name")} | inherited
+    unlisted = {n for group in table.get("unlisted", []) for n in group.get(surface, [])}
+    sep = "::" if surface == "rust" else "."
+
+    def split(name: str) -> tuple:
+        return tuple(name.rsplit(sep, 1)) if sep in name else ("", name)
+
+    problems = []
+    for name in public:
+        owner, member = split(name)
+        if not {name, f"*{sep}{member}", f"{owner}{sep}*"} & (named | unlisted):
+            problems.append(f"{surface}: {name} is public but in no row and in no unlisted group")
+    for name in sorted(unlisted):
+        owner, member = split(name)
+        if owner == "*":
+            gone = not any(split(n)[1] == member for n in public)
+        elif member == "*":
+            gone = not any(split(n)[0] == owner for n in public)
+        else:
+            gone = name not in public
+        if gone:
+            problems.append(f"{surface}: unlisted {name} is not public any more")
     return problems
 
 
@@ -84,7 +123,10 @@ def canonical(table: dict) -> str:
          **{s: {k: r[s][k] for k in cell_keys if k in r[s]} for s in SURFACES}}
         for r in table["rows"]
     ]
-    return json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n"
+    unlisted = [
+        {k: g[k] for k in ("why", *SURFACES) if k in g} for g in table.get("unlisted", [])
+    ]
+    return json.dumps({"rows": rows, "unlisted": unlisted}, indent=1, ensure_ascii=False) + "\n"
 
 
 def render(check_only: bool = False) -> bool:
@@ -121,7 +163,7 @@ if __name__ == "__main__":
             print("parity:", p, file=sys.stderr)
         if problems:
             sys.exit(1)
-        print(f"parity: {len(json.loads(TABLE.read_text())['rows'])} rows whole; C's column matches rlock.h")
+        print(f"parity: {len(json.loads(TABLE.read_text())['rows'])} rows whole; C's column matches rlock.h both ways")
     elif sys.argv[1:] == ["render"]:
         render()
     elif sys.argv[1:] == ["render", "--check"]:

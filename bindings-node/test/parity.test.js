@@ -4,7 +4,7 @@
 // name is declared on its class in rlock.d.ts with those parameters and that result type (read
 // with the TypeScript compiler's parser), and exists at run time on the class rlock.js exports.
 // RLOCK_PARITY_WRITE=1 writes what is found into the table instead (after a deliberate API
-// change; review the diff).
+// change; review the diff). The second test runs the check the other way, code to table.
 
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
@@ -24,6 +24,7 @@ function declared() {
     if (!ts.isClassDeclaration(st) || !st.name) continue
     const members = new Map()
     for (const m of st.members) {
+      if (m.modifiers?.some((x) => x.kind === ts.SyntaxKind.PrivateKeyword)) continue
       const params = (m.parameters || []).map((p) => (p.dotDotDotToken ? '...' : '') + p.name.getText())
       if (ts.isConstructorDeclaration(m)) members.set('constructor', { params, returns: '' })
       else if (ts.isMethodDeclaration(m)) members.set(m.name.getText(), { params, returns: m.type ? m.type.getText() : '' })
@@ -35,6 +36,12 @@ function declared() {
     classes.set(st.name.getText(), { members, base })
   }
   return classes
+}
+
+/** The functions rlock.d.ts exports. */
+function declaredFunctions() {
+  const source = ts.createSourceFile(DTS, fs.readFileSync(DTS, 'utf8'), ts.ScriptTarget.Latest, true)
+  return source.statements.filter((st) => ts.isFunctionDeclaration(st) && st.name).map((st) => st.name.getText())
 }
 
 /** The declaration of `Class.member`, looked up through the classes it extends. */
@@ -69,4 +76,44 @@ test('the Node column of docs/parity.json is what rlock declares and has', () =>
   }
   if (write) fs.writeFileSync(TABLE, JSON.stringify(table, null, 1) + '\n')
   assert.deepEqual(wrong, [], "docs/parity.json's Node column differs")
+})
+
+// The rule of tools/parity.py's uncovered(), in JavaScript: a public name is in a row, is the
+// same declaration as a name in a row (reached through `extends`), or is in an unlisted group
+// (`*.member`: that member on every class; `Class.*`: every member of a class that is no
+// primitive); an unlisted name must still be public.
+test('every public name of rlock.d.ts has a row of docs/parity.json or a reason', () => {
+  const table = JSON.parse(fs.readFileSync(TABLE, 'utf8'))
+  const classes = declared()
+  const named = new Set(table.rows.filter((r) => r.node.name).map((r) => r.node.name))
+  const unlisted = new Set((table.unlisted || []).flatMap((g) => g.node || []))
+  const publicNames = declaredFunctions().map((f) => `rlock.${f}`)
+  for (const [cls, { members, base }] of classes) {
+    if (base === 'Error' || base === 'RLockError') continue
+    const all = new Set(members.keys())
+    for (let c = classes.get(base); c; c = classes.get(c.base)) for (const m of c.members.keys()) all.add(m)
+    for (const m of all) publicNames.push(`${cls}.${m}`)
+  }
+  // The same declaration as a name a row or an unlisted group has, reached through `extends`.
+  const inherited = (name) => {
+    const member = name.split('.')[1]
+    const found = lookUp(classes, name)
+    const known = [...named, ...unlisted].filter((n) => n.split('.')[1] === member && !n.startsWith('*.'))
+    return found !== undefined && known.some((n) => lookUp(classes, n) === found)
+  }
+  const problems = []
+  for (const name of publicNames) {
+    const [owner, member] = name.split('.')
+    const listed = [name, `*.${member}`, `${owner}.*`].some((n) => named.has(n) || unlisted.has(n))
+    if (!listed && !inherited(name)) problems.push(`node: ${name} is public but in no row and in no unlisted group`)
+  }
+  for (const name of unlisted) {
+    const [owner, member] = name.split('.')
+    let gone
+    if (owner === '*') gone = !publicNames.some((n) => n.split('.')[1] === member)
+    else if (member === '*') gone = !publicNames.some((n) => n.split('.')[0] === owner)
+    else gone = !publicNames.includes(name)
+    if (gone) problems.push(`node: unlisted ${name} is not public any more`)
+  }
+  assert.deepEqual(problems, [])
 })

@@ -3,9 +3,11 @@
 //! source (parsed with `syn`): every `Type::method` is a `pub fn` of an inherent `impl Type`
 //! with those parameters (after `self`) and that result type. `RLOCK_PARITY_WRITE=1` writes
 //! what is found into the table instead (after a deliberate API change; review the diff).
+//! The second test runs the check the other way: every `pub fn` of a type core exports has a
+//! row or is in one of the table's unlisted groups, which say why.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use quote::ToTokens;
@@ -85,4 +87,84 @@ fn the_rust_column_is_what_core_has() {
         std::fs::write(&path, serde_json::to_string_pretty(&table).unwrap() + "\n").unwrap();
     }
     assert!(wrong.is_empty(), "docs/parity.json's Rust column differs:\n{}", wrong.join("\n"));
+}
+
+/// Every type core exports at its root (the `pub use` items of lib.rs, not `surface`'s).
+fn root_types() -> HashSet<String> {
+    fn names(tree: &syn::UseTree, out: &mut HashSet<String>) {
+        match tree {
+            syn::UseTree::Path(p) => names(&p.tree, out),
+            syn::UseTree::Name(n) => drop(out.insert(n.ident.to_string())),
+            syn::UseTree::Rename(r) => drop(out.insert(r.rename.to_string())),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| names(t, out)),
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
+    let file = syn::parse_file(&std::fs::read_to_string(lib).unwrap()).unwrap();
+    let mut out = HashSet::new();
+    for item in &file.items {
+        if let syn::Item::Use(u) = item {
+            if matches!(u.vis, syn::Visibility::Public(_)) {
+                names(&u.tree, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Code to table, the rule of tools/parity.py's `uncovered()`: every `pub fn` of a type core
+/// exports is in a row of the Rust column or in an unlisted group (`*::method`: that method on
+/// every type; `Type::*`: every method of a type that is no primitive), and every unlisted name
+/// is still a `pub fn` of such a type.
+#[test]
+fn every_public_method_has_a_row_or_a_reason() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/parity.json");
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let exported = root_types();
+    let public: Vec<String> = {
+        let mut names: Vec<String> = public_methods()
+            .into_keys()
+            .filter(|n| exported.contains(n.split("::").next().unwrap()))
+            .collect();
+        names.sort();
+        names
+    };
+    let named: HashSet<&str> =
+        table["rows"].as_array().unwrap().iter().filter_map(|r| r["rust"]["name"].as_str()).collect();
+    let unlisted: HashSet<&str> = table["unlisted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["rust"].as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let split = |n: &str| -> (String, String) {
+        let (owner, member) = n.rsplit_once("::").unwrap();
+        (owner.to_owned(), member.to_owned())
+    };
+    let mut problems = Vec::new();
+    for name in &public {
+        let (owner, member) = split(name);
+        let forms = [name.clone(), format!("*::{member}"), format!("{owner}::*")];
+        if !forms.iter().any(|n| named.contains(n.as_str()) || unlisted.contains(n.as_str())) {
+            problems.push(format!("rust: {name} is public but in no row and in no unlisted group"));
+        }
+    }
+    for name in &unlisted {
+        let (owner, member) = split(name);
+        let gone = if owner == "*" {
+            !public.iter().any(|p| split(p).1 == member)
+        } else if member == "*" {
+            !public.iter().any(|p| split(p).0 == owner)
+        } else {
+            !public.iter().any(|p| p == name)
+        };
+        if gone {
+            problems.push(format!("rust: unlisted {name} is not public any more"));
+        }
+    }
+    problems.sort();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -15,6 +15,11 @@ The read lock's per-hold lease keys (`{name}:<owner>:rwlock_timeout:<n>`, Rediss
 are built inside Lua, because `n` is only known there (the hold count of the owner); those
 sites are listed in ALLOWED_BUILT_KEYS and reported, not refused.
 
+It also checks that the ACL rules of docs/operations/security.md grant every command a
+script calls (a script's commands are checked against the caller's ACL one by one): the
+`family` rule those of every script but describe's, `family` and `describe` together
+describe's.
+
 Exits 1 and names file, line and call on the first kind of failure; `--self-test` shows that a
 non-literal command and a key built in Lua are refused.
 """
@@ -147,6 +152,43 @@ def line_of(files, code, pos):
     return files[-1][0], 0
 
 
+def commands(files):
+    """The commands (lower case) the literal `redis.call`s of one bundle name."""
+    code = "".join(strip_comments(t) for _, t in files)
+    found = set()
+    for m in CALL.finditer(code):
+        args, _ = split_args(code, m.end())
+        lit = re.match(r"^['\"]([a-zA-Z]+)['\"]$", args[0]) if args else None
+        if lit:
+            found.add(lit.group(1).lower())
+    return found
+
+
+SECURITY = ROOT / "docs" / "operations" / "security.md"
+
+
+def acl_rule(name):
+    """The commands a ```acl NAME block of docs/operations/security.md grants."""
+    m = re.search(r"```acl " + re.escape(name) + r"\n(.*?)```", SECURITY.read_text(), re.S)
+    if not m:
+        return None
+    return {t[1:].split("|")[0].lower() for t in m.group(1).split() if t.startswith("+")}
+
+
+def acl_problems(all_bundles):
+    """Commands a script calls that the documented rule for it does not grant."""
+    family, describe = acl_rule("family"), acl_rule("describe")
+    if family is None or describe is None:
+        return [f"{SECURITY.relative_to(ROOT)}: no ```acl family or ```acl describe block"]
+    problems = []
+    for files in all_bundles:
+        script = files[-1][0]
+        granted = family | describe if script == "describe.lua" else family
+        for command in sorted(commands(files) - granted):
+            problems.append(f"{script}: calls {command.upper()}, which the documented ACL rule does not grant")
+    return problems
+
+
 def check_bundle(files):
     """Problems and allowed built keys of one bundle: [(file, text)] in load order."""
     code = "".join(strip_comments(t) for _, t in files)
@@ -207,7 +249,9 @@ def self_test():
     shadowed = [("x.lua", "local function f(q)\n  return redis.call('get', q)\nend\n"
                           "f(KEYS[1])\nlocal q = redis.call('get', KEYS[2])\nredis.call('del', q)\n")]
     assert check_bundle(shadowed)[0], "a key read from a value is not declared, whatever a parameter is called"
-    print("lua-check self-test: a non-literal command, a built key, a leaked parameter and TIME are refused")
+    assert acl_problems([[("x.lua", "redis.call('flushall')\n")]]), "a command no ACL rule grants must be refused"
+    print("lua-check self-test: a non-literal command, a built key, a leaked parameter, TIME and a "
+          "command security.md's ACL rules do not grant are refused")
 
 
 def main():
@@ -224,6 +268,7 @@ def main():
     unused = sorted(p.name for p in (SCRIPTS / "lua").glob("*.lua") if p.name not in loaded)
     if unused:
         all_problems.append("scripts mod.rs does not load (so they go unchecked): " + ", ".join(unused))
+    all_problems += acl_problems(bundles())
     if all_problems:
         print("lua-check: scripts restricted engines refuse:")
         for p in all_problems:
@@ -231,7 +276,8 @@ def main():
         return 1
     print(f"lua-check: {n} scripts: literal command names, keys from KEYS, no TIME "
           f"(allowed: {len(all_allowed)} read-hold lease keys built in Lua, Redisson's layout, and "
-          f"TIME in describe and the permit-expirable semaphore)")
+          f"TIME in describe and the permit-expirable semaphore); security.md's ACL rules grant "
+          f"every command they call")
     return 0
 
 

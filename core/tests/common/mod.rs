@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+pub mod family;
+
 #[allow(unused_imports)] // each test file uses some of them
 pub use rlock_testbed::{Certs, Cluster, Proxy, SentinelSet, Server};
 

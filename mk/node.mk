@@ -3,7 +3,7 @@
 NODE_DIR := bindings-node
 NPM ?= npm
 
-.PHONY: build-node test-node node-deps test-bun test-deno
+.PHONY: build-node dev-node test-node node-deps test-bun test-deno
 BUILD_TARGETS += build-node
 TEST_TARGETS += test-node test-bun test-deno
 
@@ -26,6 +26,12 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 build-node: node-deps ## Build the Node addon and regenerate bindings-node/index.js, index.d.ts
 	@mkdir -p build
 	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build
+
+# A contributor's loop: the addon in debug (the generated index.js and index.d.ts are the same);
+# then run one test with `cd bindings-node && node --test test/lock.test.js`.
+dev-node: node-deps ## Rebuild the Node addon in debug (fast); make build-node makes the release one
+	@mkdir -p build
+	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build:debug
 
 test-node: deps build-node testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \

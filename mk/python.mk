@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: build-python test-python python-prereqs
+.PHONY: build-python dev-python test-python python-prereqs
 BUILD_TARGETS += build-python
 TEST_TARGETS += test-python
 
@@ -14,11 +14,22 @@ python-prereqs:
 	fi
 
 build-python: python-prereqs ## Fresh .venv with ./bindings-python, pytest, mypy and redis-py installed
-	rm -rf $(VENV)
+	@# The debug module make dev-python puts beside the sources would ride along in the wheel.
+	rm -rf $(VENV) bindings-python/python/rlock/*.so
 	$(PYTHON) -m venv $(VENV)
 	@# pip before 21.3 builds a copy of the source tree, which loses the Cargo workspace around it.
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q ./bindings-python -r bindings-python/requirements-dev.txt
+
+# A contributor's loop: a debug build of the module into the .venv (made with the test
+# requirements when missing), in the workspace's target/debug that `cargo test` shares; then run one test
+# with `.venv/bin/python -m pytest bindings-python/tests/test_sync.py -k NAME`.
+dev-python: python-prereqs ## Rebuild the Python module in debug into the existing .venv (no fresh venv, no wheel)
+	@test -x $(VENV)/bin/python || { $(PYTHON) -m venv $(VENV) && \
+	  $(VENV)/bin/python -m pip install -q --upgrade pip && \
+	  $(VENV)/bin/python -m pip install -q -r bindings-python/requirements-dev.txt; }
+	@test -x $(VENV)/bin/maturin || $(VENV)/bin/python -m pip install -q "maturin>=1.16,<2"
+	cd bindings-python && VIRTUAL_ENV=$(abspath $(VENV)) $(abspath $(VENV))/bin/maturin develop -q
 
 test-python: build-python testbed ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).

@@ -116,6 +116,9 @@ for a in $(for t in $TARGETS; do echo "${t%%-*}"; done | sort -u); do
 done
 
 optional_deps=()
+# maturin packs every file under bindings-python/python/rlock, so a module `make dev-python`
+# left there would ride along in each wheel; the wheels get only the one maturin builds.
+rm -f bindings-python/python/rlock/*.so
 for t in $TARGETS; do
   target_facts "$t"
   echo "== dist: $t: Python wheel (abi3, $AUDIT_TAG)"

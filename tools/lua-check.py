@@ -168,8 +168,8 @@ SECURITY = ROOT / "docs" / "operations" / "security.md"
 
 
 def acl_rule(name):
-    """The commands a ```acl NAME block of docs/operations/security.md grants."""
-    m = re.search(r"```acl " + re.escape(name) + r"\n(.*?)```", SECURITY.read_text(), re.S)
+    """The commands a ```acl no-run NAME block of docs/operations/security.md grants."""
+    m = re.search(r"```acl no-run " + re.escape(name) + r"\n(.*?)```", SECURITY.read_text(), re.S)
     if not m:
         return None
     return {t[1:].split("|")[0].lower() for t in m.group(1).split() if t.startswith("+")}

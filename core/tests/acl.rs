@@ -10,11 +10,11 @@ use std::time::Duration;
 use common::{family, short_watchdog, Server};
 use rlock::{Client, ErrorKind};
 
-/// The tokens of the fenced block ```` ```acl NAME ```` of docs/operations/security.md.
+/// The tokens of the fenced block ```` ```acl no-run NAME ```` of docs/operations/security.md.
 fn rule(name: &str) -> Vec<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operations/security.md");
     let doc = std::fs::read_to_string(path).unwrap();
-    let start = format!("```acl {name}\n");
+    let start = format!("```acl no-run {name}\n");
     let at =
         doc.find(&start).unwrap_or_else(|| panic!("security.md has no ```acl {name} block")) + start.len();
     let body = &doc[at..at + doc[at..].find("```").unwrap()];

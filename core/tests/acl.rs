@@ -10,10 +10,17 @@ use std::time::Duration;
 use common::{family, short_watchdog, Server};
 use rlock::{Client, ErrorKind};
 
+/// docs/operations/security.md, where the rule is written.
+fn page() -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operations/security.md"),
+    )
+    .unwrap()
+}
+
 /// The tokens of the fenced block ```` ```acl no-run NAME ```` of docs/operations/security.md.
 fn rule(name: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operations/security.md");
-    let doc = std::fs::read_to_string(path).unwrap();
+    let doc = page();
     let start = format!("```acl no-run {name}\n");
     let at =
         doc.find(&start).unwrap_or_else(|| panic!("security.md has no ```acl {name} block")) + start.len();
@@ -105,8 +112,13 @@ async fn a_user_missing_one_command_gets_a_typed_error_naming_it() {
     let holder = c.new_owner();
     lock.acquire(&holder).await.unwrap();
     let (l, waiter) = (lock.clone(), c.new_owner());
+    let tries = common::calls_on(server.port(), "evalsha");
     let waited = tokio::spawn(async move { l.try_acquire(&waiter, Duration::from_secs(20), None).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The waiter polls: its first try and one more reach the server (the event, not a sleep).
+    let polled = common::eventually(Duration::from_secs(10), || {
+        common::calls_on(server.port(), "evalsha") >= tries + 2
+    });
+    assert!(polled.await, "the waiter without SUBSCRIBE did not poll");
     assert!(!waited.is_finished(), "the waiter did not wait for the holder");
     lock.release(&holder).await.unwrap();
     assert!(waited.await.unwrap().unwrap(), "the waiter without SUBSCRIBE did not get the lock");
@@ -115,8 +127,7 @@ async fn a_user_missing_one_command_gets_a_typed_error_naming_it() {
 /// The page's whole `ACL SETUSER` example is its blocks together (one copy of the rule).
 #[test]
 fn the_whole_rule_on_the_page_is_its_blocks() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operations/security.md");
-    let doc = std::fs::read_to_string(path).unwrap();
+    let doc = page();
     let at = doc.find("ACL SETUSER app on >PASSWORD").expect("the whole rule");
     let example: Vec<&str> = doc[at..at + doc[at..].find("```").unwrap()]
         .split_whitespace()

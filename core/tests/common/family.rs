@@ -32,14 +32,18 @@ pub async fn every_step(c: &Client, prefix: &str, mut before: impl FnMut()) {
     let (l, o) = (lock.clone(), other.clone());
     let waiter = tokio::spawn(async move { l.try_acquire(&o, Duration::from_secs(20), None).await });
     before();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The waiter is waiting once it joined the lock's channel (the event, not a sleep).
+    assert!(
+        super::eventually(Duration::from_secs(10), || c.waited_channels() > 0).await,
+        "lock: no waiter waits"
+    );
     assert!(!waiter.is_finished(), "lock: the waiter did not wait for the holder");
     assert_eq!(lock.release(&me).await.expect("lock: release"), Released::Unlocked);
     assert!(waiter.await.unwrap().expect("lock: the waiter's acquire"), "lock: the waiter did not get it");
     before();
     assert_eq!(lock.release(&other).await.expect("lock: the waiter's release"), Released::Unlocked);
 
-    // The fenced, fair and spin locks.
+    // The fenced lock.
     let fenced = c.fenced_lock(&name("fenced")).unwrap();
     before();
     let token = fenced.acquire(&me).await.expect("fenced lock: acquire");
@@ -49,24 +53,19 @@ pub async fn every_step(c: &Client, prefix: &str, mut before: impl FnMut()) {
     assert_eq!(fenced.token_of(&me), Some(token));
     before();
     fenced.release(&me).await.expect("fenced lock: release");
+    // The fair and spin locks, and both sides of the read-write lock (a read hold, then the
+    // write hold).
+    let rw = c.read_write_lock(&name("rw")).unwrap();
     for (what, lock) in [
         ("fair lock", c.fair_lock(&name("fair")).unwrap()),
         ("spin lock", c.spin_lock(&name("spin")).unwrap()),
+        ("read lock", rw.read_lock()),
+        ("write lock", rw.write_lock()),
     ] {
         before();
         lock.acquire(&me).await.unwrap_or_else(|e| panic!("{what}: acquire: {e}"));
         before();
         let released = lock.release(&me).await.unwrap_or_else(|e| panic!("{what}: release: {e}"));
-        assert_eq!(released, Released::Unlocked, "{what}");
-    }
-
-    // The read-write lock: a read hold, then the write hold.
-    let rw = c.read_write_lock(&name("rw")).unwrap();
-    for (what, side) in [("read lock", rw.read_lock()), ("write lock", rw.write_lock())] {
-        before();
-        side.acquire(&me).await.unwrap_or_else(|e| panic!("{what}: acquire: {e}"));
-        before();
-        let released = side.release(&me).await.unwrap_or_else(|e| panic!("{what}: release: {e}"));
         assert_eq!(released, Released::Unlocked, "{what}");
     }
 

@@ -40,7 +40,11 @@ test-node: deps build-node testbed ## Node tests (node --test) against private r
 	cd $(NODE_DIR) && node_modules/.bin/tsc --noEmit --strict --lib esnext --types node --module nodenext \
 	  --moduleResolution nodenext rlock.d.ts test/types.check.ts
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
-	. examples/redis.sh && start_private_cluster && cd $(NODE_DIR) && $(NPM) test
+	@# The suite runs on the Active LTS line, Node 26, from the npm registry into the cache
+	@# (tools/runtime.sh), whatever node the machine has: `node --run` starts package.json's test
+	@# script with that node first on PATH (the machine's npm may not know Node 26).
+	@node=$$(tools/runtime.sh node26) && . examples/redis.sh && start_private_cluster && \
+	  cd $(NODE_DIR) && echo "node $$($$node --version)" && PATH="$$(dirname $$node):$$PATH" node --run test
 
 # The Node suite on Bun and Deno (issue 30), each from the npm registry into the cache outside
 # the clone (tools/runtime.sh). Every test file runs but link.test.js: it tests the local link

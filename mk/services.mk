@@ -22,7 +22,7 @@ SERVICES_CHAOS := mutex mutex-family fair-cancel
 services: build-chaos build-interop testbed ## Every surface's subset, short chaos cases and interop on the managed-endpoint stand-ins
 	$(CARGO) test -p rlock --test managed
 	cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests/test_managed.py
-	cd $(NODE_DIR) && node --test --test-timeout=120000 test/managed.test.js
+	node=$$(tools/runtime.sh node26) && cd $(NODE_DIR) && $$node --test --test-timeout=120000 test/managed.test.js
 	@mkdir -p build/services
 	gcc -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude tests/c/services.c -o build/services/c \
 	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread
@@ -31,4 +31,4 @@ services: build-chaos build-interop testbed ## Every surface's subset, short cha
 	  CHAOS_STANDIN=$$s timeout 600 $(VENV)/bin/python tests/chaos/run.py $(SERVICES_CHAOS) cancel || exit 1; \
 	done
 	CHAOS_STANDIN=restricted timeout 600 $(VENV)/bin/python tests/chaos/run.py $(SERVICES_CHAOS)
-	INTEROP_SCENARIOS="mutex spin" INTEROP_TOPOLOGIES="proxy-endpoint restricted evicting" bash tests/interop/run.sh
+	INTEROP_JAVA_DIRS="$(INTEROP_LINES)" INTEROP_SCENARIOS="mutex spin" INTEROP_TOPOLOGIES="proxy-endpoint restricted evicting" bash tests/interop/run.sh

@@ -16,7 +16,7 @@ Suites and modes (a suite runs in a mode only when the server has it):
   core    cargo test -p rlock: the integration test files of every primitive (single), cluster.rs
           (cluster), sentinel.rs (sentinel), tls.rs (tls, one case of which is a TLS cluster)
   python  pytest bindings-python/tests; counted per mode by test name ("cluster" in it: cluster)
-  node    npm test in bindings-node (single and its cluster cases, not separable on Node 20)
+  node    bindings-node's tests on Node 26 (single and its cluster cases, not separable there)
   c       tests/c/run.sh: dynamic and static under valgrind (single and its cluster cases);
           counts are the C test's checks
   chaos   tests/chaos/run.py with the short cases (CHAOS_CASES below)
@@ -57,12 +57,14 @@ SUITE_TIMEOUT = 1200
 # server-specific branch, in the time CI has (`make dist` builds beside it). Core's tests in every mode on
 # the servers whose behaviour differs (Redis 6.2: no sharded pub/sub, no WAITAOF; Valkey 8: the
 # NOSCRIPT text; Valkey 9.1: Lua error texts, WAITAOF); the surfaces' suites on the oldest and
-# the newest; the Redisson interop on the two the issue names (Redis 6.2 and Valkey 8). Debian's
-# 7.0.15 is `make test`'s own; Redis 6.2.14, 7.2.6 and the chaos cases run in `make compat`.
+# the newest; the Redisson interop on the two the issue names (Redis 6.2 and Valkey 8); Redis 8's
+# core (it evicts scripts sent by EVAL: NOSCRIPT is a normal path there). Debian's 7.0.15 is
+# `make test`'s own; Redis 6.2.14, 7.2.6 and the chaos cases run in `make compat`.
 CI_SUBSET = {
     "redis-6.2.16": "core,python,node,c,interop",
     "valkey-8.0.1": "core,interop",
     "valkey-9.1.2": "core,python,node,c",
+    "redis-8.2.3": "core",
 }
 
 # How each server got into the cache (for the document).
@@ -218,13 +220,16 @@ def suite_runs(server: str, modes: Dict[str, bool], suites: List[str], want_mode
         return modes.get(mode, False) and mode in want_modes
     all_files = sorted(p.stem for p in (ROOT / "core/tests").glob("*.rs"))
     single_files = [f for f in all_files if not any(f in v for v in CORE_MODE_FILES.values())]
+    # `--workspace`, as `make test` builds them: with `-p rlock` cargo unifies features for that
+    # package alone (no `process-runtime`, fewer tokio features), so it rebuilt rlock and every
+    # test binary again (about 3.5 min of CI) before running a test. Only core has these targets.
     tests = lambda files: " ".join(f"--test {f}" for f in files)  # noqa: E731
     if "core" in suites:
         if has("single"):
-            yield "core", "single", shell(f"cargo test -q --no-fail-fast -p rlock {tests(single_files)}"), parse_cargo
+            yield "core", "single", shell(f"cargo test -q --no-fail-fast --workspace {tests(single_files)}"), parse_cargo
         for mode, files in CORE_MODE_FILES.items():
             if has(mode):
-                yield "core", mode, shell(f"cargo test -q --no-fail-fast -p rlock {tests(files)}"), parse_cargo
+                yield "core", mode, shell(f"cargo test -q --no-fail-fast --workspace {tests(files)}"), parse_cargo
     both = has("single") and has("cluster")
     if "python" in suites and both:
         cmd = shell(". examples/redis.sh && start_private_cluster && cd bindings-python && "
@@ -232,8 +237,8 @@ def suite_runs(server: str, modes: Dict[str, bool], suites: List[str], want_mode
         yield "python", "single", cmd, lambda out: parse_pytest(out, False)
         yield "python", "cluster", None, lambda out: parse_pytest(out, True)
     if "node" in suites and both:
-        cmd = shell(". examples/redis.sh && start_private_cluster && cd bindings-node && "
-                    "node --test --test-reporter=tap --test-concurrency=1 --test-timeout=120000 "
+        cmd = shell(". examples/redis.sh && start_private_cluster && node=$(tools/runtime.sh node26) && "
+                    "cd bindings-node && $node --test --test-reporter=tap --test-concurrency=1 --test-timeout=120000 "
                     "test/*.test.js test/*.test.mjs")
         yield "node", "single+cluster", cmd, parse_tap
     if "c" in suites and both:
@@ -455,8 +460,8 @@ def cmd_doc(_: argparse.Namespace) -> int:
         "That is too slow for CI next to `make test`, so CI (`.ci/run`) runs `make compat-ci`",
         "(`tools/compat.py run --subset ci --strict`) after `make test`, both with the release",
         "builds (`make dist`) beside them at idle CPU priority: core's tests in every mode on Redis 6.2.16,",
-        "Valkey 8.0.1 and Valkey 9.1.2, the Python, Node and C suites on Redis 6.2.16 and Valkey",
-        "9.1.2, and the Redisson interop on Redis 6.2.16 and Valkey 8.0.1: "
+        "Valkey 8.0.1, Valkey 9.1.2 and Redis 8.2.3, the Python, Node and C suites on Redis 6.2.16 and",
+        "Valkey 9.1.2, and the Redisson interop (3.52) on Redis 6.2.16 and Valkey 8.0.1: "
         f"{ci / 60:.0f} min by the times above, plus the builds unless CI keeps the cache between",
         "runs (tools/servers.sh names every version, so it is the cache's key). Redis 6.2.14 and",
         "7.2.6 and the chaos cases run only in `make compat`.",

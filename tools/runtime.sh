@@ -5,12 +5,12 @@
 #   ${RLOCK_CACHE:-$HOME/.cache/rlock}/runtimes/<name>-<version>/
 # once per version, outside any clone, so CI pays for a download once per machine.
 #
-# NAME is one of the keys below: node18 node20 node22 node24 bun deno, each for this machine's
+# NAME is one of the keys below: node18 node20 node22 node24 node26 bun deno, each for this machine's
 # architecture (x64 or arm64), or with an explicit architecture: node22-arm64 (the arm64 checks
 # run that one under qemu-user). Versions are pinned here, the one place they are named.
 set -euo pipefail
 
-name=${1:?usage: tools/runtime.sh node18|node20|node22|node24|bun|deno[-x64|-arm64]}
+name=${1:?usage: tools/runtime.sh node18|node20|node22|node24|node26|bun|deno[-x64|-arm64]}
 case "$name" in
   *-x64 | *-arm64) arch=${name##*-}; name=${name%-*} ;;
   *)
@@ -28,6 +28,7 @@ case "$name" in
   node20) pkg=node-linux-$arch@20.20.2 bin=bin/node ;;
   node22) pkg=node-linux-$arch@22.23.3 bin=bin/node ;;
   node24) pkg=node-linux-$arch@24.21.0 bin=bin/node ;;
+  node26) pkg=node-linux-$arch@26.12.1 bin=bin/node ;;
   bun) pkg=@oven/bun-linux-$([ "$arch" = x64 ] && echo x64 || echo aarch64)@1.4.5 bin=bin/bun ;;
   deno) pkg=@deno/linux-$arch-glibc@2.9.6 bin=deno ;;
   *) echo "runtime.sh: unknown runtime '$name'" >&2; exit 1 ;;

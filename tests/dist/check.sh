@@ -101,9 +101,10 @@ glibc_floor_check "$WORK/node/node_modules/rlock-linux-x64-gnu/rlock.linux-x64-g
   { echo "dist-check: the main npm package carries an addon of its own"; exit 1; }
 cp tests/dist/example.cjs "$WORK/node/example.cjs"
 cp tests/dist/example.mjs "$WORK/node/example.mjs"
-# The runtimes the installed packages are checked on: Node 18 to 24, Bun and Deno, each from the
-# npm registry into the cache (tools/runtime.sh).
-RUNTIMES=${RLOCK_DIST_RUNTIMES:-node18 node20 node22 node24 bun deno}
+# The runtimes the installed packages are checked on: the supported Node lines (22, 24 and 26;
+# 18 and 20 have reached their end of life), Bun and Deno, each from the npm registry into the
+# cache (tools/runtime.sh).
+RUNTIMES=${RLOCK_DIST_RUNTIMES:-node22 node24 node26 bun deno}
 for rt in $RUNTIMES; do
   bin=$(tools/runtime.sh "$rt")
   case "$rt" in

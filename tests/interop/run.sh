@@ -10,16 +10,17 @@ unset REDIS_URL # always private servers, never one from the environment
 . examples/redis.sh
 
 RUST=${INTEROP_RUST:-target/debug/interop}
-# The Maven build output; point it elsewhere to try another Redisson build (see README.md).
-JAVA_DIR=${INTEROP_JAVA_DIR:-tests/interop/redisson/target}
-JAVA_CP="$JAVA_DIR/interop.jar:$JAVA_DIR/lib/*"
+# The Maven build outputs, one per Redisson line, space-separated: every scenario runs against
+# each (`make interop` passes the 3.x and 4.x builds, mk/interop.mk). Point it elsewhere to try
+# another Redisson build (see README.md); INTEROP_JAVA_DIR, one directory, is the older spelling.
+JAVA_DIRS=(${INTEROP_JAVA_DIRS:-${INTEROP_JAVA_DIR:-tests/interop/redisson/target}})
 SCENARIOS=(${INTEROP_SCENARIOS:-mutex wake-to-java wake-to-rust holds force watchdog fenced rwlock fair spin semaphore permit-semaphore multi-lock latch redlock})
 TOPOLOGIES=(${INTEROP_TOPOLOGIES:-single cluster three})
 # Bound on one scenario: nothing may hang the run.
 LIMIT=${INTEROP_TIMEOUT:-120}
 # Keys a scenario may leave: its message lists, its data (counters, tallies, recorded tokens and
 # grant orders), the fenced lock's token counter, which never expires by design, and release
-# latches with a TTL (Redisson 3.52 leaves its own to expire). Anything else (a lock hash, a
+# latches with a TTL (Redisson 3.52 and 4.7 leave their own to expire). Anything else (a lock hash, a
 # read-hold lease key, a fair queue or deadline set, a latch without expiry) is a hold or a
 # waiter left behind. rlock's semaphore and count-down latch request latches expire like release
 # latches. rlock's holder records (rlock:client:<uuid>) expire on their own; every scenario runs
@@ -35,9 +36,16 @@ left_on() {
   sed 's/^/PTTL /' "$out/latches" | "${cli[@]}" | paste -d' ' "$out/latches" - | awk '$2 == -1 { print $1 }'
 }
 
-for f in "$RUST" "$JAVA_DIR/interop.jar"; do
+for f in "$RUST" "${JAVA_DIRS[@]/%//interop.jar}"; do
   [ -e "$f" ] || { echo "missing $f: run 'make interop'"; exit 1; }
 done
+# The Redisson version each build carries, from the name of its jar: what a line says it ran.
+redisson_of() {
+  local jar
+  jar=$(cd "$1/lib" && ls redisson-[0-9]*.jar 2>/dev/null | head -n 1)
+  jar=${jar#redisson-}
+  echo "${jar%.jar}"
+}
 
 passed=0
 failed=0
@@ -91,28 +99,31 @@ for topo in "${TOPOLOGIES[@]}"; do
   esac
   trap 'rm -rf "$out"; _rlock_testbed_stop_all' EXIT # start_private_* set their own trap
   for s in "${run[@]}"; do
-    for n in "${nodes[@]}"; do redis-cli -h "${n%:*}" -p "${n##*:}" flushall >/dev/null; done
-    start=$(date +%s%N)
-    REDIS_URL=$url REDIS_URLS=$urls timeout "$LIMIT" java -cp "$JAVA_CP" rlock.interop.Main "$s" >"$out/java" 2>&1 &
-    jpid=$!
-    REDIS_URL=$url REDIS_URLS=$urls timeout "$LIMIT" "$RUST" "$s" >"$out/rust" 2>&1 &
-    rpid=$!
-    wait "$jpid"; jrc=$?
-    wait "$rpid"; rrc=$?
-    ms=$((($(date +%s%N) - start) / 1000000))
-    secs="$((ms / 1000)).$((ms % 1000 / 100))"
-    # Whatever a scenario leaves behind must not be a lock: every hold was released and every
-    # waiter left the queue.
-    left=$(for n in "${nodes[@]}"; do left_on "$n"; done | sort | tr '\n' ' ')
-    sed 's/^/    /' "$out/java" "$out/rust"
-    if [ "$jrc" -eq 0 ] && [ "$rrc" -eq 0 ] && [ -z "$left" ]; then
-      echo "PASS $s ($topo, ${secs}s)"
-      passed=$((passed + 1))
-    else
-      [ -n "$left" ] && echo "    keys left behind: $left"
-      echo "FAIL $s ($topo, java exit $jrc, rust exit $rrc, ${secs}s)"
-      failed=$((failed + 1))
-    fi
+    for jdir in "${JAVA_DIRS[@]}"; do
+      redisson="Redisson $(redisson_of "$jdir")"
+      for n in "${nodes[@]}"; do redis-cli -h "${n%:*}" -p "${n##*:}" flushall >/dev/null; done
+      start=$(date +%s%N)
+      REDIS_URL=$url REDIS_URLS=$urls timeout "$LIMIT" java -cp "$jdir/interop.jar:$jdir/lib/*" rlock.interop.Main "$s" >"$out/java" 2>&1 &
+      jpid=$!
+      REDIS_URL=$url REDIS_URLS=$urls timeout "$LIMIT" "$RUST" "$s" >"$out/rust" 2>&1 &
+      rpid=$!
+      wait "$jpid"; jrc=$?
+      wait "$rpid"; rrc=$?
+      ms=$((($(date +%s%N) - start) / 1000000))
+      secs="$((ms / 1000)).$((ms % 1000 / 100))"
+      # Whatever a scenario leaves behind must not be a lock: every hold was released and every
+      # waiter left the queue.
+      left=$(for n in "${nodes[@]}"; do left_on "$n"; done | sort | tr '\n' ' ')
+      sed 's/^/    /' "$out/java" "$out/rust"
+      if [ "$jrc" -eq 0 ] && [ "$rrc" -eq 0 ] && [ -z "$left" ]; then
+        echo "PASS $s ($topo, $redisson, ${secs}s)"
+        passed=$((passed + 1))
+      else
+        [ -n "$left" ] && echo "    keys left behind: $left"
+        echo "FAIL $s ($topo, $redisson, java exit $jrc, rust exit $rrc, ${secs}s)"
+        failed=$((failed + 1))
+      fi
+    done
   done
 done
 echo "$passed passed, $failed failed"

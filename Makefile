@@ -71,7 +71,7 @@ WAITAOF_SERVER := valkey-9.1.2
 # servers (no Cluster, Sentinel, TLS, WAITAOF, proxy stand-ins or SIGKILL child: the files of
 # those, and the on_a_cluster / behind_a_sentinel tests of the others, are left out), four at a time
 # per binary as they mostly wait on servers and leases. About a minute warm.
-CORE_TIER := acl describe fair fenced hold_property latch lease_doubt lock lost_reply multi_lock \
+CORE_TIER := acl describe fair fenced hold_property latch lease_doubt lock lost_reply multi_lock non_reentrant \
   parity permit_semaphore pubsub_silence read_write records red_lock script_eviction scripts \
   semaphore server_faults spin stats thread_links
 

@@ -23,10 +23,11 @@ export declare class CancelToken {
 /** A connected core client. */
 export declare class NativeClient {
   /**
-   * A handle on lock `name` of `kind` (`'lock'`, `'fenced'`, `'fair'` or `'spin'`; default
-   * `'lock'`) with a fresh owner of its own (Node holds belong to handles).
+   * A handle on lock `name` of `kind` (`'lock'`, `'fenced'`, `'fair'`, `'spin'`,
+   * `'non_reentrant'` or `'non_reentrant_fair'`; default `'lock'`) with a fresh owner of its
+   * own (Node holds belong to handles).
    */
-  lock(name: string, kind?: 'lock' | 'fenced' | 'fair' | 'spin'): NativeLock
+  lock(name: string, kind?: 'lock' | 'fenced' | 'fair' | 'spin' | 'non_reentrant' | 'non_reentrant_fair'): NativeLock
   /**
    * The read and write sides of read-write lock `name`, sharing one fresh owner (so the
    * writer may downgrade to a read hold).

@@ -108,14 +108,14 @@ export interface AcquireOptions {
 
 /** A handle on one lock. Each handle is its own owner: it re-enters, other handles contend. */
 export declare class Lock {
-  /** Made by a `Client` (`lock`, `fencedLock`, `fairLock`, `spinLock`) or a `ReadWriteLock`, not directly. */
+  /** Made by a `Client` (`lock`, `fencedLock`, `fairLock`, `spinLock`, `nonReentrantLock`, `nonReentrantFairLock`) or a `ReadWriteLock`, not directly. */
   protected constructor()
   /** The lock name (its Redis key). */
   readonly name: string
   /** Aborts (reason: an RLockError with code RLOCK_LOST) when the watchdog loses the hold. */
   readonly lostSignal: AbortSignal
-  /** Which lock of the family: made by `client.lock`, `fencedLock`, `fairLock`, `spinLock`, or a `ReadWriteLock`'s side. */
-  readonly kind: 'lock' | 'fenced' | 'read' | 'write' | 'fair' | 'spin'
+  /** Which lock of the family: made by `client.lock`, `fencedLock`, `fairLock`, `spinLock`, `nonReentrantLock`, `nonReentrantFairLock`, or a `ReadWriteLock`'s side. */
+  readonly kind: 'lock' | 'fenced' | 'read' | 'write' | 'fair' | 'spin' | 'non_reentrant' | 'non_reentrant_fair'
   /** Whether acquires take fencing tokens (made by `client.fencedLock`). */
   readonly fenced: boolean
   /** Resolves once this handle holds the lock (a fenced lock: with the new fencing token). */
@@ -220,7 +220,7 @@ export interface PermitAcquireOptions {
 export interface LostEvent {
   /** The lock (or semaphore) name. */
   name: string
-  /** `'lock'` (reentrant, fenced, fair and spin locks), `'read'`, `'write'`, `'permit'` (a permit of a permit-expirable semaphore), or `'red_lock'` (a RedLock left with fewer than a majority of its servers). */
+  /** `'lock'` (reentrant, fenced, fair, spin and non-reentrant locks), `'read'`, `'write'`, `'permit'` (a permit of a permit-expirable semaphore), or `'red_lock'` (a RedLock left with fewer than a majority of its servers). */
   kind: 'lock' | 'read' | 'write' | 'permit' | 'red_lock'
   /** The owner whose hold was lost, as stored in Redis (`<client uuid>:<id>`; for a permit, the client's owner 0). */
   owner: string
@@ -542,6 +542,10 @@ export declare class Client {
   fairLock(name: string): Lock
   /** A new handle on the spin lock `name` (Redisson's RSpinLock): the reentrant lock's hash; a release publishes nothing and a waiter polls with back-off up to `pollIntervalMs`. For endpoints without pub/sub. */
   spinLock(name: string): Lock
+  /** A new handle on the non-reentrant lock `name` (Redisson 4.4's getNonReentrantLock): the reentrant lock's hash; acquiring it again through the handle that holds it rejects at once with code `RLOCK_WOULD_DEADLOCK`, and nothing changes in Redis. */
+  nonReentrantLock(name: string): Lock
+  /** A new handle on the non-reentrant fair lock `name` (Redisson 4.4's getNonReentrantFairLock): granted in arrival order as `fairLock`'s; a re-entry rejects as `nonReentrantLock`'s does. */
+  nonReentrantFairLock(name: string): Lock
   /** A new handle on the read-write lock `name`. */
   readWriteLock(name: string): ReadWriteLock
   /** A handle on the semaphore `name` (Redisson's RSemaphore). */

@@ -142,6 +142,12 @@ typedef enum rlock_lock_kind {
   // The spin lock (Redisson `RSpinLock`): the reentrant lock's hash, but a release publishes
   // nothing and a waiter polls with back-off (endpoints without pub/sub).
   RLOCK_SPIN_LOCK = 5,
+  // The non-reentrant lock (Redisson 4.4's `getNonReentrantLock`): the reentrant lock's hash,
+  // but an owner that holds it and acquires it again gets `RLOCK_WOULD_DEADLOCK` at once.
+  RLOCK_NON_REENTRANT_LOCK = 6,
+  // The non-reentrant fair lock (Redisson 4.4's `getNonReentrantFairLock`): the fair lock,
+  // with a re-entry refused as `RLOCK_NON_REENTRANT_LOCK` refuses it.
+  RLOCK_NON_REENTRANT_FAIR_LOCK = 7,
 } rlock_lock_kind;
 
 // An opaque client: connections to Redis and a watchdog that renews its holds. Create with
@@ -209,8 +215,9 @@ typedef struct rlock_connection_info {
 typedef struct rlock_lost_event {
   // The primitive's name (a lock's or a permit-expirable semaphore's).
   const char *name;
-  // The kind of hold: `"lock"` (reentrant, fenced, fair and spin locks), `"read"`, `"write"` (the
-  // sides of a read-write lock) or `"permit"` (a permit of a permit-expirable semaphore).
+  // The kind of hold: `"lock"` (the reentrant, fenced, fair, spin and non-reentrant locks),
+  // `"read"`, `"write"` (the sides of a read-write lock) or `"permit"` (a permit of a
+  // permit-expirable semaphore).
   const char *kind;
   // The owner as stored in Redis, `"<client uuid>:<owner id>"` (for a permit, the client's
   // owner 0: permits have no owner).

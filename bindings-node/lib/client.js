@@ -94,6 +94,23 @@ class Client {
   }
 
   /**
+   * A new handle on the non-reentrant lock `name` (Redisson 4.4's getNonReentrantLock): the
+   * reentrant lock's hash, but acquiring it again through the handle that holds it rejects at
+   * once with code RLOCK_WOULD_DEADLOCK (nothing changes in Redis).
+   */
+  nonReentrantLock(name) {
+    return this.#handle(name, 'non_reentrant')
+  }
+
+  /**
+   * A new handle on the non-reentrant fair lock `name` (Redisson 4.4's getNonReentrantFairLock):
+   * granted in arrival order as `fairLock`'s, with a re-entry rejected as `nonReentrantLock`'s.
+   */
+  nonReentrantFairLock(name) {
+    return this.#handle(name, 'non_reentrant_fair')
+  }
+
+  /**
    * A new handle on the read-write lock `name` (Redisson's RReadWriteLock). Its `readLock()` and
    * `writeLock()` share one owner, so the writer may also take read holds (a downgrade).
    */

@@ -21,7 +21,10 @@ class Lock {
     nativeOfLock.set(this, nativePromise)
     /** The lock name (its Redis key). */
     this.name = name
-    /** Which lock of the family: 'lock', 'fenced', 'read', 'write', 'fair' or 'spin'. */
+    /**
+     * Which lock of the family: 'lock', 'fenced', 'read', 'write', 'fair', 'spin',
+     * 'non_reentrant' or 'non_reentrant_fair'.
+     */
     this.kind = kind
     /** Whether acquires take fencing tokens (a `client.fencedLock`). */
     this.fenced = kind === 'fenced'

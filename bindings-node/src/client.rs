@@ -64,9 +64,12 @@ pub struct NativeClient {
 
 #[napi]
 impl NativeClient {
-    /// A handle on lock `name` of `kind` (`'lock'`, `'fenced'`, `'fair'` or `'spin'`; default
-    /// `'lock'`) with a fresh owner of its own (Node holds belong to handles).
-    #[napi(ts_args_type = "name: string, kind?: 'lock' | 'fenced' | 'fair' | 'spin'")]
+    /// A handle on lock `name` of `kind` (`'lock'`, `'fenced'`, `'fair'`, `'spin'`,
+    /// `'non_reentrant'` or `'non_reentrant_fair'`; default `'lock'`) with a fresh owner of its
+    /// own (Node holds belong to handles).
+    #[napi(
+        ts_args_type = "name: string, kind?: 'lock' | 'fenced' | 'fair' | 'spin' | 'non_reentrant' | 'non_reentrant_fair'"
+    )]
     pub fn lock(&self, env: &Env, name: String, kind: Option<String>) -> napi::Result<NativeLock, Code> {
         let c = &self.client;
         local::link(env, c)?;
@@ -75,6 +78,8 @@ impl NativeClient {
             Some("fenced") => c.fenced_lock(&name).map(|f| f.lock().clone()),
             Some("fair") => c.fair_lock(&name),
             Some("spin") => c.spin_lock(&name),
+            Some("non_reentrant") => c.non_reentrant_lock(&name),
+            Some("non_reentrant_fair") => c.non_reentrant_fair_lock(&name),
             Some(k) => return Err(invalid(&format!("unknown lock kind '{k}'"))),
         }
         .map_err(js_error)?;

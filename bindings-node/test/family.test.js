@@ -99,6 +99,32 @@ test('a spin lock is the reentrant lock\'s hash; its waiter polls without a subs
   assert.equal(await waiter.release(), true)
 })
 
+for (const fair of [false, true]) {
+  test(`a non-reentrant${fair ? ' fair' : ''} lock rejects a re-entry at once and changes nothing`, async () => {
+    const n = name(fair ? 'nrf' : 'nr')
+    const lock = fair ? client.nonReentrantFairLock(n) : client.nonReentrantLock(n)
+    assert.equal(lock.kind, fair ? 'non_reentrant_fair' : 'non_reentrant')
+    await lock.acquire({ leaseMs: 60_000 })
+    const before = [await redis.data.hGetAll(n), (await redis.data.keys('*')).sort()]
+    await rejectsWith(lock.acquire(), codes.WOULD_DEADLOCK)
+    await rejectsWith(lock.tryAcquire(), codes.WOULD_DEADLOCK)
+    await rejectsWith(lock.tryAcquire({ waitMs: 2000, leaseMs: 90_000 }), codes.WOULD_DEADLOCK)
+    await assert.rejects(lock.acquire(), /not reentrant/)
+    assert.deepEqual([await redis.data.hGetAll(n), (await redis.data.keys('*')).sort()], before)
+    assert.equal(await lock.holdCount(), 1)
+    const ttl = await redis.data.pTTL(n)
+    assert.ok(ttl > 0 && ttl <= 60_000, `lease ${ttl}`)
+    // Another handle is another owner: it contends, as a reentrant handle does.
+    const again = fair ? other.nonReentrantFairLock(n) : other.nonReentrantLock(n)
+    assert.equal(await again.tryAcquire(), false)
+    assert.equal(await other.lock(n).tryAcquire(), false)
+    assert.equal(await lock.release(), true)
+    await rejectsWith(lock.release(), codes.NOT_HELD)
+    assert.equal(await again.tryAcquire(), true)
+    assert.equal(await again.release(), true)
+  })
+}
+
 test('a fair lock grants in arrival order; aborted and timed-out waiters leave the queue', async () => {
   const n = name('fair')
   const queue = `redisson_lock_queue:{${n}}`

@@ -9,6 +9,9 @@ async function shapes(client: Client, others: Client[]): Promise<void> {
   const token: number = await fenced.acquire()
   const maybe: number | false = await fenced.tryAcquire({ waitMs: 10 })
   const kind: 'fenced' = fenced.kind
+  const once: Lock = client.nonReentrantLock('orders')
+  const onceFair: Lock = client.nonReentrantFairLock('orders')
+  const onceKind: Lock['kind'] = once.kind
   const red = redLock('orders', [client, ...others])
   const majority: number = red.quorum
   const redToken: number = await fencedRedLock('ledger', [client, ...others]).acquire()
@@ -18,6 +21,6 @@ async function shapes(client: Client, others: Client[]): Promise<void> {
   } catch (e) {
     if (e instanceof RLockError && e.code === codes.NOT_HELD) return
   }
-  void [plain, got, token, maybe, kind, majority, redToken, freed]
+  void [plain, got, token, maybe, kind, once, onceFair, onceKind, majority, redToken, freed]
 }
 void shapes

@@ -145,6 +145,18 @@ impl Client {
         Ok(self.wrap(lock))
     }
 
+    /// A handle on the non-reentrant lock `name`.
+    fn non_reentrant_lock(&self, name: &str) -> PyResult<Lock> {
+        let lock = self.check()?.non_reentrant_lock(name).map_err(map_err)?;
+        Ok(self.wrap(lock))
+    }
+
+    /// A handle on the non-reentrant fair lock `name`.
+    fn non_reentrant_fair_lock(&self, name: &str) -> PyResult<Lock> {
+        let lock = self.check()?.non_reentrant_fair_lock(name).map_err(map_err)?;
+        Ok(self.wrap(lock))
+    }
+
     /// A handle on the permit-expirable semaphore `name`.
     fn permit_expirable_semaphore(&self, name: &str) -> PyResult<PermitExpirableSemaphore> {
         let sem = self.check()?.permit_expirable_semaphore(name).map_err(map_err)?;

@@ -27,7 +27,8 @@ impl Lock {
         self.inner.name()
     }
 
-    /// Which lock of the family: "lock", "fenced", "read", "write", "fair" or "spin".
+    /// Which lock of the family: "lock", "fenced", "read", "write", "fair", "spin",
+    /// "non_reentrant" or "non_reentrant_fair".
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind()

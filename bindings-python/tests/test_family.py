@@ -119,6 +119,48 @@ def test_spin_lock_polls_without_a_subscription(client: rlock.Client, url: str, 
     other.close()
 
 
+@pytest.mark.parametrize("fair", [False, True])
+def test_non_reentrant_locks_refuse_reentry(client: rlock.Client, name: str, raw: redis.Redis, fair: bool) -> None:
+    lock = client.non_reentrant_fair_lock(name) if fair else client.non_reentrant_lock(name)
+    assert lock.kind == ("non_reentrant_fair" if fair else "non_reentrant")
+    assert lock.acquire(lease=60)
+    before = (raw.hgetall(name), raw.keys("*"))
+    # Every way in again fails at once, even without a bound, and changes nothing.
+    for again in (lambda: lock.acquire(), lambda: lock.acquire(timeout=2, lease=90), lambda: lock.acquire(False)):
+        with pytest.raises(rlock.WouldDeadlockError, match="not reentrant") as e:
+            again()
+        assert e.value.code == "RLOCK_WOULD_DEADLOCK"
+    with pytest.raises(rlock.WouldDeadlockError):
+        with lock:
+            pass
+    assert (raw.hgetall(name), raw.keys("*")) == before
+    assert lock.hold_count() == 1 and 0 < raw.pttl(name) <= 60_000
+    # Another thread is another owner: it contends, through a reentrant handle too.
+    out: list[bool] = []
+    t = threading.Thread(target=lambda: out.extend([lock.acquire(False), client.lock(name).acquire(False)]))
+    t.start()
+    t.join(10)
+    assert out == [False, False]
+    assert lock.release()
+    with pytest.raises(rlock.NotHeldError):
+        lock.release()
+    with lock:
+        assert lock.hold_count() == 1
+
+
+def test_non_reentrant_lock_refuses_reentry_in_a_task(client: rlock.Client, name: str) -> None:
+    lock = client.non_reentrant_lock(name)
+
+    async def main() -> None:
+        async with lock:
+            with pytest.raises(rlock.WouldDeadlockError):
+                await lock.acquire_async()
+            assert lock.hold_count() == 1
+        assert not lock.locked()
+
+    asyncio.run(main())
+
+
 def test_fair_lock_grants_in_arrival_order(client: rlock.Client, name: str, raw: redis.Redis) -> None:
     lock = client.fair_lock(name)
     assert lock.kind == "fair"

@@ -191,8 +191,35 @@ impl Client {
     /// [`Client::lock`] does.
     pub fn fair_lock(&self, name: &str) -> Result<Lock> {
         self.check_name(name)?;
-        let flavor =
-            Flavor::Fair { queue: keys::fair_queue_key(name), timeouts: keys::fair_timeout_key(name) };
+        let flavor = Flavor::Fair {
+            queue: keys::fair_queue_key(name),
+            timeouts: keys::fair_timeout_key(name),
+            reentrant: true,
+        };
+        Ok(Lock::with_flavor(self.shared.clone(), name, flavor))
+    }
+
+    /// A handle on the non-reentrant lock `name` (Redisson 4.4's `getNonReentrantLock`): the
+    /// reentrant lock's hash, lease, watchdog and wake-ups, but an owner that holds it and
+    /// acquires it again gets `WouldDeadlock` at once (nothing changes in Redis) instead of a
+    /// second hold level. Shared with Redisson's non-reentrant and reentrant locks of the same
+    /// name both ways. Fails as [`Client::lock`] does.
+    pub fn non_reentrant_lock(&self, name: &str) -> Result<Lock> {
+        self.check_name(name)?;
+        Ok(Lock::with_flavor(self.shared.clone(), name, Flavor::NonReentrant))
+    }
+
+    /// A handle on the non-reentrant fair lock `name` (Redisson 4.4's
+    /// `getNonReentrantFairLock`): the fair lock's queue and grants in arrival order, with the
+    /// re-entry of [`Client::non_reentrant_lock`] refused (`WouldDeadlock`, nothing queued).
+    /// Fails as [`Client::lock`] does.
+    pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<Lock> {
+        self.check_name(name)?;
+        let flavor = Flavor::Fair {
+            queue: keys::fair_queue_key(name),
+            timeouts: keys::fair_timeout_key(name),
+            reentrant: false,
+        };
         Ok(Lock::with_flavor(self.shared.clone(), name, flavor))
     }
 

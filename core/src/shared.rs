@@ -51,7 +51,8 @@ pub(crate) struct Shared {
 
 /// An acquire, as the metrics and traces name it.
 pub(crate) struct Acquiring<'a> {
-    /// `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"`, `"spin"`, `"semaphore"` or `"permit"`.
+    /// A lock's [`kind`](crate::Lock::kind) (`"lock"`, `"fenced"`, ...), `"semaphore"` or
+    /// `"permit"`.
     pub(crate) kind: &'static str,
     /// The primitive's name.
     pub(crate) name: &'a str,

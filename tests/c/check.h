@@ -112,6 +112,7 @@ void test_threads(void);
 void test_fenced(void);
 void test_read_write_and_fair(void);
 void test_spin(void);
+void test_non_reentrant(void);
 void test_semaphore(void);
 void test_permit_semaphore(void);
 void test_multi_lock(void);

@@ -453,3 +453,42 @@ void test_spin(void) {
     rlock_lock_free(spin);
     rlock_lock_free(plain);
 }
+
+/* The non-reentrant locks (Redisson 4.4): a re-entry fails at once with RLOCK_WOULD_DEADLOCK,
+   with any wait, and changes nothing; another owner contends as on the reentrant lock. */
+void test_non_reentrant(void) {
+    static const int kinds[] = {RLOCK_NON_REENTRANT_LOCK, RLOCK_NON_REENTRANT_FAIR_LOCK};
+    static const char *names[] = {"c:nr", "c:nrf"};
+    for (int k = 0; k < 2; k++) {
+        bool b = false;
+        uint32_t count = 0;
+        int64_t ttl = 0;
+        rlock_lock *nr = lock_on(client, names[k], kinds[k]);
+        rlock_lock *plain = lock_on(client, names[k], RLOCK_LOCK);
+        if (!nr || !plain) return;
+        CHECK_RC(rlock_lock_acquire(nr, 40, RLOCK_FOREVER, 60000, NULL), RLOCK_OK);
+        CHECK_RC(rlock_lock_acquire(nr, 40, RLOCK_FOREVER, RLOCK_FOREVER, NULL), RLOCK_WOULD_DEADLOCK);
+        CHECK(last_error_has("not reentrant"));
+        CHECK_RC(rlock_lock_acquire(nr, 40, 0, RLOCK_FOREVER, NULL), RLOCK_WOULD_DEADLOCK);
+        CHECK_RC(rlock_lock_acquire(nr, 40, 2000, 90000, NULL), RLOCK_WOULD_DEADLOCK);
+        /* Nothing changed: one level, the 60 s lease (not 90 s), no queue. */
+        CHECK_RC(rlock_lock_hold_count(nr, 40, &count), RLOCK_OK);
+        CHECK(count == 1);
+        CHECK_RC(rlock_lock_remaining_ttl(nr, &ttl), RLOCK_OK);
+        CHECK(ttl > 0 && ttl <= 60000);
+        CHECK(redis_int(k == 0 ? "EXISTS 'redisson_lock_queue:{c:nr}'" : "EXISTS 'redisson_lock_queue:{c:nrf}'") == 0);
+        /* Another owner is kept out, through either handle. */
+        CHECK_RC(rlock_lock_acquire(nr, 41, 0, RLOCK_FOREVER, NULL), RLOCK_NOT_ACQUIRED);
+        CHECK_RC(rlock_lock_acquire(plain, 41, 0, RLOCK_FOREVER, NULL), RLOCK_NOT_ACQUIRED);
+        CHECK_RC(rlock_lock_release(nr, 40, &b), RLOCK_OK);
+        CHECK(b);
+        CHECK_RC(rlock_lock_release(nr, 40, &b), RLOCK_NOT_HELD);
+        /* Free again: taken once more, by the thread's own owner too. */
+        CHECK_RC(rlock_lock_acquire(nr, RLOCK_THREAD, 0, RLOCK_FOREVER, NULL), RLOCK_OK);
+        CHECK_RC(rlock_lock_acquire(nr, RLOCK_THREAD, 0, RLOCK_FOREVER, NULL), RLOCK_WOULD_DEADLOCK);
+        CHECK_RC(rlock_lock_release(nr, RLOCK_THREAD, &b), RLOCK_OK);
+        CHECK(b);
+        rlock_lock_free(plain);
+        rlock_lock_free(nr);
+    }
+}

@@ -289,7 +289,7 @@ void test_bad_input(void) {
     CHECK_RC(rlock_lock_new(client, NULL, RLOCK_LOCK, &l), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_lock_new(client, bad_utf8, RLOCK_LOCK, &l), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_lock_new(client, "", RLOCK_LOCK, &l), RLOCK_INVALID_ARGUMENT);
-    CHECK_RC(rlock_lock_new(client, "x", 6, &l), RLOCK_INVALID_ARGUMENT);
+    CHECK_RC(rlock_lock_new(client, "x", RLOCK_NON_REENTRANT_FAIR_LOCK + 1, &l), RLOCK_INVALID_ARGUMENT);
     CHECK_RC(rlock_lock_new(client, "x", -1, &l), RLOCK_INVALID_ARGUMENT);
     CHECK(last_error_has("kind -1"));
     CHECK_RC(rlock_lock_new(client, "x", RLOCK_LOCK, NULL), RLOCK_INVALID_ARGUMENT);
@@ -357,6 +357,7 @@ int main(void) {
     test_fenced();
     test_read_write_and_fair();
     test_spin();
+    test_non_reentrant();
     test_semaphore();
     test_permit_semaphore();
     test_multi_lock();

@@ -135,7 +135,7 @@ class Server:
         r = self.conn()
         if kind in ("read", "write"):
             chans = [f"redisson_rwlock:{{{name}}}"]
-        elif kind == "fair":
+        elif kind in ("fair", "nrf"):
             chans = r.pubsub_channels(f"redisson_lock__channel:{{{name}}}:*")
         elif kind in ("sem", "pes"):
             chans = [f"redisson_sc:{{{name}}}"]

@@ -434,13 +434,14 @@ def case_mutex_family(ctx: Ctx) -> str:
 
 
 def case_sigkill_family(ctx: Ctx) -> str:
-    """Holders of write, read and fair locks killed with SIGKILL: freed within the watchdog timeout + 1 s."""
+    """Holders of write, read, fair and both non-reentrant locks killed with SIGKILL: freed within the
+    watchdog timeout + 1 s."""
     watchdog = 1000
     srv = ctx.server()
     r = srv.conn()
     parts = []
     worst = 0.0
-    for hk, wk in (("write", "read"), ("read", "write"), ("fair", "fair")):
+    for hk, wk in (("write", "read"), ("read", "write"), ("fair", "fair"), ("nr", "nr"), ("nrf", "nrf")):
         base = f"chaos:kill{hk}"
         holders = {s: ctx.worker(s, srv, f"{s}-{hk}-holder", watchdog_ms=watchdog) for s in SURFACES}
         waiters = {s: ctx.worker(NEXT[s], srv, f"{NEXT[s]}-{wk}-waits-{s}") for s in SURFACES}

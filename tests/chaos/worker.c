@@ -99,19 +99,23 @@ static redisContext *data_connect(const char *u) {
     return c;
 }
 
-/* A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that lock
- * of the family), sem@NAME, pes@NAME (one permit of a semaphore or of a permit-expirable
+/* A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write, fair, nr or nrf
+ * (that lock of the family; nr and nrf the non-reentrant and non-reentrant fair locks), sem@NAME, pes@NAME (one permit of a semaphore or of a permit-expirable
  * semaphore per acquire) or multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when
  * the label ends in an even digit, else y,x) or red@NAME (the RedLock NAME over this server and
  * those of red_urls): the kind (an rlock_lock_kind or a KIND_*), and *name set to the name. */
-enum { KIND_SEM = 5, KIND_PES, KIND_MULTI, KIND_RED };
+enum { KIND_SEM = 100, KIND_PES, KIND_MULTI, KIND_RED };
 static int kind_of(const char *spec, const char **name) {
-    static const char *kinds[] = {"lock@", "fenced@", "read@", "write@", "fair@", "sem@", "pes@", "multi@", "red@"};
-    for (int k = 0; k < 9; k++) {
-        size_t n = strlen(kinds[k]);
-        if (strncmp(spec, kinds[k], n) == 0) {
+    static const struct { const char *prefix; int kind; } kinds[] = {
+        {"lock@", RLOCK_LOCK}, {"fenced@", RLOCK_FENCED_LOCK}, {"read@", RLOCK_READ_LOCK},
+        {"write@", RLOCK_WRITE_LOCK}, {"fair@", RLOCK_FAIR_LOCK}, {"nr@", RLOCK_NON_REENTRANT_LOCK},
+        {"nrf@", RLOCK_NON_REENTRANT_FAIR_LOCK}, {"sem@", KIND_SEM}, {"pes@", KIND_PES},
+        {"multi@", KIND_MULTI}, {"red@", KIND_RED}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        size_t n = strlen(kinds[k].prefix);
+        if (strncmp(spec, kinds[k].prefix, n) == 0) {
             *name = spec + n;
-            return k;
+            return kinds[k].kind;
         }
     }
     *name = spec;

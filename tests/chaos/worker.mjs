@@ -72,8 +72,8 @@ async function notALock() {
   throw new RLockError(codes.INVALID_ARGUMENT, 'locked and held are for locks, not sem/pes/multi')
 }
 
-// A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that lock of
-// the family), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's permits) or
+// A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write, fair, nr or nrf (that
+// lock of the family; nr and nrf the non-reentrant and non-reentrant fair locks), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's permits) or
 // multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends in an even
 // digit, else y,x) or red@NAME (the RedLock NAME over this server and those of red_urls).
 function familyLock(spec) {
@@ -82,6 +82,8 @@ function familyLock(spec) {
   if (kind === 'read') return client.readWriteLock(name).readLock()
   if (kind === 'write') return client.readWriteLock(name).writeLock()
   if (kind === 'fair') return client.fairLock(name)
+  if (kind === 'nr') return client.nonReentrantLock(name)
+  if (kind === 'nrf') return client.nonReentrantFairLock(name)
   if (kind === 'fenced') return client.fencedLock(name)
   if (kind === 'sem') return taking(name, client.semaphore(name), false)
   if (kind === 'pes') return taking(name, client.permitExpirableSemaphore(name), true)

@@ -82,8 +82,8 @@ Target = Union[rlock.Lock, Taking]
 
 
 def family_lock(client: rlock.Client, spec: str, label: str, others: Sequence[rlock.Client] = ()) -> Target:
-    """A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write or fair (that
-    lock of the family), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's
+    """A lock spec is NAME (the reentrant lock), KIND@NAME with KIND read, write, fair, nr or nrf
+    (that lock of the family; nr and nrf the non-reentrant and non-reentrant fair locks), sem@NAME, pes@NAME (a semaphore's or a permit-expirable semaphore's
     permits), multi@NAME (the multi-lock over NAME:x and NAME:y, taken x,y when the label ends
     in an even digit, else y,x) or red@NAME (the RedLock NAME over `client` and `others`)."""
     kind, at, name = spec.partition("@")
@@ -95,6 +95,10 @@ def family_lock(client: rlock.Client, spec: str, label: str, others: Sequence[rl
         return client.read_write_lock(name).write_lock()
     if kind == "fair":
         return client.fair_lock(name)
+    if kind == "nr":
+        return client.non_reentrant_lock(name)
+    if kind == "nrf":
+        return client.non_reentrant_fair_lock(name)
     if kind == "fenced":
         return client.fenced_lock(name)
     if kind == "sem":

@@ -65,6 +65,8 @@ __all__ = [
     "read_write_lock",
     "fair_lock",
     "spin_lock",
+    "non_reentrant_lock",
+    "non_reentrant_fair_lock",
     "semaphore",
     "permit_expirable_semaphore",
     "multi_lock",
@@ -167,6 +169,18 @@ def fair_lock(name: str) -> Lock:
 def spin_lock(name: str) -> Lock:
     """The spin lock ``name`` on the default client, made on first use (see :func:`configure`)."""
     return _default_client().spin_lock(name)
+
+
+def non_reentrant_lock(name: str) -> Lock:
+    """The non-reentrant lock ``name`` on the default client, made on first use (see
+    :func:`configure`)."""
+    return _default_client().non_reentrant_lock(name)
+
+
+def non_reentrant_fair_lock(name: str) -> Lock:
+    """The non-reentrant fair lock ``name`` on the default client, made on first use (see
+    :func:`configure`)."""
+    return _default_client().non_reentrant_fair_lock(name)
 
 
 def _after_fork_in_child() -> None:

@@ -83,6 +83,20 @@ class Client:
         and for clients that should hold no subscription."""
         return Lock(self, self._native.spin_lock(name))
 
+    def non_reentrant_lock(self, name: str) -> Lock:
+        """A handle on the non-reentrant lock ``name`` (Redisson 4.4's ``getNonReentrantLock``):
+        a :class:`Lock` on the reentrant lock's hash, but an owner (thread or task) that holds it
+        and acquires it again gets :class:`WouldDeadlockError` at once, with nothing changed in
+        Redis, where :meth:`lock` would count a second hold. As :class:`threading.Lock` is to
+        :class:`threading.RLock`, except that the re-entry fails instead of hanging."""
+        return Lock(self, self._native.non_reentrant_lock(name))
+
+    def non_reentrant_fair_lock(self, name: str) -> Lock:
+        """A handle on the non-reentrant fair lock ``name`` (Redisson 4.4's
+        ``getNonReentrantFairLock``): granted in arrival order as :meth:`fair_lock`'s, with a
+        re-entry refused as :meth:`non_reentrant_lock`'s is."""
+        return Lock(self, self._native.non_reentrant_fair_lock(name))
+
     def describe(self, name: str) -> Description:
         """What lives under ``name``, read without changing anything: the kind found (``"lock"``,
         ``"fenced_lock"``, ..., ``"semaphore_or_latch"`` when nobody waits to tell them apart,

@@ -265,9 +265,12 @@ class Lock(_Reentrant):
         return f"<rlock.Lock {self.name!r}>" if kind == "lock" else f"<rlock.Lock {self.name!r} ({kind})>"
 
     @property
-    def kind(self) -> Literal["lock", "fenced", "read", "write", "fair", "spin"]:
+    def kind(
+        self,
+    ) -> Literal["lock", "fenced", "read", "write", "fair", "spin", "non_reentrant", "non_reentrant_fair"]:
         """Which lock of the family: ``"lock"`` (reentrant), ``"fenced"``, ``"read"`` or
-        ``"write"`` (the sides of a :class:`ReadWriteLock`), ``"fair"`` or ``"spin"``."""
+        ``"write"`` (the sides of a :class:`ReadWriteLock`), ``"fair"``, ``"spin"``,
+        ``"non_reentrant"`` or ``"non_reentrant_fair"``."""
         return self._native.kind
 
     def locked(self) -> bool:

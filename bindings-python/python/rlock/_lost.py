@@ -18,9 +18,9 @@ class LostEvent:
 
     #: The lock (or semaphore) name.
     name: str
-    #: The kind of hold: ``"lock"`` (reentrant, fenced, fair and spin locks), ``"read"``,
-    #: ``"write"``, ``"permit"`` (a permit of a permit-expirable semaphore), or ``"red_lock"``
-    #: (a :class:`RedLock` left with fewer than a majority of its servers).
+    #: The kind of hold: ``"lock"`` (reentrant, fenced, fair, spin and non-reentrant locks),
+    #: ``"read"``, ``"write"``, ``"permit"`` (a permit of a permit-expirable semaphore), or
+    #: ``"red_lock"`` (a :class:`RedLock` left with fewer than a majority of its servers).
     kind: str
     #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``; for a
     #: permit, the client's owner 0, since permits have no owner).

@@ -51,6 +51,12 @@ pub enum rlock_lock_kind {
     /// The spin lock (Redisson `RSpinLock`): the reentrant lock's hash, but a release publishes
     /// nothing and a waiter polls with back-off (endpoints without pub/sub).
     RLOCK_SPIN_LOCK = 5,
+    /// The non-reentrant lock (Redisson 4.4's `getNonReentrantLock`): the reentrant lock's hash,
+    /// but an owner that holds it and acquires it again gets `RLOCK_WOULD_DEADLOCK` at once.
+    RLOCK_NON_REENTRANT_LOCK = 6,
+    /// The non-reentrant fair lock (Redisson 4.4's `getNonReentrantFairLock`): the fair lock,
+    /// with a re-entry refused as `RLOCK_NON_REENTRANT_LOCK` refuses it.
+    RLOCK_NON_REENTRANT_FAIR_LOCK = 7,
 }
 
 /// An opaque handle on one lock: `rlock_lock_new` makes it, `rlock_lock_free` frees it.
@@ -112,6 +118,8 @@ pub unsafe extern "C" fn rlock_lock_new(
                 3 => (core.read_write_lock(name)?.write_lock(), rlock_lock_kind::RLOCK_WRITE_LOCK),
                 4 => (core.fair_lock(name)?, rlock_lock_kind::RLOCK_FAIR_LOCK),
                 5 => (core.spin_lock(name)?, rlock_lock_kind::RLOCK_SPIN_LOCK),
+                6 => (core.non_reentrant_lock(name)?, rlock_lock_kind::RLOCK_NON_REENTRANT_LOCK),
+                7 => (core.non_reentrant_fair_lock(name)?, rlock_lock_kind::RLOCK_NON_REENTRANT_FAIR_LOCK),
                 k => return Err(Failure::invalid(format!("kind {k} is not an rlock_lock_kind"))),
             };
             Ok(rlock_lock { client: c, lock, kind, listeners: HandleListeners::default() })

@@ -14,8 +14,9 @@ use crate::watchdog::{ListenerId, LostEvent};
 pub struct rlock_lost_event {
     /// The primitive's name (a lock's or a permit-expirable semaphore's).
     pub name: *const c_char,
-    /// The kind of hold: `"lock"` (reentrant, fenced, fair and spin locks), `"read"`, `"write"` (the
-    /// sides of a read-write lock) or `"permit"` (a permit of a permit-expirable semaphore).
+    /// The kind of hold: `"lock"` (the reentrant, fenced, fair, spin and non-reentrant locks),
+    /// `"read"`, `"write"` (the sides of a read-write lock) or `"permit"` (a permit of a
+    /// permit-expirable semaphore).
     pub kind: *const c_char,
     /// The owner as stored in Redis, `"<client uuid>:<owner id>"` (for a permit, the client's
     /// owner 0: permits have no owner).

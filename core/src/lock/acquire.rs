@@ -16,7 +16,7 @@ use crate::shared::{Acquiring, Attempt, Wakeup};
 
 use crate::millis::whole_ms;
 
-use super::release::refused_upgrade;
+use super::release::{refused_reentry, refused_upgrade};
 use super::{fair_message, lock_message, now_ms, write_field, Busy, Flavor, Lock, Step};
 
 impl Lock {
@@ -69,9 +69,6 @@ impl Lock {
                                 if let Some(old) = old {
                                     old.keep();
                                 }
-                            }
-                            if bound == scripts::REFUSED_UPGRADE && matches!(inner.flavor, Flavor::Write) {
-                                return Err(refused_upgrade(&inner.name, owner));
                             }
                             match inner.flavor {
                                 // Free, but another waiter is first in line: it was woken, or it
@@ -174,6 +171,12 @@ impl Lock {
                         let undo = lock.undo(&owner);
                         Ok(Ok((undo, token)))
                     }
+                    // Only a write acquire (an upgrade) and a non-reentrant lock's (a re-entry)
+                    // answer this: waiting would never end, so the acquire fails at once.
+                    Err(scripts::REFUSED) => Err(match inner.flavor {
+                        Flavor::Write => refused_upgrade(&inner.name, &owner),
+                        _ => refused_reentry(lock.kind(), &inner.name, &owner),
+                    }),
                     Err(bound) => {
                         let give_up = (matches!(inner.flavor, Flavor::Fair { .. }) && queue_up)
                             .then(|| lock.give_up(&owner, fair_wait_ms));
@@ -198,7 +201,7 @@ impl Lock {
         let (lock, owner) = (self.clone(), owner.clone());
         Undo::new(self.inner.shared.cleanups(), async move {
             let inner = &lock.inner;
-            let Flavor::Fair { queue, timeouts } = &inner.flavor else { return };
+            let Flavor::Fair { queue, timeouts, .. } = &inner.flavor else { return };
             let keys = scripts::FairKeys { name: &inner.name, queue, timeouts, channel: &inner.channel };
             let publish = inner.shared.publish_command();
             let result = inner
@@ -269,8 +272,9 @@ impl Lock {
                     )
                     .await
                 }
-                Flavor::Reentrant | Flavor::Spin => {
-                    scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str()).await?
+                Flavor::Reentrant | Flavor::Spin | Flavor::NonReentrant => {
+                    let reentrant = inner.flavor.reentrant();
+                    scripts::acquire(&mut conn, &inner.name, lease_ms, owner.as_str(), reentrant).await?
                 }
                 Flavor::Read { .. } => {
                     let prefix = keys::read_timeout_prefix(&inner.name, owner.as_str());
@@ -282,7 +286,7 @@ impl Lock {
                     let field = write_field(owner);
                     scripts::write_acquire(&mut conn, &inner.name, lease_ms, &field, owner.as_str()).await?
                 }
-                Flavor::Fair { queue, timeouts } => {
+                Flavor::Fair { queue, timeouts, .. } => {
                     let keys =
                         scripts::FairKeys { name: &inner.name, queue, timeouts, channel: &inner.channel };
                     scripts::fair_acquire(
@@ -293,6 +297,7 @@ impl Lock {
                         fair_wait_ms,
                         now_ms(),
                         queue_up,
+                        inner.flavor.reentrant(),
                     )
                     .await?
                 }

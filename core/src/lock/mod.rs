@@ -1,6 +1,7 @@
 //! The lock family of Redisson's `RedissonLock`: the reentrant lock (`RLock`) and the locks
 //! that share its hash, its owners and its steps' shape: the fenced lock, the read and write
-//! sides of a read-write lock, and the fair lock. Each is a [`Lock`] with its [`Flavor`]: the
+//! sides of a read-write lock, the fair lock, the spin lock, and Redisson 4.4's non-reentrant
+//! and non-reentrant fair locks. Each is a [`Lock`] with its [`Flavor`]: the
 //! flavor picks the scripts, the channel and the kind of hold; everything else (the wait loop
 //! and pub/sub waiting, the watchdog, replica sync, release bookkeeping, the cancel-safety of
 //! [`crate::finish`], guards and queries) is shared, so every lock has the full `Lock` API.
@@ -23,7 +24,8 @@ mod acquire;
 mod query;
 mod release;
 
-/// The reentrant lock's hold, renewed with its renewal step (also the fenced, fair and spin locks').
+/// The reentrant lock's hold, renewed with its renewal step (also the fenced, fair, spin and
+/// non-reentrant locks').
 pub(crate) static REENTRANT: HoldKind = HoldKind {
     id: 0,
     name: "lock",
@@ -80,11 +82,15 @@ pub(crate) enum Flavor {
     Read { key_prefix: String },
     /// The write side of Redisson `RReadWriteLock`.
     Write,
-    /// Redisson `RFairLock`: waiters queue in `queue`, with deadlines in `timeouts`.
-    Fair { queue: String, timeouts: String },
+    /// Redisson `RFairLock`: waiters queue in `queue`, with deadlines in `timeouts`; not
+    /// `reentrant`: Redisson 4.4's `RedissonNonReentrantFairLock`.
+    Fair { queue: String, timeouts: String, reentrant: bool },
     /// Redisson `RSpinLock`: `RLock`'s hash and steps, but a release publishes nothing and a
     /// waiter polls with back-off (for endpoints without pub/sub, or many short waits).
     Spin,
+    /// Redisson 4.4's `RedissonNonReentrantLock`: `RLock`'s hash and steps, but an owner that
+    /// holds it may not acquire it again (refused with `WouldDeadlock`, nothing changed).
+    NonReentrant,
 }
 
 impl Flavor {
@@ -94,6 +100,11 @@ impl Flavor {
             Flavor::Write => &WRITE,
             _ => &REENTRANT,
         }
+    }
+
+    /// Whether an owner that holds the lock may acquire it again (its hold count goes up).
+    fn reentrant(&self) -> bool {
+        !matches!(self, Flavor::NonReentrant | Flavor::Fair { reentrant: false, .. })
     }
 }
 
@@ -189,7 +200,7 @@ impl std::fmt::Debug for Lock {
 
 /// What one acquire step did: `Ok(token)` acquired (the fencing token; 0 for a lock that is not
 /// fenced), `Err(pttl)` held by another owner (its PTTL in ms; -1: a key without expiry; for a
-/// fair lock, how long to wait at most), or [`scripts::REFUSED_UPGRADE`].
+/// fair lock, how long to wait at most), or [`scripts::REFUSED`].
 type Step = std::result::Result<u64, i64>;
 
 /// What [`Lock::attempt`] hands back when the lock is busy: the wait bound, and for a fair lock
@@ -241,16 +252,18 @@ impl Lock {
         &self.inner.name
     }
 
-    /// Which lock of the family this is: `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"` or
-    /// `"spin"`.
+    /// Which lock of the family this is: `"lock"`, `"fenced"`, `"read"`, `"write"`, `"fair"`,
+    /// `"spin"`, `"non_reentrant"` or `"non_reentrant_fair"`.
     pub fn kind(&self) -> &'static str {
         match self.inner.flavor {
             Flavor::Reentrant => "lock",
             Flavor::Fenced { .. } => "fenced",
             Flavor::Read { .. } => "read",
             Flavor::Write => "write",
-            Flavor::Fair { .. } => "fair",
+            Flavor::Fair { reentrant: true, .. } => "fair",
+            Flavor::Fair { reentrant: false, .. } => "non_reentrant_fair",
             Flavor::Spin => "spin",
+            Flavor::NonReentrant => "non_reentrant",
         }
     }
 

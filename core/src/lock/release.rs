@@ -54,13 +54,15 @@ impl Lock {
         let key = self.key(owner);
         let latch = shared.request_latch(&inner.latch_prefix);
         let kind = match &inner.flavor {
-            Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin => ReleaseKind::Reentrant,
+            Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin | Flavor::NonReentrant => {
+                ReleaseKind::Reentrant
+            }
             Flavor::Read { key_prefix } => ReleaseKind::Read {
                 timeout_prefix: keys::read_timeout_prefix(&inner.name, owner.as_str()),
                 key_prefix,
             },
             Flavor::Write => ReleaseKind::Write { field: write_field(owner) },
-            Flavor::Fair { queue, timeouts } => ReleaseKind::Fair { queue, timeouts, now_ms: now_ms() },
+            Flavor::Fair { queue, timeouts, .. } => ReleaseKind::Fair { queue, timeouts, now_ms: now_ms() },
         };
         let ticket = shared.watchdog().start_release(key);
         let call = scripts::Release {
@@ -127,7 +129,7 @@ impl Lock {
         let mut conn = shared.conn();
         let (name, channel) = (&*inner.name, inner.channel.as_str());
         let deleted = match &inner.flavor {
-            Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin => {
+            Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin | Flavor::NonReentrant => {
                 scripts::force_unlock(&mut conn, name, channel, publish).await
             }
             Flavor::Read { .. } => {
@@ -145,7 +147,7 @@ impl Lock {
                 )
                 .await
             }
-            Flavor::Fair { queue, timeouts } => {
+            Flavor::Fair { queue, timeouts, .. } => {
                 let keys = scripts::FairKeys { name, queue, timeouts, channel };
                 scripts::fair_force_unlock(&mut conn, &keys, now_ms(), publish).await
             }
@@ -165,6 +167,19 @@ pub(super) fn refused_upgrade(name: &str, owner: &Owner) -> Error {
         format!(
             "{owner} holds read locks on '{name}' and asked for its write lock: that upgrade would \
              wait forever (Redisson's does); release the read holds first"
+        ),
+    )
+}
+
+/// The error of an acquire of a lock `owner` holds already and may not re-enter (Redisson 4.4's
+/// non-reentrant locks): waiting would never end, since only `owner` itself could release it.
+pub(super) fn refused_reentry(kind: &str, name: &str, owner: &Owner) -> Error {
+    Error::new(
+        ErrorKind::WouldDeadlock,
+        format!(
+            "{owner} holds {kind} lock '{name}' already and asked for it again: it is not reentrant, \
+             so that acquire would wait forever; release it first",
+            kind = kind.replace('_', "-")
         ),
     )
 }

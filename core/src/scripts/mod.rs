@@ -132,20 +132,22 @@ pub(crate) const UNLOCK_MESSAGE: &str = "0";
 /// Payload of a read-unlock message: wakes every waiter.
 pub(crate) const READ_UNLOCK_MESSAGE: &str = "1";
 
-/// The reentrant lock's acquire step (Redisson `tryLockInnerAsync`): takes or re-enters lock
-/// `name` for `owner` with a lease of `lease_ms`. `None` when `owner` holds it now, else the
-/// holder's PTTL in ms (-1: a key without expiry).
+/// The lock's acquire step (Redisson `tryLockInnerAsync`): takes lock `name` for `owner` with a
+/// lease of `lease_ms`, or re-enters it when `reentrant`. `None` when `owner` holds it now,
+/// [`REFUSED`] when it held the lock already and may not re-enter (Redisson 4.4's
+/// non-reentrant lock; nothing changed), else the holder's PTTL in ms (-1: a key without expiry).
 pub(crate) async fn acquire(
     conn: &mut Commands,
     name: &str,
     lease_ms: u64,
     owner: &str,
+    reentrant: bool,
 ) -> RedisResult<Option<i64>> {
     ACQUIRE
         .run(
             &[name],
             |c| {
-                c.arg(lease_ms).arg(owner);
+                c.arg(lease_ms).arg(owner).arg(if reentrant { "1" } else { "0" });
             },
             conn,
         )
@@ -298,8 +300,11 @@ impl Release<'_> {
     }
 }
 
-/// What [`write_acquire`] answers when the owner holds only read holds: an upgrade, refused.
-pub(crate) const REFUSED_UPGRADE: i64 = -3;
+/// What an acquire step answers when the owner's own holds make the acquire one that would wait
+/// forever, refused with nothing changed: [`write_acquire`] when the owner holds only read holds
+/// (an upgrade), [`acquire`] and [`fair_acquire`] when the owner holds a lock it may not
+/// re-enter.
+pub(crate) const REFUSED: i64 = -3;
 
 /// The read lock's acquire step (Redisson `RReadLock`): takes or re-enters a read hold of
 /// `owner` (whose read-hold keys start with `timeout_prefix`; `write_field` is its write field,
@@ -324,7 +329,7 @@ pub(crate) async fn read_acquire(
 }
 
 /// The write lock's acquire step (Redisson `RWriteLock`): takes or re-enters the write hold
-/// (field `write_field`). `None` when acquired, [`REFUSED_UPGRADE`] when `owner` holds only
+/// (field `write_field`). `None` when acquired, [`REFUSED`] when `owner` holds only
 /// read holds, else the lock's PTTL.
 pub(crate) async fn write_acquire(
     conn: &mut Commands,
@@ -379,8 +384,11 @@ pub(crate) struct FairKeys<'a> {
 
 /// The fair lock's acquire step (Redisson `RFairLock`). `queue_up`: join the queue when the
 /// lock is taken (else only try). `wait_ms` is how long this waiter may go without re-trying
-/// before others drop it; `now_ms` the client's clock. `None` when acquired, else how long to
-/// wait at most (ms; <= 0 when the lock is free but another waiter is first in line).
+/// before others drop it; `now_ms` the client's clock; `reentrant`: whether `owner` may re-enter
+/// (else Redisson 4.4's non-reentrant fair lock). `None` when acquired, [`REFUSED`] when the
+/// owner held the lock already and may not re-enter, else how long to wait at most (ms; <= 0
+/// when the lock is free but another waiter is first in line).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn fair_acquire(
     conn: &mut Commands,
     keys: &FairKeys<'_>,
@@ -389,12 +397,14 @@ pub(crate) async fn fair_acquire(
     wait_ms: u64,
     now_ms: u64,
     queue_up: bool,
+    reentrant: bool,
 ) -> RedisResult<Option<i64>> {
+    let flag = |b: bool| if b { "1" } else { "0" };
     FAIR_ACQUIRE
         .run(
             &[keys.name, keys.queue, keys.timeouts],
             |c| {
-                c.arg(lease_ms).arg(owner).arg(wait_ms).arg(now_ms).arg(if queue_up { "1" } else { "0" });
+                c.arg(lease_ms).arg(owner).arg(wait_ms).arg(now_ms).arg(flag(queue_up)).arg(flag(reentrant));
             },
             conn,
         )

@@ -115,8 +115,8 @@ struct Worker {
     data: Option<MultiplexedConnection>,
 }
 
-/// What a lock spec names: `NAME` (the reentrant lock), `KIND@NAME` with KIND `read`, `write`
-/// or `fair` (that lock of the family), `sem@NAME` (one permit of semaphore NAME per acquire),
+/// What a lock spec names: `NAME` (the reentrant lock), `KIND@NAME` with KIND `read`, `write`,
+/// `fair`, `nr` or `nrf` (that lock of the family; `nr` and `nrf` the non-reentrant locks), `sem@NAME` (one permit of semaphore NAME per acquire),
 /// `pes@NAME` (one permit of permit-expirable semaphore NAME per acquire, renewed by the
 /// watchdog unless given a lease) or `multi@NAME` (the multi-lock over the reentrant locks
 /// `NAME:x` and `NAME:y`, taken x,y when the worker's label ends in an even digit, else y,x),
@@ -143,6 +143,8 @@ fn family_lock(client: &Client, others: &[Client], label: &str, spec: &str) -> r
         Some(("read", name)) => Ok(Target::Lock(client.read_write_lock(name)?.read_lock())),
         Some(("write", name)) => Ok(Target::Lock(client.read_write_lock(name)?.write_lock())),
         Some(("fair", name)) => Ok(Target::Lock(client.fair_lock(name)?)),
+        Some(("nr", name)) => Ok(Target::Lock(client.non_reentrant_lock(name)?)),
+        Some(("nrf", name)) => Ok(Target::Lock(client.non_reentrant_fair_lock(name)?)),
         Some(("fenced", name)) => Ok(Target::Lock(client.fenced_lock(name)?.lock().clone())),
         Some(("sem", name)) => taking(Taker::Sem(client.semaphore(name)?)),
         Some(("pes", name)) => taking(Taker::Pes(client.permit_expirable_semaphore(name)?)),

@@ -24,6 +24,7 @@ mod fenced;
 mod latch;
 mod lock;
 mod multi_lock;
+mod non_reentrant;
 mod red_lock;
 mod rwlock;
 mod semaphore;
@@ -112,6 +113,7 @@ async fn main() {
         "rwlock" => rwlock::rwlock(&ctx).await,
         "fair" => fair::fair(&ctx).await,
         "spin" => spin::spin(&ctx).await,
+        "non-reentrant" => non_reentrant::non_reentrant(&ctx).await,
         "permit-semaphore" => semaphore::permit_semaphore(&ctx).await,
         "multi-lock" => multi_lock::multi_lock(&ctx).await,
         "redlock" => red_lock::red_lock(&ctx, &urls).await,

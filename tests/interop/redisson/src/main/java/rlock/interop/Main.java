@@ -87,6 +87,7 @@ public final class Main {
                 case "rwlock" -> new RwLockScenario(session).rwlock();
                 case "fair" -> new FairScenario(session).fair();
                 case "spin" -> new SpinScenario(session).spin();
+                case "non-reentrant" -> new NonReentrantScenario(session).nonReentrant();
                 case "semaphore" -> new SemaphoreScenarios(session).semaphore();
                 case "permit-semaphore" -> new SemaphoreScenarios(session).permitSemaphore();
                 case "multi-lock" -> new MultiLockScenario(session).multiLock();

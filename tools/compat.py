@@ -456,7 +456,7 @@ def cmd_doc(_: argparse.Namespace) -> int:
         f"The whole matrix took {sum(total.values()) / 60:.0f} min of suites here (2 shared cores; the",
         f"interop runs {sum(interop.values()) / 60:.0f} min more),",
         "beside the server builds: cold `make servers` is about 6 min (Redis 6.2.16 about 1 min,",
-        "Redis 7.2.6 and Valkey 8.0.1 about 2.5 min each, the two wheels 1 s each), warm 0.01 s.",
+        "Redis 7.2.6 and Valkey 8.0.1 about 2.5 min each, the three wheels 1 to 3 s each), warm 0.01 s.",
         "That is too slow for CI next to `make test`, so CI (`.ci/run`) runs `make compat-ci`",
         "(`tools/compat.py run --subset ci --strict`) after `make test`, both with the release",
         "builds (`make dist`) beside them at idle CPU priority: core's tests in every mode on Redis 6.2.16,",

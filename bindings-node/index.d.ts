@@ -100,8 +100,11 @@ export declare class NativeCountDownLatch {
 export declare class NativeLock {
   /** The lock name (its Redis key). */
   get name(): string
-  /** Which lock of the family: `'lock'`, `'fenced'`, `'read'`, `'write'` or `'fair'`. */
-  get kind(): 'lock' | 'fenced' | 'read' | 'write' | 'fair'
+  /**
+   * Which lock of the family: `'lock'`, `'fenced'`, `'read'`, `'write'`, `'fair'`, `'spin'`,
+   * `'non_reentrant'` or `'non_reentrant_fair'`.
+   */
+  get kind(): 'lock' | 'fenced' | 'read' | 'write' | 'fair' | 'spin' | 'non_reentrant' | 'non_reentrant_fair'
   /** The owner of this handle as stored in Redis (`<client uuid>:<id>`). */
   get owner(): string
   /**

@@ -110,8 +110,8 @@ typedef enum rlock_result {
   // used here. Create a new client in the child (the parent's client keeps working there).
   RLOCK_FORKED = 10,
   // The call would wait forever on a hold of the same owner: a read holder of a read-write
-  // lock asked for its write lock (an upgrade). Nothing changed; release the read holds
-  // first.
+  // lock asked for its write lock (an upgrade), or the holder of a non-reentrant lock
+  // acquired it again. Nothing changed; release the read holds (the lock) first.
   RLOCK_WOULD_DEADLOCK = 11,
 } rlock_result;
 
@@ -488,7 +488,8 @@ void rlock_lock_free(struct rlock_lock *lock);
 // `*out_token` untouched; a fair-lock waiter leaves the queue before this returns). Errors:
 // `RLOCK_INVALID_ARGUMENT` (NULL lock, a bad `wait_ms` or `lease_ms`, a non-NULL `out_token`
 // on a lock that is not fenced, called from a librlock callback; nothing sent),
-// `RLOCK_WOULD_DEADLOCK` (the owner holds only read holds and asks for the write lock),
+// `RLOCK_WOULD_DEADLOCK` (the owner holds only read holds and asks for the write lock, or holds
+// the non-reentrant lock already),
 // `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the key is not a lock), `RLOCK_CLOSED`
 // (the client was freed while waiting), `RLOCK_FORKED`. Thread-safe.
 enum rlock_result rlock_lock_acquire(const struct rlock_lock *lock,

@@ -23,7 +23,8 @@ $(INTEROP_JAR): $(INTEROP_SOURCES)
 	cd tests/interop/redisson && mvn -q -B package
 	@touch $@
 
-$(INTEROP_JAR4): $(INTEROP_SOURCES)
+# After the 3.x build (order only): `make deps` first, and never two Maven builds at once on ~/.m2.
+$(INTEROP_JAR4): $(INTEROP_SOURCES) | interop-jar
 	cd tests/interop/redisson && mvn -q -B package -Dredisson.version=$(INTEROP_REDISSON4) \
 	  -Dinterop.build=target-$(INTEROP_REDISSON4)
 	@touch $@

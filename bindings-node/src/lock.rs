@@ -33,8 +33,12 @@ impl NativeLock {
         self.lock.name().to_owned()
     }
 
-    /// Which lock of the family: `'lock'`, `'fenced'`, `'read'`, `'write'` or `'fair'`.
-    #[napi(getter, ts_return_type = "'lock' | 'fenced' | 'read' | 'write' | 'fair'")]
+    /// Which lock of the family: `'lock'`, `'fenced'`, `'read'`, `'write'`, `'fair'`, `'spin'`,
+    /// `'non_reentrant'` or `'non_reentrant_fair'`.
+    #[napi(
+        getter,
+        ts_return_type = "'lock' | 'fenced' | 'read' | 'write' | 'fair' | 'spin' | 'non_reentrant' | 'non_reentrant_fair'"
+    )]
     pub fn kind(&self) -> &'static str {
         self.lock.kind()
     }

@@ -105,12 +105,12 @@ for (const fair of [false, true]) {
     const lock = fair ? client.nonReentrantFairLock(n) : client.nonReentrantLock(n)
     assert.equal(lock.kind, fair ? 'non_reentrant_fair' : 'non_reentrant')
     await lock.acquire({ leaseMs: 60_000 })
-    const before = [await redis.data.hGetAll(n), (await redis.data.keys('*')).sort()]
+    const before = [await redis.data.hGetAll(n), (await redis.data.keys(`*${n}*`)).sort()]
     await rejectsWith(lock.acquire(), codes.WOULD_DEADLOCK)
     await rejectsWith(lock.tryAcquire(), codes.WOULD_DEADLOCK)
     await rejectsWith(lock.tryAcquire({ waitMs: 2000, leaseMs: 90_000 }), codes.WOULD_DEADLOCK)
     await assert.rejects(lock.acquire(), /not reentrant/)
-    assert.deepEqual([await redis.data.hGetAll(n), (await redis.data.keys('*')).sort()], before)
+    assert.deepEqual([await redis.data.hGetAll(n), (await redis.data.keys(`*${n}*`)).sort()], before)
     assert.equal(await lock.holdCount(), 1)
     const ttl = await redis.data.pTTL(n)
     assert.ok(ttl > 0 && ttl <= 60_000, `lease ${ttl}`)

@@ -35,8 +35,9 @@ pub enum ErrorKind {
     /// used in the child (make a new client there).
     Forked,
     /// The call would wait forever on a hold of its own owner: a read holder of a read-write
-    /// lock asking for the write lock (an upgrade; Redisson's waits forever). Nothing changed
-    /// in Redis: release the read holds first.
+    /// lock asking for the write lock (an upgrade; Redisson's waits forever), or the holder of a
+    /// non-reentrant lock acquiring it again. Nothing changed in Redis: release the read holds
+    /// (the lock) first.
     WouldDeadlock,
 }
 

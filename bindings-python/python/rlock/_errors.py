@@ -95,6 +95,7 @@ class ForkedError(RLockError):
 
 class WouldDeadlockError(RLockError, RuntimeError):
     """The acquire would wait forever on a hold of the same owner: a reader of a read-write
-    lock asked for its write lock (an upgrade). Nothing changed; release the read holds first."""
+    lock asked for its write lock (an upgrade), or the holder of a non-reentrant lock acquired it
+    again. Nothing changed; release the read holds (the lock) first."""
 
     code = "RLOCK_WOULD_DEADLOCK"

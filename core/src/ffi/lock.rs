@@ -154,7 +154,8 @@ pub unsafe extern "C" fn rlock_lock_free(lock: *mut rlock_lock) {
 /// `*out_token` untouched; a fair-lock waiter leaves the queue before this returns). Errors:
 /// `RLOCK_INVALID_ARGUMENT` (NULL lock, a bad `wait_ms` or `lease_ms`, a non-NULL `out_token`
 /// on a lock that is not fenced, called from a librlock callback; nothing sent),
-/// `RLOCK_WOULD_DEADLOCK` (the owner holds only read holds and asks for the write lock),
+/// `RLOCK_WOULD_DEADLOCK` (the owner holds only read holds and asks for the write lock, or holds
+/// the non-reentrant lock already),
 /// `RLOCK_CONNECTION`, `RLOCK_TIMEOUT`, `RLOCK_REDIS` (the key is not a lock), `RLOCK_CLOSED`
 /// (the client was freed while waiting), `RLOCK_FORKED`. Thread-safe.
 #[no_mangle]

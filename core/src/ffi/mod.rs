@@ -101,8 +101,8 @@ pub enum rlock_result {
     /// used here. Create a new client in the child (the parent's client keeps working there).
     RLOCK_FORKED = 10,
     /// The call would wait forever on a hold of the same owner: a read holder of a read-write
-    /// lock asked for its write lock (an upgrade). Nothing changed; release the read holds
-    /// first.
+    /// lock asked for its write lock (an upgrade), or the holder of a non-reentrant lock
+    /// acquired it again. Nothing changed; release the read holds (the lock) first.
     RLOCK_WOULD_DEADLOCK = 11,
 }
 

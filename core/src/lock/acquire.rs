@@ -171,12 +171,24 @@ impl Lock {
                         let undo = lock.undo(&owner);
                         Ok(Ok((undo, token)))
                     }
-                    // Only a write acquire (an upgrade) and a non-reentrant lock's (a re-entry)
-                    // answer this: waiting would never end, so the acquire fails at once.
-                    Err(scripts::REFUSED) => Err(match inner.flavor {
-                        Flavor::Write => refused_upgrade(&inner.name, &owner),
-                        _ => refused_reentry(lock.kind(), &inner.name, &owner),
-                    }),
+                    // An upgrade: waiting would never end, so the acquire fails at once.
+                    Err(scripts::REFUSED) if matches!(inner.flavor, Flavor::Write) => {
+                        Err(refused_upgrade(&inner.name, &owner))
+                    }
+                    // A non-reentrant lock `owner` holds. Tracked: a re-entry, which would wait
+                    // forever, so the acquire fails at once. Not tracked: a hold an earlier try
+                    // of this client took before its reply was lost, and whose give-back failed
+                    // (see above). Not a re-entry: given back now, and the next try takes the
+                    // lock afresh, with a lease this client timed from its own send.
+                    Err(scripts::REFUSED) if !inner.flavor.reentrant() => {
+                        if lock.is_tracked(&owner) {
+                            return Err(refused_reentry(lock.kind(), &inner.name, &owner));
+                        }
+                        match lock.release_tries(&owner, false).await {
+                            Err(e) if e.kind() != ErrorKind::NotHeld => Err(e),
+                            _ => Ok(Err((0, None))),
+                        }
+                    }
                     Err(bound) => {
                         let give_up = (matches!(inner.flavor, Flavor::Fair { .. }) && queue_up)
                             .then(|| lock.give_up(&owner, fair_wait_ms));

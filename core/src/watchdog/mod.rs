@@ -87,7 +87,7 @@ impl LostReason {
 pub struct LostEvent {
     /// The lock (or semaphore) name.
     pub name: Arc<str>,
-    /// The kind of hold: `"lock"` (reentrant, fenced, fair and spin locks), `"read"`, `"write"`, or
+    /// The kind of hold: `"lock"` (reentrant, fenced, fair, spin and non-reentrant locks), `"read"`, `"write"`, or
     /// `"permit"` (a permit of a permit-expirable semaphore).
     pub kind: &'static str,
     /// The owner whose hold was lost.
@@ -115,7 +115,7 @@ pub struct LostFilter {
     pub name: Option<Arc<str>>,
     /// Only holds of the owner with this id (`None`: every owner).
     pub owner: Option<u64>,
-    /// Only holds of this kind (`"lock"`: reentrant, fenced, fair and spin locks; `"read"` and
+    /// Only holds of this kind (`"lock"`: reentrant, fenced, fair, spin and non-reentrant locks; `"read"` and
     /// `"write"`: the sides of a read-write lock; `"permit"`: permits of a permit-expirable
     /// semaphore; `None`: every kind).
     pub kind: Option<&'static str>,

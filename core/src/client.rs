@@ -191,12 +191,7 @@ impl Client {
     /// [`Client::lock`] does.
     pub fn fair_lock(&self, name: &str) -> Result<Lock> {
         self.check_name(name)?;
-        let flavor = Flavor::Fair {
-            queue: keys::fair_queue_key(name),
-            timeouts: keys::fair_timeout_key(name),
-            reentrant: true,
-        };
-        Ok(Lock::with_flavor(self.shared.clone(), name, flavor))
+        Ok(Lock::with_flavor(self.shared.clone(), name, Flavor::fair(name, true)))
     }
 
     /// A handle on the non-reentrant lock `name` (Redisson 4.4's `getNonReentrantLock`): the
@@ -215,12 +210,7 @@ impl Client {
     /// Fails as [`Client::lock`] does.
     pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<Lock> {
         self.check_name(name)?;
-        let flavor = Flavor::Fair {
-            queue: keys::fair_queue_key(name),
-            timeouts: keys::fair_timeout_key(name),
-            reentrant: false,
-        };
-        Ok(Lock::with_flavor(self.shared.clone(), name, flavor))
+        Ok(Lock::with_flavor(self.shared.clone(), name, Flavor::fair(name, false)))
     }
 
     /// A handle on the spin lock `name` (Redisson `RSpinLock`): the reentrant lock's hash, lease

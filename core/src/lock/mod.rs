@@ -102,6 +102,11 @@ impl Flavor {
         }
     }
 
+    /// The fair lock `name`'s flavor, with its queue and deadline keys.
+    pub(crate) fn fair(name: &str, reentrant: bool) -> Flavor {
+        Flavor::Fair { queue: keys::fair_queue_key(name), timeouts: keys::fair_timeout_key(name), reentrant }
+    }
+
     /// Whether an owner that holds the lock may acquire it again (its hold count goes up).
     fn reentrant(&self) -> bool {
         !matches!(self, Flavor::NonReentrant | Flavor::Fair { reentrant: false, .. })

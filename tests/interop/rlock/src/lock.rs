@@ -69,6 +69,46 @@ pub(crate) async fn mutex(ctx: &Ctx) -> R<()> {
 
 /// One critical section of [`mutex`] (and of the spin scenario), on the data connection: the
 /// overlaps and cross-side hand-offs are counted in `<tally>:violations` and `<tally>:handoffs`.
+/// One shared name, 2 rlock owners and 2 Redisson threads, 100 critical sections each (the
+/// Java side runs `Scenario.exclusionRound`), each owner's lock made by `lock_of`: the counter
+/// must end at 400 with no overlap, the lock free, and some hand-offs across sides, whose count
+/// it returns. Used by the lock kinds whose scenario starts with it (spin, non-reentrant).
+pub(crate) async fn exclusion_round(
+    ctx: &Ctx,
+    name: &str,
+    lock_of: impl Fn() -> rlock::Result<Lock>,
+) -> R<i64> {
+    ctx.send("ready").await?;
+    ctx.recv("ready").await?;
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let (owner, lock, data, name) =
+            (ctx.client.new_owner(), lock_of()?, ctx.data.clone(), name.to_owned());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..100 {
+                tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&owner)).await??;
+                critical_section(data.clone(), &name, "rust", &name).await?;
+                check(lock.release(&owner).await? == Released::Unlocked, "release should unlock")?;
+            }
+            R::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    ctx.recv("done").await?;
+    let mut data = ctx.data.clone();
+    let violations: Option<i64> = data.get(format!("{name}:violations")).await?;
+    check(violations.is_none(), format!("{violations:?} critical sections overlapped"))?;
+    let n: Option<i64> = data.get(format!("{name}:counter")).await?;
+    check(n == Some(400), format!("{name}:counter is {n:?}, expected 400"))?;
+    let exists: bool = data.exists(name).await?;
+    check(!exists, format!("{name} is still locked after everyone released"))?;
+    let handoffs: Option<i64> = data.get(format!("{name}:handoffs")).await?;
+    check(handoffs.unwrap_or(0) > 0, format!("{name} never passed between Redisson and rlock"))?;
+    Ok(handoffs.unwrap_or(0))
+}
+
 pub(crate) async fn critical_section(mut data: Conn, name: &str, side: &str, tally: &str) -> R<()> {
     let marker = format!("{name}:marker");
     let set: bool = redis::cmd("SET")

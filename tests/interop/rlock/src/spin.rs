@@ -6,8 +6,8 @@ use redis::AsyncCommands;
 use rlock::Released;
 
 use crate::ctx::Ctx;
-use crate::lock::critical_section;
-use crate::{check, ACQUIRE_BOUND, HANDSHAKE, R};
+use crate::lock::exclusion_round;
+use crate::{check, HANDSHAKE, R};
 
 /// The spin lock across sides, where every hand-off goes through polling (nothing is published):
 /// 1. 2 rlock owners and 2 Redisson threads run 100 critical sections each on one spin lock
@@ -18,33 +18,8 @@ use crate::{check, ACQUIRE_BOUND, HANDSHAKE, R};
 ///    after Redisson's unlock.
 pub(crate) async fn spin(ctx: &Ctx) -> R<()> {
     const NAME: &str = "interop:spin";
-    ctx.send("ready").await?;
-    ctx.recv("ready").await?;
-    let mut tasks = Vec::new();
-    for _ in 0..2 {
-        let (owner, lock, data) = (ctx.client.new_owner(), ctx.client.spin_lock(NAME)?, ctx.data.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..100 {
-                tokio::time::timeout(ACQUIRE_BOUND, lock.acquire(&owner)).await??;
-                critical_section(data.clone(), NAME, "rust", NAME).await?;
-                check(lock.release(&owner).await? == Released::Unlocked, "release should unlock")?;
-            }
-            R::Ok(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
-    ctx.recv("done").await?;
+    let handoffs = exclusion_round(ctx, NAME, || ctx.client.spin_lock(NAME)).await?;
     let mut data = ctx.data.clone();
-    let violations: Option<i64> = data.get(format!("{NAME}:violations")).await?;
-    check(violations.is_none(), format!("{violations:?} critical sections overlapped"))?;
-    let n: Option<i64> = data.get(format!("{NAME}:counter")).await?;
-    check(n == Some(400), format!("{NAME}:counter is {n:?}, expected 400"))?;
-    let exists: bool = data.exists(NAME).await?;
-    check(!exists, format!("{NAME} is still locked after everyone released"))?;
-    let handoffs: Option<i64> = data.get(format!("{NAME}:handoffs")).await?;
-    check(handoffs.unwrap_or(0) > 0, "the spin lock never passed between Redisson and rlock")?;
 
     // Part 2: the same hash both ways, hand-offs by polling.
     let held = "interop:spin:held";
@@ -70,7 +45,7 @@ pub(crate) async fn spin(ctx: &Ctx) -> R<()> {
     println!(
         "rust: spin: 400 critical sections, counter exact, 0 overlaps, {} cross-side hand-offs by polling; \
          holds seen and handed over both ways",
-        handoffs.unwrap_or(0)
+        handoffs
     );
     Ok(())
 }

@@ -43,20 +43,7 @@ final class NonReentrantScenario extends Scenario {
         // Part 1: 2 Redisson threads and 2 rlock owners, 100 critical sections each on one
         // non-reentrant lock, woken by each other's unlock messages.
         String name = "interop:nr";
-        send("ready");
-        recv("ready");
-        runThreads(2, thread -> {
-            RLock lock = lock("getNonReentrantLock", name);
-            for (int i = 0; i < 100; i++) {
-                lock.lock();
-                try {
-                    criticalSection(name, name);
-                } finally {
-                    lock.unlock();
-                }
-            }
-        });
-        send("done");
+        exclusionRound(name, () -> lock("getNonReentrantLock", name));
 
         // Part 2: rlock holds a non-reentrant lock; Redisson sees it held and cannot take it,
         // through its non-reentrant lock or its lock.

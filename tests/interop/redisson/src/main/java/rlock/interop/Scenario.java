@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.redisson.api.RBlockingQueue;
 import org.redisson.api.RBucket;
+import org.redisson.api.RLock;
 import org.redisson.api.RQueue;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -90,6 +91,32 @@ class Scenario {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /** Makes the lock one thread of {@link #exclusionRound} takes. */
+    interface LockMaker {
+        RLock make() throws Exception;
+    }
+
+    /**
+     * lock.rs's {@code exclusion_round}, Redisson's half: 2 threads, 100 critical sections each
+     * on {@code name}, each through the lock {@code lockOf} makes, beside rlock's 2 owners.
+     */
+    void exclusionRound(String name, LockMaker lockOf) throws Exception {
+        send("ready");
+        recv("ready");
+        runThreads(2, thread -> {
+            RLock lock = lockOf.make();
+            for (int i = 0; i < 100; i++) {
+                lock.lock();
+                try {
+                    criticalSection(name, name);
+                } finally {
+                    lock.unlock();
+                }
+            }
+        });
+        send("done");
     }
 
     /**

@@ -17,20 +17,7 @@ final class SpinScenario extends Scenario {
         // Part 1: 2 Redisson threads and 2 rlock owners, 100 critical sections each on one spin
         // lock; hand-offs both ways go through polling only.
         String name = "interop:spin";
-        send("ready");
-        recv("ready");
-        runThreads(2, thread -> {
-            RLock lock = redisson.getSpinLock(name);
-            for (int i = 0; i < 100; i++) {
-                lock.lock();
-                try {
-                    criticalSection(name, name);
-                } finally {
-                    lock.unlock();
-                }
-            }
-        });
-        send("done");
+        exclusionRound(name, () -> redisson.getSpinLock(name));
 
         // Part 2: rlock holds the spin lock twice; Redisson's spin lock and lock see it held.
         String held = "interop:spin:held";

@@ -46,7 +46,17 @@ pub(crate) struct Shared {
     /// RedLock member tries a round stopped waiting for, still under way in the background,
     /// by the hold each would take (see `red_lock::strays`). Per client, not per RedLock
     /// handle: users make a new handle for every acquire.
-    strays: Mutex<HashMap<HoldKey, usize>>,
+    strays: Mutex<HashMap<HoldKey, Strays>>,
+}
+
+/// The stray tries of one hold under way on a client (see `red_lock::strays`): how many, and
+/// since when there has been one without a break.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Strays {
+    /// Tries under way.
+    pub(crate) count: usize,
+    /// When the first of them started (the member has been asked and not answered since).
+    pub(crate) since: Instant,
 }
 
 /// An acquire, as the metrics and traces name it.
@@ -272,7 +282,7 @@ impl Shared {
     }
 
     /// RedLock member tries still under way in the background, by the hold each would take.
-    pub(crate) fn strays(&self) -> std::sync::MutexGuard<'_, HashMap<HoldKey, usize>> {
+    pub(crate) fn strays(&self) -> std::sync::MutexGuard<'_, HashMap<HoldKey, Strays>> {
         // Every critical section leaves the map consistent, so a poisoned mutex is still usable.
         self.strays.lock().unwrap_or_else(|p| p.into_inner())
     }

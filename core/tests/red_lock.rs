@@ -386,3 +386,46 @@ async fn a_slow_member_beside_a_silent_one_is_not_a_timeout() {
     red.release(&me).await.unwrap();
     servers[2].sigcont().unwrap();
 }
+
+/// A slow member is judged on the tries it was asked, not on the time since it last answered:
+/// here the acquire spends longer than a command timeout in its first wait for the unlock
+/// channels (the first server's subscription unanswered, the third server stopped), asking no
+/// member meanwhile; the second server then answers each try, late for the rounds. Counted by
+/// the time since its last answer, that wait made it silent and the acquire failed `Timeout`
+/// at once with a majority still answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_not_asked_for_a_while_is_not_silent() {
+    let servers: Vec<Server> = (0..3).map(|_| Server::start().unwrap()).collect();
+    let deaf = rlock_testbed::Proxy::start(servers[0].port()).unwrap();
+    let slow = rlock_testbed::Proxy::start(servers[1].port()).unwrap();
+    let options = ClientOptions::default()
+        .with_command_timeout(Some(Duration::from_secs(1)))
+        .with_retry_attempts(0)
+        .with_subscription_timeout(Duration::from_millis(2500))
+        .with_watchdog_timeout(Duration::from_secs(3));
+    let mut clients = Vec::new();
+    for url in [deaf.url(), slow.url(), servers[2].url()] {
+        clients.push(Client::connect(&url, options.clone()).await.unwrap());
+    }
+    // The first client's pub/sub connection subscribes once (a waiter on a held lock), then
+    // goes silent: the RedLock's subscription there is never answered.
+    let warm = clients[0].lock("red:warm").unwrap();
+    let (holder, waiter) = (clients[0].new_owner(), clients[0].new_owner());
+    warm.acquire(&holder).await.unwrap();
+    assert!(!warm.try_acquire(&waiter, Duration::from_millis(300), None).await.unwrap());
+    assert!(deaf.blackhole_subscribers() >= 1, "the waiter subscribed");
+    warm.release(&holder).await.unwrap();
+
+    let red = RedLock::new("red:asked", &clients).unwrap();
+    let me = red.new_owner();
+    servers[2].sigstop().unwrap();
+    slow.delay_replies(Duration::from_millis(150));
+    let started = std::time::Instant::now();
+    let got = red.try_acquire(&me, Duration::from_millis(4000), None).await;
+    let took = started.elapsed();
+    slow.delay_replies(Duration::ZERO);
+    servers[2].sigcont().unwrap();
+    assert!(got.is_ok(), "the second server answered every try it was asked: {got:?} after {took:?}");
+    assert!(!got.unwrap(), "no round had a majority in time");
+    assert!(took >= Duration::from_millis(4000), "the wait ran out: {took:?}");
+}

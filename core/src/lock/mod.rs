@@ -10,6 +10,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::finish::Undo;
 use crate::keys;
@@ -17,7 +19,7 @@ use crate::options::positive_ms;
 use crate::owner::Owner;
 use crate::pubsub::Wake;
 use crate::scripts::{self};
-use crate::shared::Shared;
+use crate::shared::{Shared, Strays};
 use crate::watchdog::{HoldKey, HoldKind};
 
 mod acquire;
@@ -388,24 +390,26 @@ impl Lock {
     /// Marks a try of `owner`'s that a RedLock round stopped waiting for (a stray, finished in
     /// the background) as under way, on this client (every handle of the lock sees it).
     pub(crate) fn stray_started(&self, owner: &Owner) {
-        *self.inner.shared.strays().entry(self.key(owner)).or_insert(0) += 1;
+        let mut strays = self.inner.shared.strays();
+        strays.entry(self.key(owner)).or_insert(Strays { count: 0, since: Instant::now() }).count += 1;
     }
 
     /// Takes back one [`Self::stray_started`] mark.
     pub(crate) fn stray_ended(&self, owner: &Owner) {
         let key = self.key(owner);
         let mut strays = self.inner.shared.strays();
-        if let Some(n) = strays.get_mut(&key) {
-            *n -= 1;
-            if *n == 0 {
+        if let Some(s) = strays.get_mut(&key) {
+            s.count -= 1;
+            if s.count == 0 {
                 strays.remove(&key);
             }
         }
     }
 
-    /// Whether a stray try of `owner`'s on this lock is still under way on this client.
-    pub(crate) fn has_stray(&self, owner: &Owner) -> bool {
-        self.inner.shared.strays().contains_key(&self.key(owner))
+    /// Since when a stray try of `owner`'s on this lock has been under way on this client
+    /// (`None`: none is).
+    pub(crate) fn stray_since(&self, owner: &Owner) -> Option<Instant> {
+        self.inner.shared.strays().get(&self.key(owner)).map(|s| s.since)
     }
 
     /// Stops renewing `owner`'s hold without releasing it: its lease ends it on the server

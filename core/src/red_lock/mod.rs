@@ -79,9 +79,13 @@ struct RedInner {
     next_acquire: std::sync::atomic::AtomicU64,
     /// Each listener's ids on the member clients, by the first one's raw id.
     listeners: Mutex<HashMap<u64, Vec<(usize, ListenerId)>>>,
-    /// When each member last answered a try of this handle (held or busy), in a round or as a
-    /// stray: a member too slow for the rounds is still reachable while its strays answer.
-    last_answer: Mutex<Vec<Option<Instant>>>,
+    /// Per member, when a try of this handle was sent that no answer of the member has followed
+    /// (`None`: every try answered, held or busy, in a round or as a stray; or none sent). A
+    /// member is silent once that is a command timeout ago ([`RedLock::silent`]): asked and
+    /// not answered, not merely unheard of while the handle did not ask it (seen: a loaded
+    /// client's live member, slow for the rounds but answering each try, counted silent after
+    /// a second without an answer that included time it was not asked).
+    unanswered: Mutex<Vec<Option<Instant>>>,
 }
 
 impl std::fmt::Debug for RedLock {
@@ -178,7 +182,7 @@ impl RedLock {
                 acquires: Mutex::new(HashMap::new()),
                 next_acquire: 1.into(),
                 listeners: Mutex::new(HashMap::new()),
-                last_answer: Mutex::new(vec![None; clients.len()]),
+                unanswered: Mutex::new(vec![None; clients.len()]),
             }),
         })
     }
@@ -276,7 +280,8 @@ impl RedLock {
                         // acquire goes on trying (seen failing TIMEOUT under 8 busy workers).
                         Some(failed) => {
                             let since = *unreachable_since.get_or_insert_with(Instant::now);
-                            if since.elapsed() >= self.unreachable_limit() && self.silent() > self.minority()
+                            if since.elapsed() >= self.unreachable_limit()
+                                && self.silent(owner) > self.minority()
                             {
                                 return Err(self.no_majority("acquire", &failed));
                             }
@@ -381,7 +386,7 @@ impl RedLock {
         // Members with a stray try of this owner still under way (through any handle) sit this
         // round out.
         let straying: Vec<usize> =
-            (0..n).filter(|&i| inner.members[i].has_stray(&self.owner_on(i, owner))).collect();
+            (0..n).filter(|&i| inner.members[i].stray_since(&self.owner_on(i, owner)).is_some()).collect();
         let mut tries: FuturesUnordered<_> = inner
             .members
             .iter()
@@ -389,13 +394,16 @@ impl RedLock {
             .filter(|(i, _)| !straying.contains(i))
             .map(|(i, m)| {
                 let (m, o) = (m.clone(), self.owner_on(i, owner));
+                if let Some(at) = lock_map(&inner.unanswered).get_mut(i) {
+                    at.get_or_insert(start);
+                }
                 // Weak: a stray try (finished in the background) does not keep the handle.
                 let red = Arc::downgrade(&self.inner);
                 async move {
                     let r = m.try_once(&o, lease).await;
                     if let (Ok(_), Some(red)) = (&r, red.upgrade()) {
-                        if let Some(at) = lock_map(&red.last_answer).get_mut(i) {
-                            *at = Some(Instant::now());
+                        if let Some(at) = lock_map(&red.unanswered).get_mut(i) {
+                            *at = None;
                         }
                     }
                     (i, r)
@@ -484,10 +492,20 @@ impl RedLock {
         self.inner.members[0].shared().options().command_timeout.unwrap_or(Duration::from_secs(3))
     }
 
-    /// How many members answered no try within the last [`RedLock::unreachable_limit`].
-    fn silent(&self) -> usize {
+    /// How many members have left a try of `owner`'s unanswered for [`RedLock::unreachable_limit`]
+    /// or longer: one of this handle's, or a stray on the member's client (of an earlier handle:
+    /// users make one for every acquire).
+    fn silent(&self, owner: &Owner) -> usize {
         let limit = self.unreachable_limit();
-        lock_map(&self.inner.last_answer).iter().filter(|a| !a.is_some_and(|t| t.elapsed() < limit)).count()
+        let unanswered = lock_map(&self.inner.unanswered).clone();
+        unanswered
+            .iter()
+            .enumerate()
+            .filter(|&(i, own)| {
+                let stray = self.inner.members[i].stray_since(&self.owner_on(i, owner));
+                own.iter().chain(stray.iter()).min().is_some_and(|t| t.elapsed() >= limit)
+            })
+            .count()
     }
 
     /// The most members that may fail while a majority is left.

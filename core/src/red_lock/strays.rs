@@ -20,7 +20,7 @@ use crate::owner::Owner;
 impl RedLock {
     /// Lets `tries` (a round's member tries still under way, on the members `pending`) finish
     /// on the first client's runtime, giving back every member one of them takes; until each
-    /// ends, its member is a stray of `owner` on its client (see [`Lock::has_stray`]).
+    /// ends, its member is a stray of `owner` on its client (see [`Lock::stray_since`]).
     pub(super) fn finish_strays<F>(&self, owner: &Owner, pending: Vec<usize>, mut tries: FuturesUnordered<F>)
     where
         F: std::future::Future<Output = (usize, Result<std::result::Result<Guard, Option<Duration>>>)>

@@ -8,9 +8,7 @@ const { startTestbed, eventually } = require('./redis-server.js')
 const { Client } = require('../rlock.js')
 
 test('a core warning is a process warning', async () => {
-  // A policy no other test uses: a message repeated within 30 s is passed on once, and Bun and
-  // Deno run every test file in one process (managed.test.js's evicting stand-in warns too).
-  const testbed = await startTestbed('single', '--', '--maxmemory-policy', 'allkeys-random')
+  const testbed = await startTestbed('evicting')
   const seen = []
   const onWarning = (w) => {
     if (w.name === 'RLockWarning') seen.push(w)
@@ -18,8 +16,8 @@ test('a core warning is a process warning', async () => {
   process.on('warning', onWarning)
   const client = new Client(testbed.info.url)
   try {
-    assert.equal((await client.stats()).evictionPolicy, 'allkeys-random')
-    const evicting = () => seen.find((w) => w.message.includes('maxmemory-policy allkeys-random'))
+    assert.equal((await client.stats()).evictionPolicy, 'volatile-lru')
+    const evicting = () => seen.find((w) => w.message.includes('maxmemory-policy'))
     await eventually(evicting, 10_000, 'the eviction warning')
     const w = evicting()
     assert.equal(w.code, 'RLOCK_LOG_WARN')

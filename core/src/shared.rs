@@ -55,8 +55,7 @@ pub(crate) struct Shared {
 pub(crate) struct Strays {
     /// Tries under way.
     pub(crate) count: usize,
-    /// Since when the member has been asked and not answered: the first try's start, moved on
-    /// to the answer when one comes (a give-back is then all that is left).
+    /// When the first of them started (the member has been asked and not answered since).
     pub(crate) since: Instant,
 }
 

@@ -26,6 +26,24 @@ fn quick() -> ClientOptions {
     ClientOptions::default().with_command_timeout(Some(Duration::from_secs(2))).with_retry_attempts(0)
 }
 
+/// A command timeout of 1 s and no retries, for the tests of slow and silent members (the
+/// member limit stays 50 ms: 1% of the 3 s lease is less).
+fn slow_member_options() -> ClientOptions {
+    ClientOptions::default()
+        .with_command_timeout(Some(Duration::from_secs(1)))
+        .with_retry_attempts(0)
+        .with_watchdog_timeout(Duration::from_secs(3))
+}
+
+/// A client on each of `urls`, with `options`.
+async fn connect_all(urls: [String; 3], options: ClientOptions) -> Vec<Client> {
+    let mut clients = Vec::new();
+    for url in urls {
+        clients.push(Client::connect(&url, options.clone()).await.unwrap());
+    }
+    clients
+}
+
 /// The hash field `owner` has in the lock key `name` on `server` (0: none).
 fn count_on(server: &Server, name: &str, field: &str) -> i64 {
     let v: Option<i64> = redis::cmd("HGET").arg(name).arg(field).query(&mut server.conn()).unwrap();
@@ -360,14 +378,7 @@ async fn a_silent_majority_fails_with_timeout_after_a_command_timeout() {
 async fn a_slow_member_beside_a_silent_one_is_not_a_timeout() {
     let servers: Vec<Server> = (0..3).map(|_| Server::start().unwrap()).collect();
     let slow = rlock_testbed::Proxy::start(servers[1].port()).unwrap();
-    let options = ClientOptions::default()
-        .with_command_timeout(Some(Duration::from_secs(1)))
-        .with_retry_attempts(0)
-        .with_watchdog_timeout(Duration::from_secs(3));
-    let mut clients = Vec::new();
-    for url in [servers[0].url(), slow.url(), servers[2].url()] {
-        clients.push(Client::connect(&url, options.clone()).await.unwrap());
-    }
+    let clients = connect_all([servers[0].url(), slow.url(), servers[2].url()], slow_member_options()).await;
     let red = RedLock::new("red:slow", &clients).unwrap();
     let me = red.new_owner();
     servers[2].sigstop().unwrap();
@@ -398,15 +409,8 @@ async fn a_member_not_asked_for_a_while_is_not_silent() {
     let servers: Vec<Server> = (0..3).map(|_| Server::start().unwrap()).collect();
     let deaf = rlock_testbed::Proxy::start(servers[0].port()).unwrap();
     let slow = rlock_testbed::Proxy::start(servers[1].port()).unwrap();
-    let options = ClientOptions::default()
-        .with_command_timeout(Some(Duration::from_secs(1)))
-        .with_retry_attempts(0)
-        .with_subscription_timeout(Duration::from_millis(2500))
-        .with_watchdog_timeout(Duration::from_secs(3));
-    let mut clients = Vec::new();
-    for url in [deaf.url(), slow.url(), servers[2].url()] {
-        clients.push(Client::connect(&url, options.clone()).await.unwrap());
-    }
+    let options = slow_member_options().with_subscription_timeout(Duration::from_millis(2500));
+    let clients = connect_all([deaf.url(), slow.url(), servers[2].url()], options).await;
     // The first client's pub/sub connection subscribes once (a waiter on a held lock), then
     // goes silent: the RedLock's subscription there is never answered.
     let warm = clients[0].lock("red:warm").unwrap();

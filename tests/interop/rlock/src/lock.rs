@@ -67,8 +67,6 @@ pub(crate) async fn mutex(ctx: &Ctx) -> R<()> {
     Ok(())
 }
 
-/// One critical section of [`mutex`] (and of the spin scenario), on the data connection: the
-/// overlaps and cross-side hand-offs are counted in `<tally>:violations` and `<tally>:handoffs`.
 /// One shared name, 2 rlock owners and 2 Redisson threads, 100 critical sections each (the
 /// Java side runs `Scenario.exclusionRound`), each owner's lock made by `lock_of`: the counter
 /// must end at 400 with no overlap, the lock free, and some hand-offs across sides, whose count
@@ -109,6 +107,8 @@ pub(crate) async fn exclusion_round(
     Ok(handoffs.unwrap_or(0))
 }
 
+/// One critical section of [`mutex`] (and of [`exclusion_round`]), on the data connection: the
+/// overlaps and cross-side hand-offs are counted in `<tally>:violations` and `<tally>:handoffs`.
 pub(crate) async fn critical_section(mut data: Conn, name: &str, side: &str, tally: &str) -> R<()> {
     let marker = format!("{name}:marker");
     let set: bool = redis::cmd("SET")

@@ -57,6 +57,8 @@ pub(crate) struct Strays {
     pub(crate) count: usize,
     /// When the first of them started (the member has been asked and not answered since).
     pub(crate) since: Instant,
+    /// Whether the owner held nothing on the member when the rounds of these tries began.
+    pub(crate) alone: bool,
 }
 
 /// An acquire, as the metrics and traces name it.

@@ -433,3 +433,39 @@ async fn a_member_not_asked_for_a_while_is_not_silent() {
     assert!(!got.unwrap(), "no round had a majority in time");
     assert!(took >= Duration::from_millis(4000), "the wait ran out: {took:?}");
 }
+
+/// A stray try that took its member is tracked like a hold until its give-back ends; a release
+/// of the owner's RedLock in that window sent a release there too, which found the member
+/// already given back (`NotHeld`). Logged only beside two good releases, but with the third
+/// server gone it made the release fail on a majority (the chaos suite's `red-lock` case: a C
+/// worker's release `NOT_HELD`, "server 2: not held; server 3: unexpected end of file"). The
+/// release leaves a member the owner did not hold before the stray's round to the stray.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_leaves_a_strays_member_to_its_give_back() {
+    let mut servers: Vec<Server> = (0..3).map(|_| Server::start().unwrap()).collect();
+    let slow = rlock_testbed::Proxy::start(servers[1].port()).unwrap();
+    let clients = connect_all([servers[0].url(), slow.url(), servers[2].url()], slow_member_options()).await;
+    let red = RedLock::new("red:stray", &clients).unwrap();
+    let me = red.new_owner();
+    // The second server's answers come after the round (member limit and grace: 50 ms each):
+    // its try finishes as a stray, takes the member and gives it back.
+    slow.delay_replies(Duration::from_millis(400));
+    red.acquire(&me).await.unwrap();
+    servers[2].kill();
+    assert!(
+        common::eventually(Duration::from_secs(5), || clients[1].tracked_holds() == 1).await,
+        "the stray took its member"
+    );
+    let released = red.release(&me).await;
+    assert_eq!(
+        released.unwrap(),
+        rlock::Released::Unlocked,
+        "freed on the first server; the second is the stray's"
+    );
+    assert_eq!(count_on(&servers[0], "red:stray", clients[0].owner(me.id()).as_str()), 0);
+    // The stray's give-back frees the second server.
+    let free = || redis::cmd("EXISTS").arg("red:stray").query::<i64>(&mut servers[1].conn()).unwrap() == 0;
+    assert!(common::eventually(Duration::from_secs(5), free).await, "the stray gave its member back");
+    assert!(common::eventually(Duration::from_secs(5), || clients[1].tracked_holds() == 0).await);
+    slow.delay_replies(Duration::ZERO);
+}

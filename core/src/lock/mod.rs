@@ -389,9 +389,20 @@ impl Lock {
 
     /// Marks a try of `owner`'s that a RedLock round stopped waiting for (a stray, finished in
     /// the background) as under way, on this client (every handle of the lock sees it).
-    pub(crate) fn stray_started(&self, owner: &Owner) {
+    /// `alone`: `owner` held nothing here when the round began, so a hold tracked here while
+    /// the stray is under way is the stray's (see [`Self::stray_alone`]).
+    pub(crate) fn stray_started(&self, owner: &Owner, alone: bool) {
         let mut strays = self.inner.shared.strays();
-        strays.entry(self.key(owner)).or_insert(Strays { count: 0, since: Instant::now() }).count += 1;
+        let s = strays.entry(self.key(owner)).or_insert(Strays { count: 0, since: Instant::now(), alone });
+        s.count += 1;
+        s.alone &= alone;
+    }
+
+    /// Whether a stray try of `owner`'s is under way here that began while `owner` held
+    /// nothing here: what is tracked for `owner` meanwhile is the stray's, which its give-back
+    /// releases, not the owner's.
+    pub(crate) fn stray_alone(&self, owner: &Owner) -> bool {
+        self.inner.shared.strays().get(&self.key(owner)).is_some_and(|s| s.alone)
     }
 
     /// Takes back one [`Self::stray_started`] mark.

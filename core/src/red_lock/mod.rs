@@ -387,6 +387,9 @@ impl RedLock {
         // round out.
         let straying: Vec<usize> =
             (0..n).filter(|&i| inner.members[i].stray_since(&self.owner_on(i, owner)).is_some()).collect();
+        // What the owner holds before any try of this round is sent: a stray's take is told
+        // from the owner's hold by it (a stray releases its own take; a release must not).
+        let had: Vec<bool> = (0..n).map(|i| inner.members[i].is_tracked(&self.owner_on(i, owner))).collect();
         let mut tries: FuturesUnordered<_> = inner
             .members
             .iter()
@@ -430,7 +433,7 @@ impl RedLock {
                 }
                 Err(e) if e.kind() == ErrorKind::InvalidArgument || e.kind() == ErrorKind::Closed => {
                     let pending = (0..n).filter(|&i| !answered[i] && !straying.contains(&i)).collect();
-                    self.finish_strays(owner, pending, tries);
+                    self.finish_strays(owner, pending, &had, tries);
                     give_back(held).await;
                     return Err(e);
                 }
@@ -458,7 +461,7 @@ impl RedLock {
         // Tries still under way finish in the background and give back what they take; until
         // then this owner's rounds leave their members alone.
         let pending = slow.iter().copied().filter(|i| !straying.contains(i)).collect();
-        self.finish_strays(owner, pending, tries);
+        self.finish_strays(owner, pending, &had, tries);
         // A stray's give-back publishes on its member's channel: worth waking for.
         busy.extend(straying);
         let lease = lease.unwrap_or_else(|| {
@@ -555,9 +558,7 @@ impl RedLock {
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
         let inner = &self.inner;
         inner.members[0].shared().check_owner(owner)?;
-        let tracked: Vec<usize> = (0..inner.members.len())
-            .filter(|&i| inner.members[i].is_tracked(&self.owner_on(i, owner)))
-            .collect();
+        let tracked: Vec<usize> = (0..inner.members.len()).filter(|&i| self.holds(i, owner.id())).collect();
         if tracked.is_empty() {
             return Err(Error::new(
                 ErrorKind::NotHeld,
@@ -645,15 +646,26 @@ impl RedLock {
         Ok(held >= inner.quorum)
     }
 
-    /// Members `owner` holds through these clients, as their watchdogs know (no query).
+    /// Whether the owner `owner_id` holds member `i` as its watchdog knows (no query): tracked
+    /// there, and not only by a stray try that took it (whose give-back releases it; a release
+    /// of the owner's that released it too found it gone, `NotHeld`, and with a second server
+    /// down that failed the release on a majority: seen in the chaos suite).
+    fn holds(&self, i: usize, owner_id: u64) -> bool {
+        let m = &self.inner.members[i];
+        let o = m.owner_on_client(owner_id);
+        m.is_tracked(&o) && !m.stray_alone(&o)
+    }
+
+    /// How many members `owner` holds through these clients (live), and how many of its holds
+    /// were lost, as their watchdogs know (no query).
     fn live(&self, owner_id: u64) -> (usize, usize) {
         let inner = &self.inner;
         let (mut live, mut lost) = (0, 0);
-        for m in &inner.members {
+        for (i, m) in inner.members.iter().enumerate() {
             let o = m.owner_on_client(owner_id);
             if m.is_lost(&o) {
                 lost += 1;
-            } else if m.is_tracked(&o) {
+            } else if self.holds(i, owner_id) {
                 live += 1;
             }
         }
@@ -671,8 +683,16 @@ impl RedLock {
     /// quorum-th longest-proven member has left (see [`Lock::valid_for`]). Zero when fewer
     /// than a majority are proven now. No query.
     pub fn valid_for(&self, owner: &Owner) -> Duration {
-        let mut left: Vec<Duration> =
-            self.inner.members.iter().map(|m| m.valid_for(&m.owner_on_client(owner.id()))).collect();
+        let mut left: Vec<Duration> = (0..self.inner.members.len())
+            .map(|i| {
+                let m = &self.inner.members[i];
+                if self.holds(i, owner.id()) {
+                    m.valid_for(&m.owner_on_client(owner.id()))
+                } else {
+                    Duration::ZERO
+                }
+            })
+            .collect();
         left.sort_unstable_by(|a, b| b.cmp(a));
         left.get(self.inner.quorum - 1).copied().unwrap_or(Duration::ZERO)
     }

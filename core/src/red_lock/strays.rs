@@ -21,8 +21,15 @@ impl RedLock {
     /// Lets `tries` (a round's member tries still under way, on the members `pending`) finish
     /// on the first client's runtime, giving back every member one of them takes; until each
     /// ends, its member is a stray of `owner` on its client (see [`Lock::stray_since`]).
-    pub(super) fn finish_strays<F>(&self, owner: &Owner, pending: Vec<usize>, mut tries: FuturesUnordered<F>)
-    where
+    /// `had[i]`: whether `owner` held member `i` when the round began (else what is tracked
+    /// there meanwhile is the stray's: [`Lock::stray_alone`]).
+    pub(super) fn finish_strays<F>(
+        &self,
+        owner: &Owner,
+        pending: Vec<usize>,
+        had: &[bool],
+        mut tries: FuturesUnordered<F>,
+    ) where
         F: std::future::Future<Output = (usize, Result<std::result::Result<Guard, Option<Duration>>>)>
             + Send
             + 'static,
@@ -35,7 +42,7 @@ impl RedLock {
             .map(|i| {
                 let member = self.inner.members[i].clone();
                 let o = self.owner_on(i, owner);
-                member.stray_started(&o);
+                member.stray_started(&o, !had[i]);
                 (i, member, o)
             })
             .collect();

@@ -36,6 +36,26 @@ demo: build testbed ## Workers contend for one lock on a private redis-server; t
 test: deps generated-check version-check surface-ratio lua-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
+# CI (.ci/run) runs `make test` beside `make compat-ci`, both of which run what these build. So
+# it makes them once first (`make ci-builds`), then runs `make test` with each named as made
+# (`make -o T`, printed by `make ci-built`): a build in one while the other runs a suite on its
+# output (the .venv build-python makes afresh, the Node addon, librlock) would pull it away.
+# The test binaries of the crate-local feature sets are built here as well (cargo builds one
+# target directory at a time, and the two would wait on each other's builds), and clippy, as it
+# only computes.
+CI_BUILT := testbed lib-c build-c build-python build-node build-cli build-chaos interop-jar build-interop \
+  toxiproxy lint
+
+.PHONY: ci-builds ci-built
+ci-builds: deps $(CI_BUILT)
+	$(CARGO) test --workspace --no-run --quiet
+	$(CARGO) test -p rlock --lib --features capi --no-run --quiet
+	$(CARGO) test -p rlock --test managed --no-run --quiet
+	$(CARGO) build -p rlock --example pause_holder --quiet
+
+ci-built:
+	@echo $(addprefix -o ,$(CI_BUILT))
+
 check: generated-check lint surface-ratio lua-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)
 	$(CARGO) test --workspace --lib --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet

@@ -91,6 +91,8 @@ def server_env(server: str) -> Dict[str, str]:
     env["RLOCK_TESTBED"] = TESTBED
     env.pop("REDIS_URL", None)
     env.pop("RLOCK_CLUSTER_URL", None)
+    # The C suite's binaries go where no other run writes (CI runs `make test`'s C suite beside).
+    env["RLOCK_C_OUT"] = str(LOGS / server / "c")
     if server == "default":
         env.pop("RLOCK_SERVER", None)
     else:
@@ -335,6 +337,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"{secs:6.1f} s", flush=True)
             for x in fails[:10]:
                 print(f"       {x}", flush=True)
+            if failed and args.strict:
+                # CI keeps only what it prints: the end of the failed run's log.
+                print(f"       the end of {row['log']}:", flush=True)
+                for line in out.splitlines()[-40:]:
+                    print(f"       | {line}", flush=True)
     return 1 if failed_any and args.strict else 0
 
 

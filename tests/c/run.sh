@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . examples/redis.sh
-out=build/c
+out=${RLOCK_C_OUT:-build/c}  # tools/compat.py runs its own beside `make test`'s
 mkdir -p "$out"
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -g -O1 -Iinclude)
 gcc "${CFLAGS[@]}" tests/c/test_*.c -o "$out/test_dynamic" -Ltarget/release -lrlock -Wl,-rpath,"$PWD/target/release" -lpthread

@@ -36,13 +36,12 @@ demo: build testbed ## Workers contend for one lock on a private redis-server; t
 test: deps generated-check version-check surface-ratio lua-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
-# CI (.ci/run) runs `make test` beside `make compat-ci`, both of which run what these build. So
-# it makes them once first (`make ci-builds`), then runs `make test` with each named as made
-# (`make -o T`, printed by `make ci-built`): a build in one while the other runs a suite on its
-# output (the .venv build-python makes afresh, the Node addon, librlock) would pull it away.
-# The test binaries of the crate-local feature sets are built here as well (cargo builds one
-# target directory at a time, and the two would wait on each other's builds), and clippy, as it
-# only computes.
+# CI (.ci/run) makes every build `make test` and `make compat-ci` run once first (`make
+# ci-builds`), so its log shows the builds' time apart from the suites', then runs `make test`
+# with each named as made (`make -o T`, printed by `make ci-built`). The test binaries of the
+# crate-local feature sets are built here as well, and clippy, as it only computes. The two
+# suites stay one after the other: side by side, suites with short leases lost holds on the
+# loaded cores (docs/testing.md).
 CI_BUILT := testbed lib-c build-c build-python build-node build-cli build-chaos interop-jar build-interop \
   toxiproxy lint
 

@@ -1,5 +1,5 @@
 //! `rlock`: run a command under a distributed lock (like `flock(1)` across machines), show
-//! what lives under names and list them, and force-unlock locks, on the locks of the rlock core (Redisson's layout, so Java services on
+//! what lives under names and list them, force-unlock locks, and examine an endpoint, on the locks of the rlock core (Redisson's layout, so Java services on
 //! Redisson and rlock users in any language share them).
 //!
 //! The command is a thin layer: it parses arguments, calls core, and maps outcomes to exit
@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+mod doctor;
 mod run;
 mod status;
 
@@ -29,6 +30,9 @@ pub mod exit {
     /// `rlock status`: nothing under a NAME (no key, no waiter); `rlock list`: no name found.
     /// Like grep's "no match": the output is still complete.
     pub const NOTHING: u8 = 1;
+    /// `rlock doctor`: a finding warns (holds can be lost on that endpoint unless something
+    /// changes); the report is still complete.
+    pub const WARNED: u8 = 1;
     /// `rlock run`: the command could not be executed (found, but not runnable).
     pub const CANNOT_EXECUTE: u8 = 126;
     /// `rlock run`: the command was not found.
@@ -40,7 +44,8 @@ Exit codes:
   0      success (rlock status: something under every NAME; rlock list: names found)
   0-255  rlock run: the command's own status (128+N when a signal N ended it)
   1      rlock force-unlock: declined at the prompt; rlock status: nothing (no key, no
-         waiter) under one of the NAMEs; rlock list: no name found
+         waiter) under one of the NAMEs; rlock list: no name found; rlock doctor: a
+         finding warns
   2      bad usage (also a bad NAME, e.g. an empty one)
   69     Redis could not be reached, or refused a command
   75     rlock run: not acquired within --wait
@@ -89,6 +94,13 @@ enum Command {
     /// Deletes the lock NAME whoever holds it (its holders find it lost), after asking.
     #[command(after_help = AFTER_HELP)]
     ForceUnlock(ForceUnlockArgs),
+    /// Examines an endpoint for lock safety, changing nothing: topology (one server, Cluster,
+    /// Sentinel, a proxy that refuses commands spanning slots), eviction policy and memory
+    /// limit, persistence, replicas and whether WAIT/WAITAOF run, pub/sub, which scripts run,
+    /// round-trip latency percentiles, and the server's clock rate against this machine's.
+    /// Each finding says what rlock does about it and what to change.
+    #[command(after_help = AFTER_HELP)]
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Arguments of `rlock force-unlock`.
@@ -192,6 +204,7 @@ fn main() -> ExitCode {
             Command::Status(args) => status::status(url, args).await,
             Command::List(args) => status::list(url, args).await,
             Command::ForceUnlock(args) => force_unlock(url, args).await,
+            Command::Doctor(args) => doctor::doctor(url, args).await,
         }
     });
     ExitCode::from(code)

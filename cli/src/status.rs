@@ -225,7 +225,7 @@ pub(crate) async fn list(url: Option<&str>, args: ListArgs) -> u8 {
 }
 
 /// Writes `text` and a newline to stdout (a closed pipe, as `| head` makes, is not an error).
-fn print(text: &str) {
+pub(crate) fn print(text: &str) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", text.trim_end_matches('\n'));

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::conn::Topology;
 use crate::count_down_latch::CountDownLatch;
 use crate::describe::{self, Description, Kind, Listed};
+use crate::doctor::{self, DoctorOptions, DoctorReport};
 use crate::error::{Error, Result};
 use crate::fenced_lock::FencedLock;
 use crate::keys;
@@ -264,6 +265,16 @@ impl Client {
     pub async fn describe(&self, name: &str) -> Result<Description> {
         self.check_name(name)?;
         describe::describe(&self.shared, name, None).await
+    }
+
+    /// What this client's endpoint does that matters for lock safety (`rlock doctor`): topology,
+    /// eviction, persistence, replicas and `WAIT`, pub/sub, script restrictions, round-trip
+    /// latency percentiles (`options.pings` `PING`s) and the server's clock rate against this
+    /// machine's (over `options.clock_window`), each finding with what rlock does about it and
+    /// what to change. Only commands that change nothing; a refused one is a finding
+    /// (`unknown`), never an error. Takes about `clock_window` plus the round trips.
+    pub async fn doctor(&self, options: &DoctorOptions) -> DoctorReport {
+        doctor::examine(&self.shared, options).await
     }
 
     /// [`Client::describe`], reading the name as a `kind` where the keys cannot tell (a

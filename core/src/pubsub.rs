@@ -132,6 +132,11 @@ impl Registry {
         self.available.store(false, Ordering::Release);
     }
 
+    /// Whether the endpoint has pub/sub (waiters subscribe), as found at connect.
+    pub(crate) fn available(&self) -> bool {
+        self.available.load(Ordering::Acquire)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         // A poisoned map only means a panic elsewhere while it was held; its data is still
         // consistent (every update is a single insert/remove/counter change).

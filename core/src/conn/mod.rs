@@ -586,7 +586,7 @@ pub(crate) async fn server_named(conn: &mut Commands) -> String {
 
 /// `Valkey V` or `Redis V` from an `INFO server` reply (Valkey also reports the Redis version
 /// it is compatible with as `redis_version`, so its own comes first).
-fn server_version(info: &str) -> Option<String> {
+pub(crate) fn server_version(info: &str) -> Option<String> {
     match info_field(info, "valkey_version") {
         Some(v) => Some(format!("Valkey {v}")),
         None => info_field(info, "redis_version").map(|v| format!("Redis {v}")),

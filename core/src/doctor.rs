@@ -151,12 +151,20 @@ impl Finding {
         self.facts.insert(name.to_owned(), value.into());
         self
     }
+
+    /// [`Finding::fact`] when there is a value; none otherwise.
+    fn fact_if(self, name: &str, value: Option<impl Into<Json>>) -> Self {
+        match value {
+            Some(v) => self.fact(name, v),
+            None => self,
+        }
+    }
 }
 
 /// Runs every check on `shared`'s connections (see the module).
 pub(crate) async fn examine(shared: &Shared, options: &DoctorOptions) -> DoctorReport {
     let mut conn = shared.conn();
-    let server = info(&mut conn, "server").await.as_deref().and_then(conn::server_version);
+    let server = conn::routed_info(&mut conn, "server").await.as_deref().and_then(conn::server_version);
     let findings = vec![
         topology(shared, &conn).await,
         eviction(&mut conn).await,
@@ -168,22 +176,6 @@ pub(crate) async fn examine(shared: &Shared, options: &DoctorOptions) -> DoctorR
         clock(shared, &mut conn, options.clock_window).await,
     ];
     DoctorReport { server, topology: shared.topology().as_str(), findings }
-}
-
-/// An `INFO` section of slot 0's master; `None` when refused or not answered.
-async fn info(conn: &mut Commands, section: &str) -> Option<String> {
-    let mut cmd = redis::cmd("INFO");
-    cmd.arg(section);
-    redis::from_redis_value(conn.route(cmd, master_of_slot(0)).await.ok()?).ok()
-}
-
-/// `CONFIG GET name` on slot 0's master; `None` when refused.
-async fn config(conn: &mut Commands, name: &str) -> Option<String> {
-    let mut cmd = redis::cmd("CONFIG");
-    cmd.arg("GET").arg(name);
-    let pairs: std::collections::HashMap<String, String> =
-        redis::from_redis_value(conn.route(cmd, master_of_slot(0)).await.ok()?).ok()?;
-    pairs.get(name).cloned()
 }
 
 async fn topology(shared: &Shared, conn: &Commands) -> Finding {
@@ -217,7 +209,7 @@ async fn topology(shared: &Shared, conn: &Commands) -> Finding {
 }
 
 async fn eviction(conn: &mut Commands) -> Finding {
-    let Some(policy) = config(conn, "maxmemory-policy").await else {
+    let Some(policy) = conn::routed_config(conn, "maxmemory-policy").await else {
         return finding(
             "eviction",
             Severity::Unknown,
@@ -226,7 +218,7 @@ async fn eviction(conn: &mut Commands) -> Finding {
         )
         .advice("ask the provider: the locks' server needs maxmemory-policy noeviction");
     };
-    let limit = config(conn, "maxmemory").await.and_then(|m| m.parse::<u64>().ok());
+    let limit = conn::routed_config(conn, "maxmemory").await.and_then(|m| m.parse::<u64>().ok());
     let f = if policy == "noeviction" {
         finding(
             "eviction",
@@ -256,15 +248,11 @@ async fn eviction(conn: &mut Commands) -> Finding {
         )
         .advice("maxmemory-policy noeviction on the locks' server (or a server of their own)")
     };
-    let f = f.fact("maxmemory_policy", policy);
-    match limit {
-        Some(l) => f.fact("maxmemory", l),
-        None => f,
-    }
+    f.fact("maxmemory_policy", policy).fact_if("maxmemory", limit)
 }
 
 async fn persistence(conn: &mut Commands) -> Finding {
-    let Some(text) = info(conn, "persistence").await else {
+    let Some(text) = conn::routed_info(conn, "persistence").await else {
         return finding(
             "persistence",
             Severity::Unknown,
@@ -274,9 +262,9 @@ async fn persistence(conn: &mut Commands) -> Finding {
     };
     let aof = conn::info_field(&text, "aof_enabled") == Some("1");
     if aof {
-        let fsync = config(conn, "appendfsync").await;
+        let fsync = conn::routed_config(conn, "appendfsync").await;
         let always = fsync.as_deref() == Some("always");
-        let f = finding(
+        finding(
             "persistence",
             if always { Severity::Ok } else { Severity::Note },
             format!("append-only file on (appendfsync {})", fsync.as_deref().unwrap_or("not known")),
@@ -287,14 +275,11 @@ async fn persistence(conn: &mut Commands) -> Finding {
                  everysec): a lock taken then is free after the restart"
             },
         )
-        .fact("aof", true);
-        match fsync {
-            Some(s) => f.fact("appendfsync", s),
-            None => f,
-        }
+        .fact("aof", true)
+        .fact_if("appendfsync", fsync)
     } else {
         // `save ""` is no snapshots; refused, not known.
-        let snapshots = match config(conn, "save").await.as_deref() {
+        let snapshots = match conn::routed_config(conn, "save").await.as_deref() {
             Some("") => " and no snapshots".to_owned(),
             Some(rules) => format!(", snapshots (save {rules})"),
             None => String::new(),
@@ -313,11 +298,12 @@ async fn persistence(conn: &mut Commands) -> Finding {
 }
 
 async fn replicas(shared: &Shared, conn: &mut Commands) -> Finding {
-    let replicas = info(conn, "replication")
+    let replicas = conn::routed_info(conn, "replication")
         .await
         .and_then(|t| conn::info_field(&t, "connected_slaves").and_then(|n| n.parse::<u64>().ok()));
-    let wait = answers(conn, redis::cmd("WAIT").arg(0).arg(0)).await;
-    let waitaof = answers(conn, redis::cmd("WAITAOF").arg(0).arg(0).arg(0)).await;
+    let wait = ran(conn.route(redis::cmd("WAIT").arg(0).arg(0).clone(), master_of_slot(0)).await);
+    let waitaof =
+        ran(conn.route(redis::cmd("WAITAOF").arg(0).arg(0).arg(0).clone(), master_of_slot(0)).await);
     let sync = shared.replica_sync();
     let f = match (replicas, wait) {
         (None, _) => finding(
@@ -355,29 +341,10 @@ async fn replicas(shared: &Shared, conn: &mut Commands) -> Finding {
         )
         .advice("an endpoint with WAIT, or fencing tokens (the fenced lock) where a failover must not let two owners act"),
     };
-    let f = f.fact("replica_sync", sync);
-    let f = match replicas {
-        Some(n) => f.fact("replicas", n),
-        None => f,
-    };
-    let f = match wait {
-        Some(w) => f.fact("wait", w),
-        None => f,
-    };
-    match waitaof {
-        Some(w) => f.fact("waitaof", w),
-        None => f,
-    }
-}
-
-/// Whether the endpoint runs `cmd` (an answer: yes; an error answer: no); `None` when it did
-/// not answer at all.
-async fn answers(conn: &mut Commands, cmd: &redis::Cmd) -> Option<bool> {
-    match conn.route(cmd.clone(), master_of_slot(0)).await {
-        Ok(_) => Some(true),
-        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => None,
-        Err(_) => Some(false),
-    }
+    f.fact("replica_sync", sync)
+        .fact_if("replicas", replicas)
+        .fact_if("wait", wait)
+        .fact_if("waitaof", waitaof)
 }
 
 fn pubsub(shared: &Shared) -> Finding {
@@ -416,9 +383,10 @@ async fn scripts(conn: &mut Commands) -> Finding {
         }
         cmd
     };
-    let literal = ran(conn, run("return redis.call('EXISTS', KEYS[1])", &[])).await;
-    let dynamic = ran(conn, run("return redis.call(ARGV[1], KEYS[1])", &["EXISTS"])).await;
-    let undeclared = ran(conn, run("return redis.call('EXISTS', ARGV[1])", &[PROBE_OTHER])).await;
+    let literal = ran(conn.query::<Value>(&run("return redis.call('EXISTS', KEYS[1])", &[])).await);
+    let dynamic = ran(conn.query::<Value>(&run("return redis.call(ARGV[1], KEYS[1])", &["EXISTS"])).await);
+    let undeclared =
+        ran(conn.query::<Value>(&run("return redis.call('EXISTS', ARGV[1])", &[PROBE_OTHER])).await);
     let said = |r: Option<bool>| match r {
         Some(true) => "ran",
         Some(false) => "refused",
@@ -455,12 +423,12 @@ async fn scripts(conn: &mut Commands) -> Finding {
         .fact("undeclared_key", as_json(undeclared))
 }
 
-/// Whether a script ran (an answer), was refused (an error answer, `CROSSSLOT` among them), or
-/// got no answer (`None`).
-async fn ran(conn: &mut Commands, cmd: redis::Cmd) -> Option<bool> {
-    match conn.query::<Value>(&cmd).await {
+/// Whether a command ran (an answer), was refused (an error answer, `CROSSSLOT` among them),
+/// or got no answer (`None`).
+fn ran<T>(reply: redis::RedisResult<T>) -> Option<bool> {
+    match reply {
         Ok(_) => Some(true),
-        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => None,
+        Err(e) if conn::answered_nothing(&e) => None,
         Err(_) => Some(false),
     }
 }

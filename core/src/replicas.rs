@@ -312,7 +312,7 @@ pub(crate) async fn require_waits(mut conn: Commands, aof: bool) -> Result<()> {
     }
     match probe.query_async::<Value>(&mut conn).await {
         Ok(_) => Ok(()),
-        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+        Err(e) if crate::conn::answered_nothing(&e) => {
             Err(Error::from_redis(&format!("probing for {name} failed"), e))
         }
         Err(_) => {

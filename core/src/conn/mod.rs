@@ -516,7 +516,7 @@ pub(crate) async fn connect(
                 None => supports_sharded_pubsub(&mut commands).await?,
             };
             let epoch = pubsub.epochs();
-            let maxmemory_policy = routed_maxmemory_policy(&mut commands).await;
+            let maxmemory_policy = routed_config(&mut commands, "maxmemory-policy").await;
             Ok(Connections {
                 topology,
                 commands,
@@ -532,7 +532,7 @@ pub(crate) async fn connect(
             let (link, monitor) = sentinel::connect(t, opener).await?;
             let epoch = link.epochs();
             let mut commands = Commands::Sentinel(link.clone(), Use::Main);
-            let maxmemory_policy = routed_maxmemory_policy(&mut commands).await;
+            let maxmemory_policy = routed_config(&mut commands, "maxmemory-policy").await;
             Ok(Connections {
                 topology,
                 commands,
@@ -554,7 +554,7 @@ async fn supports_sharded_pubsub(conn: &mut Commands) -> Result<bool> {
     match redis::cmd("PUBSUB").arg("SHARDNUMSUB").query_async::<Value>(conn).await {
         Ok(_) => Ok(true),
         // No answer at all: unknown.
-        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+        Err(e) if answered_nothing(&e) => {
             Err(Error::from_redis("probing for sharded pub/sub (PUBSUB SHARDNUMSUB) failed", e))
         }
         // An error answer (ERR unknown subcommand; through the cluster client, a reply of the
@@ -563,10 +563,25 @@ async fn supports_sharded_pubsub(conn: &mut Commands) -> Result<bool> {
     }
 }
 
-/// The `maxmemory-policy` of the master of slot 0 (on a Sentinel set, of the master), `None`
-/// when `CONFIG GET` is refused.
-async fn routed_maxmemory_policy(conn: &mut Commands) -> Option<String> {
-    open::policy_of(conn.route(open::config_get_policy(), master_of_slot(0)).await.ok()?)
+/// Whether a command got no answer at all (the connection failed, dropped or timed out), as
+/// opposed to an error answer: a probe refused is "not available", one not answered is not
+/// known.
+pub(crate) fn answered_nothing(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_timeout() || e.is_connection_dropped()
+}
+
+/// `CONFIG GET name` on the master of slot 0 (on a Sentinel set, the master), `None` when
+/// `CONFIG GET` is refused or not answered.
+pub(crate) async fn routed_config(conn: &mut Commands, name: &str) -> Option<String> {
+    open::config_value(conn.route(open::config_get(name), master_of_slot(0)).await.ok()?, name)
+}
+
+/// `INFO section` of the master of slot 0 (on a Sentinel set, the master), `None` when refused
+/// or not answered.
+pub(crate) async fn routed_info(conn: &mut Commands, section: &str) -> Option<String> {
+    let mut info = redis::cmd("INFO");
+    info.arg(section);
+    redis::from_redis_value(conn.route(info, master_of_slot(0)).await.ok()?).ok()
 }
 
 /// The server's own name and version, as ` (Redis 6.2.16)` or ` (Valkey 8.0.1)`, for an error
@@ -574,14 +589,12 @@ async fn routed_maxmemory_policy(conn: &mut Commands) -> Option<String> {
 /// forbid it). On a cluster, the master of slot 0's. Only ever shown to a person: what the
 /// server supports is probed, never read from this.
 pub(crate) async fn server_named(conn: &mut Commands) -> String {
-    let mut info = redis::cmd("INFO");
-    info.arg("server");
-    let text = conn
-        .route(info, master_of_slot(0))
+    routed_info(conn, "server")
         .await
-        .ok()
-        .and_then(|v| redis::from_redis_value::<String>(v).ok());
-    text.as_deref().and_then(server_version).map(|v| format!(" ({v})")).unwrap_or_default()
+        .as_deref()
+        .and_then(server_version)
+        .map(|v| format!(" ({v})"))
+        .unwrap_or_default()
 }
 
 /// `Valkey V` or `Redis V` from an `INFO server` reply (Valkey also reports the Redis version

@@ -189,19 +189,19 @@ pub(crate) struct Probed {
 /// The server's `maxmemory-policy` (`CONFIG GET`), `None` when the command is refused (managed
 /// services often rename or forbid `CONFIG`) or answered in a shape not expected.
 pub(crate) async fn maxmemory_policy(conn: &mut impl redis::aio::ConnectionLike) -> Option<String> {
-    policy_of(conn.req_packed_command(&config_get_policy()).await.ok()?)
+    config_value(conn.req_packed_command(&config_get("maxmemory-policy")).await.ok()?, "maxmemory-policy")
 }
 
-/// `CONFIG GET maxmemory-policy`, for [`maxmemory_policy`] and its routed form on a cluster.
-pub(crate) fn config_get_policy() -> redis::Cmd {
+/// `CONFIG GET name`, for [`maxmemory_policy`] and the routed reads of `conn::routed_config`.
+pub(crate) fn config_get(name: &str) -> redis::Cmd {
     let mut get = redis::cmd("CONFIG");
-    get.arg("GET").arg("maxmemory-policy");
+    get.arg("GET").arg(name);
     get
 }
 
-/// The policy in a reply to [`config_get_policy`] (a map in RESP3, pairs in RESP2); `None`
-/// for any other reply.
-pub(crate) fn policy_of(reply: redis::Value) -> Option<String> {
+/// `name`'s value in a reply to [`config_get`] (a map in RESP3, pairs in RESP2); `None` for
+/// any other reply.
+pub(crate) fn config_value(reply: redis::Value, name: &str) -> Option<String> {
     let pairs: std::collections::HashMap<String, String> = redis::from_redis_value(reply).ok()?;
-    pairs.get("maxmemory-policy").cloned()
+    pairs.get(name).cloned()
 }

@@ -42,8 +42,8 @@ test: deps generated-check version-check surface-ratio lua-check test-rust $(TES
 # crate-local feature sets are built here as well, and clippy, as it only computes. The two
 # suites stay one after the other: side by side, suites with short leases lost holds on the
 # loaded cores (docs/testing.md).
-CI_BUILT := testbed lib-c build-c build-python build-node build-cli build-chaos interop-jar build-interop \
-  toxiproxy lint
+CI_BUILT := testbed lib-c build-c build-python build-node build-cli build-chaos bench-rust interop-jar \
+  build-interop toxiproxy lint
 
 .PHONY: ci-builds ci-built
 ci-builds: deps $(CI_BUILT)
@@ -100,7 +100,8 @@ test-core: deps testbed ## The fast tier: core's unit tests and single-server in
 
 test-rust: ## Rust core tests against private redis-servers (and the C API's unit tests)
 	bash tools/servers.sh $(WAITAOF_SERVER)
-	RLOCK_WAITAOF_SERVER=$(WAITAOF_SERVER) $(CARGO) test --workspace
+	RLOCK_WAITAOF_SERVER=$(WAITAOF_SERVER) CARGO=$(CARGO) python3 tools/cargo-tests.py --workspace
+	$(CARGO) test --workspace --doc --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
 lint: ## clippy with warnings as errors, rustfmt check

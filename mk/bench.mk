@@ -15,8 +15,8 @@ bench: bench-prereqs ## Benchmarks (rlock vs the ceiling, the peers and Redisson
 bench-short: bench-prereqs ## make bench scaled down (about a second per figure); fails if a surface or peer no longer runs
 	BENCH_SHORT=1 bash bench/run.sh
 
-bench-rust:
-	$(CARGO) build --release -p rlock-bench
+bench-rust:  # with the other release binaries (mk/cli.mk)
+	$(RELEASE_BINS)
 
 # After build-python, which makes .venv anew (under make -j it would wipe the peers otherwise).
 bench-deps: build-python node-deps

@@ -5,7 +5,7 @@ TEST_TARGETS += chaos
 .PHONY: chaos build-chaos
 
 build-chaos: deps build-c build-python build-node
-	$(CARGO) build --release -p rlock-chaos-worker
+	$(RELEASE_BINS)
 	@mkdir -p build/chaos
 	gcc -std=c11 -Wall -Wextra -Werror -O2 -Iinclude tests/chaos/worker.c -o build/chaos/worker \
 	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread -lhiredis

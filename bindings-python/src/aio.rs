@@ -84,11 +84,27 @@ struct Awaited {
     on_done: Py<CancelOnDone>,
 }
 
-/// `asyncio.get_running_loop`, looked up once.
+/// `asyncio.get_running_loop`, looked up once (by [`init`], when the module is imported).
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// [`drain`] as a Python callable, made once.
+/// [`drain`] as a Python callable, made once (by [`init`]).
 static DRAIN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Fills this module's once-made values at import. Made on first use instead, a `fork()` by
+/// one thread while another was making one (an import lets other threads run) left the child
+/// waiting for good on a value no thread of it would finish: the child's first asyncio call hung
+/// (caught with gdb in `future_into_py`, waiting in `GET_RUNNING_LOOP`'s initialisation). An
+/// import cannot meet a fork: CPython's `fork()` waits for the import lock first.
+pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
+    GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?;
+    drain_callable(py)?;
+    Ok(())
+}
+
+/// [`drain`] as a Python callable.
+fn drain_callable(py: Python<'_>) -> PyResult<&Py<PyAny>> {
+    DRAIN.get_or_try_init(py, || wrap_pyfunction!(drain, py).map(|f| f.into_any().unbind()))
+}
 
 /// Runs `fut` on `rt` as an asyncio call of the running event loop (a RuntimeError outside
 /// one) and returns its asyncio future, completed with the future's value or exception. The
@@ -260,8 +276,7 @@ impl Executor {
         if self.watched_by.as_ref().and_then(|w| w.bind(py).upgrade()).is_some_and(|l| l.is(event_loop)) {
             return Ok(unlinked);
         }
-        let drain =
-            DRAIN.get_or_try_init(py, || wrap_pyfunction!(drain, py).map(|f| f.into_any().unbind()))?;
+        let drain = drain_callable(py)?;
         event_loop.call_method1(intern!(py, "add_reader"), (self.listen.as_raw_fd(), drain))?;
         self.watched_by = Some(PyWeakrefReference::new(event_loop)?.unbind());
         self.loop_calls = 0;

@@ -527,5 +527,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
+    aio::init(m.py())?;
     Ok(())
 }

@@ -30,8 +30,9 @@ use std::thread::ThreadId;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyString;
 use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
-use pyo3::{intern, IntoPyObjectExt};
+use pyo3::IntoPyObjectExt;
 use rlock::surface::{CallKey, LocalCalls, LocalIo, RawSocket, Watcher};
 
 use crate::runtime::Rt;
@@ -84,26 +85,58 @@ struct Awaited {
     on_done: Py<CancelOnDone>,
 }
 
-/// `asyncio.get_running_loop`, looked up once (by [`init`], when the module is imported).
-static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// What the asyncio calls look up or make once: `asyncio.get_running_loop`, [`drain`] as a
+/// Python callable, and the names of the loop's and futures' methods they call.
+struct Made {
+    get_running_loop: Py<PyAny>,
+    drain: Py<PyAny>,
+    create_future: Py<PyString>,
+    add_done_callback: Py<PyString>,
+    add_reader: Py<PyString>,
+    add_writer: Py<PyString>,
+    remove_writer: Py<PyString>,
+    remove_reader: Py<PyString>,
+    done: Py<PyString>,
+    remove_done_callback: Py<PyString>,
+    set_result: Py<PyString>,
+    set_exception: Py<PyString>,
+    cancelled: Py<PyString>,
+}
 
-/// [`drain`] as a Python callable, made once (by [`init`]).
-static DRAIN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// [`Made`], filled by [`init`] when the module is imported. Filled on first use instead (as
+/// `intern!` and a `PyOnceLock` per value do), a `fork()` by one thread while another was
+/// filling one left the child waiting for good on a value no thread of it would finish: pyo3
+/// lets other threads run while a once-cell is being filled. Caught with gdb on hung children of
+/// `test_fork_while_asyncio_completions_run`: parked in `GET_RUNNING_LOOP`'s initialisation, then
+/// (with that one made at import) in `made(py)?.add_reader.bind(py)`. An import cannot meet a fork:
+/// CPython's `fork()` waits for the import lock.
+static MADE: PyOnceLock<Made> = PyOnceLock::new();
 
-/// Fills this module's once-made values at import. Made on first use instead, a `fork()` by
-/// one thread while another was making one (an import lets other threads run) left the child
-/// waiting for good on a value no thread of it would finish: the child's first asyncio call hung
-/// (caught with gdb in `future_into_py`, waiting in `GET_RUNNING_LOOP`'s initialisation). An
-/// import cannot meet a fork: CPython's `fork()` waits for the import lock first.
+/// Fills [`MADE`]; called by the module's initialisation.
 pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
-    GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?;
-    drain_callable(py)?;
+    MADE.get_or_try_init(py, || -> PyResult<Made> {
+        Ok(Made {
+            get_running_loop: py.import("asyncio")?.getattr("get_running_loop")?.unbind(),
+            drain: wrap_pyfunction!(drain, py)?.into_any().unbind(),
+            create_future: PyString::intern(py, "create_future").unbind(),
+            add_done_callback: PyString::intern(py, "add_done_callback").unbind(),
+            add_reader: PyString::intern(py, "add_reader").unbind(),
+            add_writer: PyString::intern(py, "add_writer").unbind(),
+            remove_writer: PyString::intern(py, "remove_writer").unbind(),
+            remove_reader: PyString::intern(py, "remove_reader").unbind(),
+            done: PyString::intern(py, "done").unbind(),
+            remove_done_callback: PyString::intern(py, "remove_done_callback").unbind(),
+            set_result: PyString::intern(py, "set_result").unbind(),
+            set_exception: PyString::intern(py, "set_exception").unbind(),
+            cancelled: PyString::intern(py, "cancelled").unbind(),
+        })
+    })?;
     Ok(())
 }
 
-/// [`drain`] as a Python callable.
-fn drain_callable(py: Python<'_>) -> PyResult<&Py<PyAny>> {
-    DRAIN.get_or_try_init(py, || wrap_pyfunction!(drain, py).map(|f| f.into_any().unbind()))
+/// [`MADE`], made at import (an error only if the module's initialisation was bypassed).
+fn made(py: Python<'_>) -> PyResult<&'static Made> {
+    MADE.get(py).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("rlock._native was not initialised"))
 }
 
 /// Runs `fut` on `rt` as an asyncio call of the running event loop (a RuntimeError outside
@@ -123,8 +156,9 @@ where
 {
     // On the heap first: a core call's future is kilobytes, and every move of it is a copy.
     let fut = Box::pin(fut);
-    let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
-    let future = event_loop.call_method0(intern!(py, "create_future"))?;
+    let made = made(py)?;
+    let event_loop = made.get_running_loop.bind(py).call0()?;
+    let future = event_loop.call_method0(made.create_future.bind(py))?;
     let on_done = Py::new(py, CancelOnDone(std::sync::OnceLock::new()))?;
     let call = Box::pin(NotInline {
         call: Box::pin(async move {
@@ -157,7 +191,7 @@ where
     // The old loop's links end here, outside the executor.
     drop(unlinked);
     let _ = on_done.get().0.set(key);
-    let added = future.call_method1(intern!(py, "add_done_callback"), (on_done,));
+    let added = future.call_method1(made.add_done_callback.bind(py), (on_done,));
     if added.is_ok() {
         poll(py, key);
     } else {
@@ -276,8 +310,8 @@ impl Executor {
         if self.watched_by.as_ref().and_then(|w| w.bind(py).upgrade()).is_some_and(|l| l.is(event_loop)) {
             return Ok(unlinked);
         }
-        let drain = drain_callable(py)?;
-        event_loop.call_method1(intern!(py, "add_reader"), (self.listen.as_raw_fd(), drain))?;
+        let made = made(py)?;
+        event_loop.call_method1(made.add_reader.bind(py), (self.listen.as_raw_fd(), made.drain.bind(py)))?;
         self.watched_by = Some(PyWeakrefReference::new(event_loop)?.unbind());
         self.loop_calls = 0;
         unlinked.calls = self.calls.unlink_all().into_iter().map(|(call, _)| call).collect();
@@ -319,7 +353,7 @@ fn watch(event_loop: Py<PyAny>) -> rlock::surface::Watch {
         let watcher = Python::try_attach(|py| -> PyResult<LoopWatcher> {
             let reader = Py::new(py, LinkReady { io: io.clone(), writable: false })?;
             let writer = Py::new(py, LinkReady { io, writable: true })?.into_any();
-            event_loop.bind(py).call_method1(intern!(py, "add_reader"), (socket, reader))?;
+            event_loop.bind(py).call_method1(made(py)?.add_reader.bind(py), (socket, reader))?;
             Ok(LoopWatcher { event_loop: event_loop.clone_ref(py), socket, writer, writing: false, thread })
         })
         .ok_or_else(|| refused("Python is finalizing".to_owned()))?
@@ -345,9 +379,9 @@ impl Watcher for LoopWatcher {
         let done = Python::try_attach(|py| {
             let lp = lp.bind(py);
             let r = if on {
-                lp.call_method1(intern!(py, "add_writer"), (socket, writer)).map(drop)
+                made(py).and_then(|m| lp.call_method1(m.add_writer.bind(py), (socket, writer)).map(drop))
             } else {
-                lp.call_method1(intern!(py, "remove_writer"), (socket,)).map(drop)
+                made(py).and_then(|m| lp.call_method1(m.remove_writer.bind(py), (socket,)).map(drop))
             };
             r.map_err(|e| e.write_unraisable(py, None)).is_ok()
         });
@@ -365,9 +399,11 @@ impl Drop for LoopWatcher {
         let (lp, socket, writing) = (&self.event_loop, self.socket, self.writing);
         Python::try_attach(|py| {
             let lp = lp.bind(py);
-            let mut r = lp.call_method1(intern!(py, "remove_reader"), (socket,)).map(drop);
+            let mut r = made(py).and_then(|m| lp.call_method1(m.remove_reader.bind(py), (socket,)).map(drop));
             if writing {
-                r = r.and(lp.call_method1(intern!(py, "remove_writer"), (socket,)).map(drop));
+                r = r.and(
+                    made(py).and_then(|m| lp.call_method1(m.remove_writer.bind(py), (socket,)).map(drop)),
+                );
             }
             if let Err(e) = r {
                 e.write_unraisable(py, None);
@@ -426,14 +462,14 @@ fn poll(py: Python<'_>, key: CallKey) {
     };
     let future = future.bind(py);
     let outcome = (|| -> PyResult<()> {
-        if future.call_method0(intern!(py, "done"))?.is_truthy()? {
+        if future.call_method0(made(py)?.done.bind(py))?.is_truthy()? {
             return Ok(()); // cancelled meanwhile; the value is dropped (an acquire's is released)
         }
         // Completed here, so it can no longer be cancelled: its cancel callback goes.
-        future.call_method1(intern!(py, "remove_done_callback"), (on_done,))?;
+        future.call_method1(made(py)?.remove_done_callback.bind(py), (on_done,))?;
         match result.and_then(|make| make(py)) {
-            Ok(v) => future.call_method1(intern!(py, "set_result"), (v,)).map(drop),
-            Err(e) => future.call_method1(intern!(py, "set_exception"), (e.into_value(py),)).map(drop),
+            Ok(v) => future.call_method1(made(py)?.set_result.bind(py), (v,)).map(drop),
+            Err(e) => future.call_method1(made(py)?.set_exception.bind(py), (e.into_value(py),)).map(drop),
         }
     })();
     if let Err(e) = outcome {
@@ -477,7 +513,7 @@ struct CancelOnDone(std::sync::OnceLock<CallKey>);
 impl CancelOnDone {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
         let Some(&key) = self.0.get() else { return Ok(()) };
-        if future.call_method0(intern!(future.py(), "cancelled"))?.is_truthy()? {
+        if future.call_method0(made(future.py())?.cancelled.bind(future.py()))?.is_truthy()? {
             // The asyncio future given back is dropped here, with the GIL.
             drop(with_executor(|ex| ex.calls.cancel(key, ex.rt.handle())));
         }

@@ -1,5 +1,5 @@
 //! `rlock`: run a command under a distributed lock (like `flock(1)` across machines), show
-//! what lives under names and list them, force-unlock locks, and examine an endpoint, on the locks of the rlock core (Redisson's layout, so Java services on
+//! what lives under names and list them, force-unlock locks, examine an endpoint and sweep leftovers, on the locks of the rlock core (Redisson's layout, so Java services on
 //! Redisson and rlock users in any language share them).
 //!
 //! The command is a thin layer: it parses arguments, calls core, and maps outcomes to exit
@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 mod doctor;
 mod run;
 mod status;
+mod sweep;
 
 /// Exit codes of `rlock` (besides the command's own status, passed through by `rlock run`).
 pub mod exit {
@@ -33,6 +34,9 @@ pub mod exit {
     /// `rlock doctor`: a finding warns (holds can be lost on that endpoint unless something
     /// changes); the report is still complete.
     pub const WARNED: u8 = 1;
+    /// `rlock sweep`: leftovers were found and left (without `--delete`, or a key that could
+    /// not be looked at); the report is still complete.
+    pub const LEFT: u8 = 1;
     /// `rlock run`: the command could not be executed (found, but not runnable).
     pub const CANNOT_EXECUTE: u8 = 126;
     /// `rlock run`: the command was not found.
@@ -45,7 +49,7 @@ Exit codes:
   0-255  rlock run: the command's own status (128+N when a signal N ended it)
   1      rlock force-unlock: declined at the prompt; rlock status: nothing (no key, no
          waiter) under one of the NAMEs; rlock list: no name found; rlock doctor: a
-         finding warns
+         finding warns; rlock sweep: leftovers found and left
   2      bad usage (also a bad NAME, e.g. an empty one)
   69     Redis could not be reached, or refused a command
   75     rlock run: not acquired within --wait
@@ -101,6 +105,14 @@ enum Command {
     /// Each finding says what rlock does about it and what to change.
     #[command(after_help = AFTER_HELP)]
     Doctor(doctor::DoctorArgs),
+    /// Finds keys holding what nothing can use any more: a fair lock's waiters past their
+    /// deadline (crashed without giving up), a permit-expirable semaphore's permits past their
+    /// lease, request latches without an expiry. Reports them; removes them only with --delete,
+    /// each key checked again by the script that removes (expired permits go back to the
+    /// count, announced to waiters). Never touches a fenced lock's token counter: deleted, it
+    /// would restart at 1 and a store that keeps the highest token would refuse every write.
+    #[command(after_help = AFTER_HELP)]
+    Sweep(sweep::SweepArgs),
 }
 
 /// Arguments of `rlock force-unlock`.
@@ -205,6 +217,7 @@ fn main() -> ExitCode {
             Command::List(args) => status::list(url, args).await,
             Command::ForceUnlock(args) => force_unlock(url, args).await,
             Command::Doctor(args) => doctor::doctor(url, args).await,
+            Command::Sweep(args) => sweep::sweep(url, args).await,
         }
     });
     ExitCode::from(code)

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use crate::conn::Topology;
 use crate::count_down_latch::CountDownLatch;
-use crate::describe::{self, Description, Kind, Listed};
+use crate::describe::{self, Description, Kind, Listed, SweepOptions, SweepReport};
 use crate::doctor::{self, DoctorOptions, DoctorReport};
 use crate::error::{Error, Result};
 use crate::fenced_lock::FencedLock;
@@ -275,6 +275,21 @@ impl Client {
     /// (`unknown`), never an error. Takes about `clock_window` plus the round trips.
     pub async fn doctor(&self, options: &DoctorOptions) -> DoctorReport {
         doctor::examine(&self.shared, options).await
+    }
+
+    /// Keys in Redisson's layout holding what nothing can use any more (`rlock sweep`): a fair
+    /// lock's waiters past their deadline by more than `options.grace` (crashed without giving
+    /// up) or queued without one, a permit-expirable semaphore's permits past their lease by
+    /// more than the grace (given back to the count and announced, as the semaphore's next
+    /// script would), request latches without an expiry. Found with SCAN (`options.pattern`;
+    /// every master of a cluster), each key checked by a script that changes nothing, and with
+    /// `options.delete` removed by a script that checks it again. A fenced lock's token counter
+    /// is never touched (deleted, it restarts at 1). Costs time in proportion to the keyspace.
+    /// A key that cannot be looked at is listed in the report's `errors`; fails only when SCAN
+    /// does (`Connection`/`Timeout`/`Redis`/`Closed`: an endpoint without SCAN, such as
+    /// twemproxy, answers `Redis`).
+    pub async fn sweep(&self, options: &SweepOptions) -> Result<SweepReport> {
+        describe::sweep(&self.shared, options).await
     }
 
     /// [`Client::describe`], reading the name as a `kind` where the keys cannot tell (a

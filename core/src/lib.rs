@@ -79,7 +79,10 @@ pub use client::Client;
 pub use conn::thread::blocking;
 pub use conn::Topology;
 pub use count_down_latch::CountDownLatch;
-pub use describe::{Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter};
+pub use describe::{
+    Channel, ClientRecord, Description, HeldPermit, Holder, Kind, Leftover, LeftoverKind, Listed,
+    QueuedWaiter, SweepError, SweepOptions, SweepReport,
+};
 pub use doctor::{DoctorOptions, DoctorReport, Finding, Severity};
 pub use error::{Error, ErrorKind, Result};
 pub use fenced_lock::FencedLock;

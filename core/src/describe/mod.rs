@@ -310,6 +310,10 @@ pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
 mod classify;
 mod scan;
 mod snapshot;
+mod sweep;
+
+pub(crate) use sweep::sweep;
+pub use sweep::{Leftover, LeftoverKind, SweepError, SweepOptions, SweepReport};
 
 use classify::{force, CountSubscribers};
 use scan::{find_records, record_prefixes};

@@ -63,12 +63,12 @@ pub(super) struct Scan {
 }
 
 impl Scan {
-    async fn new(shared: &Shared, pattern: &str) -> Result<Scan> {
+    pub(super) async fn new(shared: &Shared, pattern: &str) -> Result<Scan> {
         Ok(Scan { targets: scan_targets(shared).await?, pattern: pattern.to_owned(), cursor: 0, done: false })
     }
 
     /// The next page of keys (valid UTF-8 only); `None` when every target was scanned.
-    async fn next(&mut self, shared: &Shared) -> Result<Option<Vec<String>>> {
+    pub(super) async fn next(&mut self, shared: &Shared) -> Result<Option<Vec<String>>> {
         if self.done {
             return Ok(None);
         }

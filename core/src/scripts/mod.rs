@@ -32,6 +32,19 @@ macro_rules! lua {
             script: LazyLock::new(|| Script::new(concat!(include_str!($a), include_str!($path)))),
         }
     };
+    ($a:literal + $b:literal + $c:literal + $path:literal) => {
+        Lua {
+            code: concat!(include_str!($a), include_str!($b), include_str!($c), include_str!($path)),
+            script: LazyLock::new(|| {
+                Script::new(concat!(
+                    include_str!($a),
+                    include_str!($b),
+                    include_str!($c),
+                    include_str!($path)
+                ))
+            }),
+        }
+    };
     ($a:literal + $b:literal + $path:literal) => {
         Lua {
             code: concat!(include_str!($a), include_str!($b), include_str!($path)),
@@ -72,6 +85,7 @@ static PES_RENEW: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes
 static PES_COUNTS: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_counts.lua");
 static TOKEN_RAISE: Lua = lua!("lua/token_raise.lua");
 static DESCRIBE: Lua = lua!("lua/describe.lua");
+static SWEEP: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/pes_common.lua" + "lua/sweep.lua");
 
 impl Lua {
     /// `EVALSHA <sha>` (or `EVAL <source>` when `source`) `<number of keys> <keys...>`.
@@ -815,4 +829,42 @@ pub(crate) async fn describe(
             conn,
         )
         .await
+}
+
+/// What one sweep step looks at (lua/sweep.lua): `"waiters"`, `"permits"` or `"latch"`, with
+/// the keys the script names for it (all in one slot).
+pub(crate) struct SweepStep<'a> {
+    /// `waiters`, `permits` or `latch`.
+    pub(crate) what: &'static str,
+    /// The key found and its partners, in the script's order.
+    pub(crate) keys: &'a [String],
+    /// Remove what is stale (else only count it).
+    pub(crate) remove: bool,
+    /// The grace for clock skew, ms.
+    pub(crate) grace_ms: u64,
+    /// The sweeper's clock, Unix ms (fair-lock deadlines are on the waiters' clocks).
+    pub(crate) now_ms: u64,
+}
+
+/// One sweep step: `(stale, removed)`, or `None` when the key is not what `what` says (then
+/// nothing changed). Run as `EVAL` (an operator's tool: rare, and never meets NOSCRIPT).
+pub(crate) async fn sweep(
+    conn: &mut Commands,
+    step: &SweepStep<'_>,
+    publish: &str,
+) -> RedisResult<Option<(u64, u64)>> {
+    let (stale, removed): (i64, i64) = SWEEP
+        .eval(
+            step.keys,
+            |c| {
+                c.arg(step.what)
+                    .arg(if step.remove { "1" } else { "0" })
+                    .arg(step.grace_ms)
+                    .arg(step.now_ms)
+                    .arg(publish);
+            },
+            conn,
+        )
+        .await?;
+    Ok(u64::try_from(stale).ok().map(|s| (s, u64::try_from(removed).unwrap_or(0))))
 }

@@ -53,10 +53,12 @@ def binaries(cargo_args: List[str]) -> List[Dict[str, str]]:
     for line in p.stdout.splitlines():
         m = json.loads(line)
         if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+            # "lib rlock_testbed", "bin rlock-testbed", "test cluster": unique in a workspace
+            # (a package's lib unit tests would otherwise all read "lib unittests"), and the key
+            # of the times file.
             kind = m["target"]["kind"][0]
-            name = "unittests" if kind in ("lib", "bin", "cdylib", "staticlib", "rlib") else m["target"]["name"]
             out.append({"exe": m["executable"], "manifest": m["manifest_path"],
-                        "package": m["package_id"], "name": f"{kind} {name}"})
+                        "name": f"{kind} {m['target']['name']}"})
     return out
 
 

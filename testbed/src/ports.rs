@@ -5,14 +5,20 @@
 //! redis-server binding it, any connection on the machine may take it. So the launcher reads
 //! `/proc/sys/net/ipv4/ip_local_port_range` and chooses at random among the ports from 10000 up
 //! to just below its low end (or above its high end when that range is too small), checks each
-//! is free by binding it, and never uses Redis's default ports. Ports handed out in this process
-//! stay reserved until their [`Reserved`] guard drops, so parallel tests never share one.
+//! is free by binding it, and never uses Redis's default ports. Ports handed out stay reserved
+//! until their [`Reserved`] guard drops, so parallel tests never share one: in this process by a
+//! set, and across processes (test binaries run side by side, issue 44) by an exclusive `flock`
+//! on one file per port in `$TMPDIR/rlock-testbed-ports/`. Without the file lock, two binaries
+//! could both find a port free before either bound it, and one got "Address already in use".
 
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeSet;
+use std::fs::File;
 use std::hash::{BuildHasher, Hasher};
 use std::net::TcpListener;
 use std::ops::RangeInclusive;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -98,10 +104,63 @@ fn taken() -> std::sync::MutexGuard<'static, BTreeSet<u16>> {
     TAKEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What trying to claim a port across processes found.
+#[derive(Debug)]
+pub enum Claim {
+    /// This process holds the port's lock file until the file is dropped.
+    Held(File),
+    /// Another process (or another guard of this one) holds it.
+    Taken,
+    /// No lock file could be opened (an unwritable temporary directory): only the in-process
+    /// set and the bind check protect the port.
+    Unavailable,
+}
+
+/// The directory of the per-port lock files, shared by every process of the machine. The files
+/// stay (empty): deleting one while another process opens it would let two processes lock two
+/// different files of the same name.
+pub fn lock_dir() -> PathBuf {
+    std::env::temp_dir().join("rlock-testbed-ports")
+}
+
+/// Claims `port` across processes: an exclusive, non-blocking `flock` on its lock file. The
+/// kernel drops the lock when the file is closed or the process dies, so nothing is left over.
+pub fn claim(port: u16) -> Claim {
+    let dir = lock_dir();
+    if std::fs::create_dir_all(&dir).is_err() {
+        return Claim::Unavailable;
+    }
+    let Ok(file) = File::options().create(true).truncate(false).write(true).open(dir.join(port.to_string()))
+    else {
+        return Claim::Unavailable;
+    };
+    // SAFETY: flock on a file descriptor this function owns (it lives as long as `file`).
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Claim::Held(file)
+    } else {
+        Claim::Taken
+    }
+}
+
+/// Claims `port` for this process when no other holds it and nothing listens on it.
+fn claim_free(port: u16, set: &BTreeSet<u16>) -> Option<Option<File>> {
+    if !allowed(port) || set.contains(&port) {
+        return None;
+    }
+    let held = match claim(port) {
+        Claim::Held(f) => Some(f),
+        Claim::Taken => return None,
+        Claim::Unavailable => None,
+    };
+    is_free(port).then_some(held)
+}
+
 /// Ports handed out to this process; released when dropped.
 #[derive(Debug)]
 pub struct Reserved {
     ports: Vec<u16>,
+    /// The ports' lock files (see [`claim`]): closing them releases the ports to other processes.
+    locks: Vec<File>,
 }
 
 impl Reserved {
@@ -124,18 +183,25 @@ impl Drop for Reserved {
 pub fn reserve(n: usize) -> Result<Reserved> {
     let range = safe_range(ephemeral_range());
     let mut ports = Vec::with_capacity(n);
+    let mut locks = Vec::with_capacity(n);
     let mut set = taken();
     for _ in 0..n {
         let mut found = None;
         for _ in 0..2000 {
             let p = pick(&range, random());
-            if allowed(p) && !set.contains(&p) && !ports.contains(&p) && is_free(p) {
-                found = Some(p);
+            if ports.contains(&p) {
+                continue;
+            }
+            if let Some(lock) = claim_free(p, &set) {
+                found = Some((p, lock));
                 break;
             }
         }
         match found {
-            Some(p) => ports.push(p),
+            Some((p, lock)) => {
+                ports.push(p);
+                locks.extend(lock);
+            }
             None => {
                 return Err(Error::new(format!(
                     "no free port found in {}-{} after 2000 tries",
@@ -146,7 +212,7 @@ pub fn reserve(n: usize) -> Result<Reserved> {
         }
     }
     set.extend(ports.iter().copied());
-    Ok(Reserved { ports })
+    Ok(Reserved { ports, locks })
 }
 
 /// How far above a cluster node's port its bus port is by default (every Redis and Valkey).
@@ -164,20 +230,18 @@ pub fn reserve_node(bus: bool, extra: usize) -> Result<Reserved> {
     }
     let low = u16::try_from(start).unwrap_or(LOWEST)..=u16::try_from(end - BUS_OFFSET).unwrap_or(LOWEST);
     let mut pair = None;
+    let mut locks = Vec::with_capacity(2);
     {
-        let set = taken();
+        let mut set = taken();
         for _ in 0..2000 {
             let p = pick(&low, random());
             let Ok(b) = u16::try_from(u32::from(p) + BUS_OFFSET) else { continue };
-            if allowed(p) && allowed(b) && !set.contains(&p) && !set.contains(&b) && is_free(p) && is_free(b)
-            {
-                pair = Some((p, b));
-                break;
-            }
-        }
-        if let Some((p, b)) = pair {
-            drop(set);
-            taken().extend([p, b]);
+            let Some(port_lock) = claim_free(p, &set) else { continue };
+            let Some(bus_lock) = claim_free(b, &set) else { continue };
+            locks.extend(port_lock.into_iter().chain(bus_lock));
+            pair = Some((p, b));
+            set.extend([p, b]);
+            break;
         }
     }
     let Some((p, b)) = pair else {
@@ -186,11 +250,13 @@ pub fn reserve_node(bus: bool, extra: usize) -> Result<Reserved> {
         )));
     };
     // The pair's guard releases it if the extra ports cannot be had; else one guard takes all.
-    let mut pair = Reserved { ports: vec![p, b] };
+    let mut pair = Reserved { ports: vec![p, b], locks };
     let mut more = reserve(extra)?;
     let mut ports = std::mem::take(&mut pair.ports);
+    let mut locks = std::mem::take(&mut pair.locks);
     ports.append(&mut more.ports);
-    Ok(Reserved { ports })
+    locks.append(&mut more.locks);
+    Ok(Reserved { ports, locks })
 }
 
 /// A port that was free a moment ago, outside the ephemeral range (for "nothing listens here"
@@ -285,6 +351,19 @@ mod tests {
         drop(r);
         let set = taken();
         assert!(p.iter().all(|x| !set.contains(x)));
+    }
+
+    #[test]
+    fn a_port_claimed_by_another_open_file_is_not_handed_out() {
+        // flock conflicts between open files, in one process as across processes: what a test
+        // binary beside this one holds is refused here.
+        let r = reserve(1).unwrap();
+        let p = r.ports()[0];
+        assert_eq!(r.locks.len(), 1, "a writable temporary directory has the lock files");
+        assert!(matches!(claim(p), Claim::Taken), "a reserved port's lock is held");
+        assert!(claim_free(p, &BTreeSet::new()).is_none(), "another process's port is not free here");
+        drop(r);
+        assert!(matches!(claim(p), Claim::Held(_)), "released on drop");
     }
 
     #[test]

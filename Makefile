@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 
-.PHONY: help deps build build-rust demo test test-core test-rust lint fmt clean check generated generated-check surface-ratio lua-check
+.PHONY: help deps build build-rust demo test test-core test-rust lint fmt clean check generated generated-check surface-ratio lua-check once-check
 
 # Each surface adds its targets in mk/<surface>.mk and appends them to these lists.
 BUILD_TARGETS :=
@@ -33,7 +33,7 @@ build-rust:
 demo: build testbed ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps generated-check version-check surface-ratio lua-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
+test: deps generated-check version-check surface-ratio lua-check once-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
 # CI (.ci/run) makes every build `make test` and `make compat-ci` run once first (`make
@@ -55,7 +55,7 @@ ci-builds: deps $(CI_BUILT)
 ci-built:
 	@echo $(addprefix -o ,$(CI_BUILT))
 
-check: generated-check lint surface-ratio lua-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)
+check: generated-check lint surface-ratio lua-check once-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)
 	$(CARGO) test --workspace --lib --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
@@ -71,6 +71,11 @@ surface-ratio:
 lua-check:
 	python3 tools/lua-check.py --self-test
 	python3 tools/lua-check.py
+
+# Every once-per-process value made at import, not on first use: a fork() in another thread's
+# first use copied a half-filled once-cell and the child waited for good (tools/once-check.py).
+once-check:
+	python3 tools/once-check.py
 
 # The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).
 generated: ## Regenerate the C option setters, Python ClientOptions, Node option/error types, the parity table's docs

@@ -527,6 +527,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
+    // Every once-made value now, while importing (fork() waits for the import lock): made on
+    // first use, a fork in another thread's making left the child waiting for good.
+    rlock::surface::make_once_values();
     aio::init(m.py())?;
     Ok(())
 }

@@ -63,3 +63,13 @@ pub async fn list_json(
 pub fn option_names(surface: Surface) -> Vec<String> {
     OPTIONS.iter().map(|o| o.spelling(surface)).collect()
 }
+
+/// Makes now every value core makes once per process on first use: the scripts' SHA1 digests
+/// and the link stall clock's start. A `fork()` while another thread was making one would copy
+/// its once-cell half filled, and the child's first use would wait for good; a binding whose
+/// users fork (Python) calls this when it is loaded. Idempotent and cheap after the first call;
+/// it cannot fail.
+pub fn make_once_values() {
+    crate::scripts::make_all();
+    crate::conn::local::start_clock();
+}

@@ -107,7 +107,9 @@ pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 /// semver.
 #[doc(hidden)]
 pub mod surface {
-    pub use crate::bindings::{acquire_permit, describe_json, list_json, lost_args, option_names, LostArgs};
+    pub use crate::bindings::{
+        acquire_permit, describe_json, list_json, lost_args, make_once_values, option_names, LostArgs,
+    };
     pub use crate::conn::local::{LocalIo, RawSocket, Watch, Watcher};
     pub use crate::conn::thread::THREAD_LINK_NAME;
     pub use crate::describe::to_json;

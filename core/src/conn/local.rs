@@ -202,10 +202,18 @@ struct Stall {
     stalled: AtomicBool,
 }
 
+/// The start of [`now_ms`]'s clock: the first time it was read (or [`start_clock`] ran).
+static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
 /// The clock of [`Stall::progress`].
 fn now_ms() -> u64 {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     crate::millis::whole_ms(EPOCH.get_or_init(std::time::Instant::now).elapsed())
+}
+
+/// Starts [`now_ms`]'s clock now, if it has not started (see `scripts::make_all` for why: a
+/// fork must not copy its once-cell half filled).
+pub(crate) fn start_clock() {
+    EPOCH.get_or_init(std::time::Instant::now);
 }
 
 /// One request waiting on a link, until dropped.

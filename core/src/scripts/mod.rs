@@ -55,37 +55,60 @@ macro_rules! lua {
     };
 }
 
-static ACQUIRE: Lua = lua!("lua/acquire.lua");
-static FENCED_ACQUIRE: Lua = lua!("lua/fenced_acquire.lua");
-static RELEASE: Lua = lua!("lua/publish.lua" + "lua/release.lua");
-static FORCE_UNLOCK: Lua = lua!("lua/publish.lua" + "lua/force_unlock.lua");
-static RENEW: Lua = lua!("lua/renew.lua");
-static READ_ACQUIRE: Lua = lua!("lua/read_acquire.lua");
-static WRITE_ACQUIRE: Lua = lua!("lua/write_acquire.lua");
-static READ_RELEASE: Lua = lua!("lua/publish.lua" + "lua/read_release.lua");
-static WRITE_RELEASE: Lua = lua!("lua/publish.lua" + "lua/write_release.lua");
-static RW_FORCE_UNLOCK: Lua = lua!("lua/publish.lua" + "lua/rw_force_unlock.lua");
-static RENEW_READS: Lua = lua!("lua/renew_reads.lua");
-static FAIR_ACQUIRE: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_acquire.lua");
-static FAIR_RELEASE: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_release.lua");
-static FAIR_FORCE_UNLOCK: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_force_unlock.lua");
-static FAIR_GIVE_UP: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_give_up.lua");
-static LATCH_TRY_SET: Lua = lua!("lua/publish.lua" + "lua/latch_try_set.lua");
-static LATCH_COUNT_DOWN: Lua = lua!("lua/publish.lua" + "lua/latch_count_down.lua");
-static LATCH_DELETE: Lua = lua!("lua/publish.lua" + "lua/latch_delete.lua");
-static SEM_ACQUIRE: Lua = lua!("lua/sem_acquire.lua");
-static SEM_RELEASE: Lua = lua!("lua/publish.lua" + "lua/sem_release.lua");
-static SEM_UNDO: Lua = lua!("lua/publish.lua" + "lua/sem_undo.lua");
-static SEM_TRY_SET: Lua = lua!("lua/publish.lua" + "lua/sem_try_set.lua");
-static SEM_ADD: Lua = lua!("lua/publish.lua" + "lua/sem_add.lua");
-static SEM_DRAIN: Lua = lua!("lua/sem_drain.lua");
-static PES_ACQUIRE: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_acquire.lua");
-static PES_RELEASE: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_release.lua");
-static PES_RENEW: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_renew.lua");
-static PES_COUNTS: Lua = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_counts.lua");
-static TOKEN_RAISE: Lua = lua!("lua/token_raise.lua");
-static DESCRIBE: Lua = lua!("lua/describe.lua");
-static SWEEP: Lua = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/pes_common.lua" + "lua/sweep.lua");
+/// Declares each script as a static and [`ALL`] as the list of them.
+macro_rules! scripts {
+    ($($name:ident = $def:expr;)*) => {
+        $(static $name: Lua = $def;)*
+        /// Every script, for [`make_all`].
+        static ALL: &[&Lua] = &[$(&$name),*];
+    };
+}
+
+// Every script, each a static, and ALL listing them for make_all (one list: a script added here
+// is made with the others).
+scripts! {
+    ACQUIRE = lua!("lua/acquire.lua");
+    FENCED_ACQUIRE = lua!("lua/fenced_acquire.lua");
+    RELEASE = lua!("lua/publish.lua" + "lua/release.lua");
+    FORCE_UNLOCK = lua!("lua/publish.lua" + "lua/force_unlock.lua");
+    RENEW = lua!("lua/renew.lua");
+    READ_ACQUIRE = lua!("lua/read_acquire.lua");
+    WRITE_ACQUIRE = lua!("lua/write_acquire.lua");
+    READ_RELEASE = lua!("lua/publish.lua" + "lua/read_release.lua");
+    WRITE_RELEASE = lua!("lua/publish.lua" + "lua/write_release.lua");
+    RW_FORCE_UNLOCK = lua!("lua/publish.lua" + "lua/rw_force_unlock.lua");
+    RENEW_READS = lua!("lua/renew_reads.lua");
+    FAIR_ACQUIRE = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_acquire.lua");
+    FAIR_RELEASE = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_release.lua");
+    FAIR_FORCE_UNLOCK = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_force_unlock.lua");
+    FAIR_GIVE_UP = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_give_up.lua");
+    LATCH_TRY_SET = lua!("lua/publish.lua" + "lua/latch_try_set.lua");
+    LATCH_COUNT_DOWN = lua!("lua/publish.lua" + "lua/latch_count_down.lua");
+    LATCH_DELETE = lua!("lua/publish.lua" + "lua/latch_delete.lua");
+    SEM_ACQUIRE = lua!("lua/sem_acquire.lua");
+    SEM_RELEASE = lua!("lua/publish.lua" + "lua/sem_release.lua");
+    SEM_UNDO = lua!("lua/publish.lua" + "lua/sem_undo.lua");
+    SEM_TRY_SET = lua!("lua/publish.lua" + "lua/sem_try_set.lua");
+    SEM_ADD = lua!("lua/publish.lua" + "lua/sem_add.lua");
+    SEM_DRAIN = lua!("lua/sem_drain.lua");
+    PES_ACQUIRE = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_acquire.lua");
+    PES_RELEASE = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_release.lua");
+    PES_RENEW = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_renew.lua");
+    PES_COUNTS = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_counts.lua");
+    TOKEN_RAISE = lua!("lua/token_raise.lua");
+    DESCRIBE = lua!("lua/describe.lua");
+    SWEEP = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/pes_common.lua" + "lua/sweep.lua");
+}
+
+/// Hashes every script now. Made on first use, a `fork()` while another thread was hashing one
+/// would copy its once-cell half filled, and the child's first use of that script would wait
+/// for good (what pyo3's once-cells did to forked Python children); the Python module calls
+/// this, through `rlock::surface::make_once_values`, when it is imported.
+pub(crate) fn make_all() {
+    for lua in ALL {
+        LazyLock::force(&lua.script);
+    }
+}
 
 impl Lua {
     /// `EVALSHA <sha>` (or `EVAL <source>` when `source`) `<number of keys> <keys...>`.

@@ -8,6 +8,7 @@ mod aio;
 mod count_down_latch;
 mod errors;
 mod lock;
+mod logging;
 mod multi_lock;
 mod permit_expirable_semaphore;
 mod red_lock;
@@ -516,6 +517,7 @@ fn option_names() -> Vec<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The workspace version (Cargo.toml), as `rlock.__version__`.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    logging::install();
     m.add_class::<Client>()?;
     m.add_class::<Semaphore>()?;
     m.add_class::<PermitExpirableSemaphore>()?;

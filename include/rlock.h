@@ -598,8 +598,10 @@ enum rlock_result rlock_lock_remove_lost_listener(const struct rlock_lock *lock,
 // as its first argument, for the whole process; NULL `callback` stops them (the default: none
 // are printed). It is called on whatever thread logged (librlock's, or one in a librlock
 // call), so it and `userdata` must be thread-safe; it must return quickly and must not call
-// librlock. Replaces any earlier callback; `userdata` must stay valid until the callback is
-// replaced or removed. Thread-safe. Never fails (`RLOCK_OK`; `RLOCK_PANIC` on a bug).
+// librlock. A message repeated within 30 s is passed on once. Replaces any earlier callback
+// and returns once no call of it is running, so its `userdata` may be freed then. Thread-safe;
+// in a child after `fork()`, call it only when no thread of the parent was logging (a log call
+// under way at the fork leaves it waiting). Never fails (`RLOCK_OK`; `RLOCK_PANIC` on a bug).
 enum rlock_result rlock_set_log_callback(rlock_log_callback callback, void *userdata);
 
 // Makes a multi-lock over the `count` lock handles at `locks` (at least one; any kinds, on

@@ -3,48 +3,73 @@
 //! `ERROR` and `INFO` likewise. Configure them as any logger (`logging.getLogger("rlock")`).
 //!
 //! Records come on rlock's own threads, which may hold core's locks while they log: they only
-//! queue the record, and one thread of this module's (made again in a forked child) takes the
-//! GIL and hands each to `logging`, so no rlock thread ever waits for the GIL.
+//! queue the record, and one thread of this module's takes the GIL and hands each to `logging`,
+//! so no rlock thread ever waits for the GIL. The queue is found without a lock, and a forked
+//! child makes its own (queue and thread) without touching its parent's: a lock or channel
+//! another thread held at `fork()` would stay held in the child for good.
 
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use rlock::LogLevel;
 
 type Record = (LogLevel, String, String);
 
-/// The queue to the forwarding thread, with the pid of the process that made it.
-static QUEUE: Mutex<Option<(u32, Sender<Record>)>> = Mutex::new(None);
+/// One process's queue to its forwarding thread.
+struct Queue {
+    pid: u32,
+    tx: Sender<Record>,
+}
+
+/// The current process's queue: NULL or a leaked `Box<Queue>`, never freed (a child must not
+/// drop its parent's channel).
+static QUEUE: AtomicPtr<Queue> = AtomicPtr::new(ptr::null_mut());
 
 /// Installs the forwarding (at import). Another `log` logger of this process (none is expected
 /// in an extension module) would keep the records: nothing fails then.
 pub(crate) fn install() {
     rlock::set_log_sink(Some(Arc::new(|level, target: &str, message: &str| {
-        let record = (level, target.replace("::", "."), message.to_owned());
-        let mut queue = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
-        let pid = std::process::id();
-        if queue.as_ref().is_none_or(|(p, _)| *p != pid) {
-            *queue = start().map(|tx| (pid, tx));
-        }
-        if let Some((_, tx)) = queue.as_ref() {
-            let _ = tx.send(record);
+        if let Some(queue) = queue() {
+            let _ = queue.tx.send((level, target.replace("::", "."), message.to_owned()));
         }
     })));
 }
 
-/// The forwarding thread; `None` when no thread could be made (the record is dropped).
+/// This process's queue, made (with its thread) on first use in each process; `None` when no
+/// thread could be made (the record is dropped).
+fn queue() -> Option<&'static Queue> {
+    let pid = std::process::id();
+    loop {
+        let current = QUEUE.load(Ordering::Acquire);
+        // SAFETY: QUEUE is NULL or a leaked Box that is never freed.
+        if let Some(q) = unsafe { current.as_ref() } {
+            if q.pid == pid {
+                return Some(q);
+            }
+        }
+        let fresh = Box::into_raw(Box::new(Queue { pid, tx: start()? }));
+        match QUEUE.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: just leaked above, never freed from now on.
+            Ok(_) => return unsafe { fresh.as_ref() },
+            // Another thread installed one first: ours goes (its thread ends with the channel).
+            // SAFETY: made by Box::into_raw above and never shared.
+            Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+        }
+    }
+}
+
+/// The forwarding thread; `None` when no thread could be made.
 fn start() -> Option<Sender<Record>> {
     let (tx, rx) = channel::<Record>();
     std::thread::Builder::new()
         .name("rlock-logging".into())
         .spawn(move || {
             while let Ok((level, target, message)) = rx.recv() {
-                // SAFETY: a plain query of the interpreter's state, valid from any thread.
-                if unsafe { pyo3::ffi::Py_IsInitialized() } == 0 {
-                    return;
-                }
-                Python::attach(|py| {
+                // None once the interpreter is shutting down (or gone): nothing to log to.
+                let attached = Python::try_attach(|py| {
                     let level = match level {
                         LogLevel::Error => 40,
                         LogLevel::Warn => 30,
@@ -58,6 +83,9 @@ fn start() -> Option<Sender<Record>> {
                         e.write_unraisable(py, None);
                     }
                 });
+                if attached.is_none() {
+                    return;
+                }
             }
         })
         .ok()

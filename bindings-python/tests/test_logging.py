@@ -13,7 +13,9 @@ from conftest import Testbed, wait_until
 
 def test_a_core_warning_reaches_the_rlock_logger(caplog: pytest.LogCaptureFixture) -> None:
     # A server that may evict keys: core warns at connect (docs/operations/managed-services.md).
-    with Testbed("evicting") as server, caplog.at_level(logging.INFO, logger="rlock"):
+    # A policy no other test uses: a message repeated within 30 s is passed on once.
+    with Testbed("single", "--", "--maxmemory-policy", "volatile-ttl") as server, \
+            caplog.at_level(logging.INFO, logger="rlock"):
         client = rlock.Client(server.url)
         try:
             def warned() -> bool:
@@ -23,7 +25,37 @@ def test_a_core_warning_reaches_the_rlock_logger(caplog: pytest.LogCaptureFixtur
             record = next(r for r in caplog.records if "maxmemory-policy" in r.getMessage())
             assert record.levelno == logging.WARNING
             assert record.name.startswith("rlock."), record.name
-            assert "noeviction" in record.getMessage()
+            assert "volatile-ttl" in record.getMessage() and "noeviction" in record.getMessage()
         finally:
             client.close()
 
+
+
+def test_a_forked_child_forwards_through_its_own_thread() -> None:
+    import os
+    import threading
+
+    import redis
+
+    with Testbed("single", "--", "--maxmemory-policy", "volatile-lfu") as server:
+        # The parent's forwarding thread runs (this connect warned); a child has none of it.
+        rlock.Client(server.url).close()
+        redis.Redis(port=server.port).config_set("maxmemory-policy", "allkeys-lfu")
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 once its own connect's warning reached its logging
+            code = 1
+            try:
+                seen = threading.Event()
+
+                class Catch(logging.Handler):
+                    def emit(self, record: logging.LogRecord) -> None:
+                        if "allkeys-lfu" in record.getMessage():
+                            seen.set()
+
+                logging.getLogger("rlock").addHandler(Catch())
+                rlock.Client(server.url).close()
+                code = 0 if seen.wait(10) else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the child's warning never reached its logging"

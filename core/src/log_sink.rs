@@ -7,7 +7,8 @@
 //! [`set_log_sink`]; the sink behind it can be replaced or cleared at any time. Records below
 //! `Info` and those of other crates never reach a sink.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// How severe a record is, as every surface maps it (Python's levels, Node's warning types,
 /// C's `rlock_log_level`).
@@ -47,14 +48,46 @@ impl log::Log for Forward {
             log::Level::Warn => LogLevel::Warn,
             _ => LogLevel::Info,
         };
-        // Cloned out, so a sink that replaces the sink does not deadlock on the lock.
-        let sink = SINK.read().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some(sink) = sink {
-            sink(level, record.target(), &record.args().to_string());
+        let message = record.args().to_string();
+        if repeated(&message) {
+            return;
+        }
+        // Held during the call, so once `set_log_sink` returns no call of the sink it replaced
+        // is still running (C frees the userdata then). Sinks neither log nor call rlock.
+        let sink = SINK.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(sink) = sink.as_ref() {
+            sink(level, record.target(), &message);
         }
     }
 
     fn flush(&self) {}
+}
+
+/// How long a message is passed on once only: a warning that repeats (a SUBSCRIBE failing
+/// every poll interval through an outage, each stray try on a stopped RedLock member) would
+/// otherwise bury the rest.
+const REPEAT_WINDOW: Duration = Duration::from_secs(30);
+
+/// The messages passed on within the last [`REPEAT_WINDOW`], by when.
+static RECENT: Mutex<Vec<(String, Instant)>> = Mutex::new(Vec::new());
+
+/// Whether `message` was passed on within the last [`REPEAT_WINDOW`] (else it is recorded as
+/// passed on now). Never waits: when another thread has the list (or held it at `fork()`,
+/// leaving it locked for good in the child) the record is passed on unchecked.
+fn repeated(message: &str) -> bool {
+    let Ok(mut recent) = RECENT.try_lock() else {
+        return false;
+    };
+    let now = Instant::now();
+    recent.retain(|(_, at)| now.duration_since(*at) < REPEAT_WINDOW);
+    if recent.iter().any(|(m, _)| m == message) {
+        return true;
+    }
+    // Bounded: distinct messages (each naming its lock) are passed on all the same.
+    if recent.len() < 256 {
+        recent.push((message.to_owned(), now));
+    }
+    false
 }
 
 /// Whether `target` is one of core's modules (`rlock` or `rlock::...`).
@@ -62,9 +95,11 @@ fn is_ours(target: &str) -> bool {
     target == "rlock" || target.starts_with("rlock::")
 }
 
-/// Sends core's records from now on to `sink` (`None`: to nobody). The first call installs the
-/// process's `log` logger; when another logger was installed first (a Rust program with its
-/// own), records keep going there and `false` is returned. Never fails otherwise.
+/// Sends core's records from now on to `sink` (`None`: to nobody); returns once no call of the
+/// sink it replaced is running. A message repeated within 30 s is passed on once. The first
+/// call installs the process's `log` logger; when another logger was installed first (a Rust
+/// program with its own), records keep going there and `false` is returned. Never fails
+/// otherwise.
 pub fn set_log_sink(sink: Option<LogSink>) -> bool {
     *SINK.write().unwrap_or_else(|p| p.into_inner()) = sink;
     static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -90,6 +125,7 @@ mod tests {
         assert!(set_log_sink(Some(Arc::new(move |l, t: &str, m: &str| {
             into.lock().unwrap().push((l, t.to_owned(), m.to_owned()));
         }))));
+        log::warn!(target: "rlock::lock", "a give-back failed");
         log::warn!(target: "rlock::lock", "a give-back failed");
         log::info!(target: "rlock", "connected");
         log::debug!(target: "rlock::lock", "not passed on");

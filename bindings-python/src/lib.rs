@@ -527,6 +527,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PendingAcquire>()?;
     m.add_class::<CountDownLatch>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::log_fd, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::drain_logs, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     aio::init(m.py())?;

@@ -302,6 +302,13 @@ export declare function redLock(name: string, clients: Array<NativeClient>, fenc
 export declare function redLockQuorum(servers: number): number
 
 /**
+ * Sends core's log records to `callback(level, target, message)` on this JS thread, for the
+ * whole process (`rlock.js` sets one at load that calls `process.emitWarning`). Weak: it never
+ * keeps the process alive. Replaces any earlier callback.
+ */
+export declare function setLogCallback(callback: (arg: LogArgs) => void): void
+
+/**
  * Tells the addon which JS runtime loaded it: `'node'`, `'bun'`, `'deno'` or another name
  * (`rlock.js` calls it once at load). Off Node, calls skip the event-loop-polled local link,
  * which needs Node's libuv, and use the client's shared connection.

@@ -849,5 +849,6 @@ module.exports.multiLock = nativeBinding.multiLock
 module.exports.optionNames = nativeBinding.optionNames
 module.exports.redLock = nativeBinding.redLock
 module.exports.redLockQuorum = nativeBinding.redLockQuorum
+module.exports.setLogCallback = nativeBinding.setLogCallback
 module.exports.setRuntime = nativeBinding.setRuntime
 module.exports.version = nativeBinding.version

@@ -125,6 +125,17 @@ typedef enum rlock_topology {
   RLOCK_TOPOLOGY_SENTINEL = 2,
 } rlock_topology;
 
+// How severe a log record is.
+typedef enum rlock_log_level {
+  // Something failed that librlock could not make good.
+  RLOCK_LOG_ERROR = 1,
+  // Something failed or is unsafe, and librlock went on (a give-back that did not reach
+  // Redis, a server that may evict a held lock's key).
+  RLOCK_LOG_WARN = 2,
+  // A change worth knowing.
+  RLOCK_LOG_INFO = 3,
+} rlock_log_level;
+
 // Which lock of the family an `rlock_lock` is (Redisson's names).
 typedef enum rlock_lock_kind {
   // The reentrant lock (Redisson `RLock`).
@@ -234,6 +245,14 @@ typedef struct rlock_lost_event {
 // Called when the watchdog loses a hold of the client, with the `userdata` given to
 // `rlock_client_on_lost` and the event (valid only during the call).
 typedef void (*rlock_lost_callback)(void *userdata, const struct rlock_lost_event *event);
+
+// Called with each of librlock's log records: `userdata` as given to
+// `rlock_set_log_callback`, the level, the module that logged (`"rlock::..."`) and the
+// message (both NUL-terminated, valid only during the call).
+typedef void (*rlock_log_callback)(void *userdata,
+                                   enum rlock_log_level level,
+                                   const char *target,
+                                   const char *message);
 
 // One histogram of durations, summarized; every time in milliseconds.
 typedef struct rlock_stats_summary {
@@ -574,6 +593,16 @@ enum rlock_result rlock_lock_on_lost(const struct rlock_lock *lock,
 enum rlock_result rlock_lock_remove_lost_listener(const struct rlock_lock *lock,
                                                   uint64_t listener,
                                                   bool *out_removed);
+
+// Sends librlock's log records (levels error, warn and info) to `callback`, with `userdata`
+// as its first argument, for the whole process; NULL `callback` stops them (the default: none
+// are printed). It is called on whatever thread logged (librlock's, or one in a librlock
+// call), so it and `userdata` must be thread-safe; it must return quickly and must not call
+// librlock. A message repeated within 30 s is passed on once. Replaces any earlier callback
+// and returns once no call of it is running, so its `userdata` may be freed then. Thread-safe;
+// in a child after `fork()`, call it only when no thread of the parent was logging (a log call
+// under way at the fork leaves it waiting). Never fails (`RLOCK_OK`; `RLOCK_PANIC` on a bug).
+enum rlock_result rlock_set_log_callback(rlock_log_callback callback, void *userdata);
 
 // Makes a multi-lock over the `count` lock handles at `locks` (at least one; any kinds, on
 // any clients; taken in this order) and writes it to `*out`. The multi-lock keeps its own

@@ -13,7 +13,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "core/src"
 LAYERS = [
-    ("foundation", ["error", "millis", "metrics", "options", "spelling", "keys", "url", "owner", "runtime"]),
+    ("foundation", ["error", "millis", "metrics", "options", "spelling", "keys", "url", "owner", "runtime", "log_sink"]),
     ("connection", ["conn"]),
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "local_calls", "replicas", "watchdog", "records", "pubsub", "shared"]),

@@ -8,6 +8,18 @@ const native = require('../index.js')
 const runtime = process.versions.bun ? 'bun' : process.versions.deno ? 'deno' : 'node'
 native.setRuntime(runtime)
 
+// Core's warnings (a give-back that could not reach Redis, a server that may evict a held
+// lock's key) as process warnings: printed by Node unless the process handles 'warning'. The
+// callback is one per process, so the main thread's: a worker thread's would be gone with it.
+if (require('node:worker_threads').isMainThread) native.setLogCallback((level, target, message) => {
+  if (level === 'info') return
+  process.emitWarning(message.replace(/^rlock: /, ''), {
+    type: 'RLockWarning',
+    code: level === 'error' ? 'RLOCK_LOG_ERROR' : 'RLOCK_LOG_WARN',
+    detail: `from ${target}`,
+  })
+})
+
 /** An rlock failure; `code` is one of the `RLOCK_*` strings listed in `codes`. */
 class RLockError extends Error {
   constructor(code, message, options) {

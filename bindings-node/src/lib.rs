@@ -59,6 +59,33 @@ pub fn set_runtime(name: String) {
     local::set_runtime(&name);
 }
 
+/// The arguments of the log callback: level (`'error'`, `'warn'` or `'info'`), the core module
+/// that logged (`rlock::...`) and the message.
+type LogArgs = FnArgs<(String, String, String)>;
+
+/// Sends core's log records to `callback(level, target, message)` on this JS thread, for the
+/// whole process (`rlock.js` sets one at load that calls `process.emitWarning`). Weak: it never
+/// keeps the process alive. Replaces any earlier callback.
+#[napi]
+pub fn set_log_callback(callback: Function<'_, LogArgs, ()>) -> napi::Result<(), Code> {
+    let tsfn: ThreadsafeFunction<LogArgs, (), LogArgs, Status, false, true> = callback
+        .build_threadsafe_function()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build()
+        .map_err(from_napi)?;
+    rlock::set_log_sink(Some(std::sync::Arc::new(move |level, target: &str, message: &str| {
+        let level = match level {
+            rlock::LogLevel::Error => "error",
+            rlock::LogLevel::Warn => "warn",
+            rlock::LogLevel::Info => "info",
+        };
+        let args = (level.to_owned(), target.to_owned(), message.to_owned());
+        tsfn.call(FnArgs::from(args), ThreadsafeFunctionCallMode::NonBlocking);
+    })));
+    Ok(())
+}
+
 /// The option names core knows, in Node spelling (checked against the `.d.ts` by the tests).
 #[napi]
 pub fn option_names() -> Vec<String> {

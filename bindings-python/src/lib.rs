@@ -8,6 +8,7 @@ mod aio;
 mod count_down_latch;
 mod errors;
 mod lock;
+mod logging;
 mod multi_lock;
 mod permit_expirable_semaphore;
 mod red_lock;
@@ -516,6 +517,7 @@ fn option_names() -> Vec<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The workspace version (Cargo.toml), as `rlock.__version__`.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    logging::install();
     m.add_class::<Client>()?;
     m.add_class::<Semaphore>()?;
     m.add_class::<PermitExpirableSemaphore>()?;
@@ -525,6 +527,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PendingAcquire>()?;
     m.add_class::<CountDownLatch>()?;
     m.add_function(wrap_pyfunction!(thread_owner_id, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::log_fd, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::drain_logs, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     // Every once-made value now, while importing (fork() waits for the import lock): made on

@@ -165,6 +165,8 @@ FORK_DURING_ASYNCIO = textwrap.dedent(
     for i in range(20):
         pid = os.fork()
         if pid == 0:  # the child: its own client, one asyncio acquire, a normal exit
+            import faulthandler  # a hang shows where each thread was (the parent kills at 30 s)
+            faulthandler.dump_traceback_later(25, exit=True)
             async def child():
                 with rlock.Client(url) as c:
                     lock = c.lock(f"{name}:child:{i}")

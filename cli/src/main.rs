@@ -202,6 +202,22 @@ fn confirm(question: &str) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Core's warnings (an evicting server, a give-back that failed) on stderr, each line
+    // marked with its level; stdout stays the command's output.
+    rlock::set_log_sink(Some(std::sync::Arc::new(|level, _target: &str, message: &str| {
+        use std::io::Write;
+        let level = match level {
+            rlock::LogLevel::Error => "error",
+            rlock::LogLevel::Warn => "warning",
+            rlock::LogLevel::Info => return,
+        };
+        // Not eprintln!: it panics when stderr is a closed pipe.
+        let _ = writeln!(
+            std::io::stderr(),
+            "rlock: {level}: {}",
+            message.strip_prefix("rlock: ").unwrap_or(message)
+        );
+    })));
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

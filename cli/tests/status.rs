@@ -141,3 +141,15 @@ fn unreachable_redis_is_69() {
         .unwrap();
     assert_eq!(o.status.code(), Some(69), "{o:?}");
 }
+
+/// Core's warnings reach the CLI's stderr (here: the server may evict a held lock's key), and
+/// stdout keeps the command's output only.
+#[test]
+fn core_warnings_go_to_stderr() {
+    let server = Server::builder().args(["--maxmemory-policy", "allkeys-lru"]).start().unwrap();
+    let o = output(&server, &["status", "quiet", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("rlock: warning: the server may evict keys"), "{err}");
+    assert_eq!(json(&o)[0]["name"], "quiet", "stdout is the JSON alone: {o:?}");
+}

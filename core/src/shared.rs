@@ -55,7 +55,8 @@ pub(crate) struct Shared {
 pub(crate) struct Strays {
     /// Tries under way.
     pub(crate) count: usize,
-    /// When the first of them started (the member has been asked and not answered since).
+    /// Since when the member has been asked and not answered: the first try's start, moved on
+    /// to the answer when one comes (a give-back is then all that is left).
     pub(crate) since: Instant,
     /// Whether the owner held nothing on the member when the rounds of these tries began.
     pub(crate) alone: bool,

@@ -469,3 +469,27 @@ async fn a_release_leaves_a_strays_member_to_its_give_back() {
     assert!(common::eventually(Duration::from_secs(5), || clients[1].tracked_holds() == 0).await);
     slow.delay_replies(Duration::ZERO);
 }
+
+/// Two of three servers stopped, and a new handle for every acquire (as the surfaces' `with`
+/// blocks make): the second handle's rounds sit the stopped members out while the first one's
+/// stray tries are under way there, and still fail `Timeout` once those tries went unanswered
+/// for a command timeout, instead of waiting for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_majority_fails_with_timeout_through_a_new_handle_too() {
+    let (servers, clients) = three(quick()).await;
+    let me = RedLock::new("red:n", &clients).unwrap().new_owner();
+    servers[1].sigstop().unwrap();
+    servers[2].sigstop().unwrap();
+    let first = RedLock::new("red:n", &clients).unwrap();
+    assert!(!first.try_acquire(&me, Duration::from_millis(200), None).await.unwrap(), "no majority");
+    drop(first);
+    let started = std::time::Instant::now();
+    let second = RedLock::new("red:n", &clients).unwrap();
+    let e = second.try_acquire(&me, Duration::from_secs(30), None).await.unwrap_err();
+    let took = started.elapsed();
+    servers[1].sigcont().unwrap();
+    servers[2].sigcont().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    // Within the first handle's tries' command timeout (2 s) and one more, not the 30 s wait.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}

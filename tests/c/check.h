@@ -119,6 +119,7 @@ void test_multi_lock(void);
 void test_red_lock(void);
 void test_latch(void);
 void test_stats(void);
+void test_log_callback(void);
 void test_describe(void);
 void test_fork(void);
 void test_free_racing_calls(void);

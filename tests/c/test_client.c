@@ -441,3 +441,51 @@ void test_stats(void) {
     rlock_client_free(c);
 }
 
+
+/* ---- core's log records reach the log callback ---- */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static int log_warnings_seen;
+
+static void on_log(void *userdata, rlock_log_level level, const char *target, const char *message) {
+    int *calls = userdata;
+    pthread_mutex_lock(&log_mu);
+    (*calls)++;
+    if (level == RLOCK_LOG_WARN && strncmp(target, "rlock", 5) == 0 && strstr(message, "maxmemory-policy"))
+        log_warnings_seen++;
+    pthread_mutex_unlock(&log_mu);
+}
+
+static int log_seen(void) {
+    pthread_mutex_lock(&log_mu);
+    int n = log_warnings_seen;
+    pthread_mutex_unlock(&log_mu);
+    return n;
+}
+
+/* A server that may evict keys (RedLock's second test server, set so for the test): core warns
+ * at connect, and the warning reaches the callback. */
+void test_log_callback(void) {
+    const char *red = getenv("RLOCK_RED_URLS");
+    const char *comma = red ? strchr(red, ',') : NULL;
+    if (!comma) {
+        CHECK(!"RLOCK_RED_URLS lists the servers (tests/c/run.sh)");
+        return;
+    }
+    char url[256];
+    snprintf(url, sizeof url, "%.*s", (int)strcspn(comma + 1, ","), comma + 1);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "redis-cli -u '%s' CONFIG SET maxmemory-policy allkeys-lru >/dev/null", url);
+    CHECK(system(cmd) == 0);
+    static int calls;
+    CHECK_RC(rlock_set_log_callback(on_log, &calls), RLOCK_OK);
+    rlock_client *c = NULL;
+    CHECK_RC(rlock_client_new(url, NULL, &c), RLOCK_OK);
+    /* The warning is logged while the client connects, on whichever thread ran that step. */
+    for (int i = 0; i < 500 && log_seen() == 0; i++) sleep_ms(10);
+    CHECK(log_seen() == 1);
+    rlock_client_free(c);
+    /* Removed: once this returns, no call of it is still running. */
+    CHECK_RC(rlock_set_log_callback(NULL, NULL), RLOCK_OK);
+    snprintf(cmd, sizeof cmd, "redis-cli -u '%s' CONFIG SET maxmemory-policy noeviction >/dev/null", url);
+    CHECK(system(cmd) == 0);
+}

@@ -364,6 +364,7 @@ int main(void) {
     test_red_lock();
     test_latch();
     test_stats();
+    test_log_callback();
     test_describe();
     test_fork();
     test_free_racing_calls();

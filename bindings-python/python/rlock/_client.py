@@ -14,6 +14,7 @@ from . import _native
 from ._describe import Description, Listed
 from ._errors import RLockError
 from ._locks import FencedLock, Lock, ReadWriteLock
+from ._logging import forward as _forward_logs
 from ._lost import LostCallback, _listen
 from ._native import CountDownLatch
 from ._options import ClientOptions
@@ -35,6 +36,7 @@ class Client:
     def __init__(self, url: Optional[str] = None, **options: Unpack[ClientOptions]) -> None:
         self._guard = threading.Lock()
         self._task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
+        _forward_logs()  # core's warnings (of this connect too) to `logging`
         self._native = _native.Client(url, **options)
 
     def lock(self, name: str) -> Lock:

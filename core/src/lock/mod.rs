@@ -417,6 +417,14 @@ impl Lock {
         }
     }
 
+    /// A stray try of `owner`'s on this lock was answered (its give-back is what is left): the
+    /// member is asked afresh from now on, not silent since the try was sent.
+    pub(crate) fn stray_answered(&self, owner: &Owner) {
+        if let Some(s) = self.inner.shared.strays().get_mut(&self.key(owner)) {
+            s.since = Instant::now();
+        }
+    }
+
     /// Since when a stray try of `owner`'s on this lock has been under way on this client
     /// (`None`: none is).
     pub(crate) fn stray_since(&self, owner: &Owner) -> Option<Instant> {

@@ -50,6 +50,8 @@ impl RedLock {
         self.inner.members[0].shared().cleanups().spawn(async move {
             while let Some((i, r)) = tries.next().await {
                 if let Ok(Ok(g)) = r {
+                    // The member answered: what is left is the give-back, asked only now.
+                    marks.answered(i);
                     give_back(vec![g]).await;
                 }
                 marks.end(i);
@@ -65,6 +67,13 @@ struct StrayMarks {
 }
 
 impl StrayMarks {
+    /// The try on member `i` answered (see [`Lock::stray_answered`]).
+    fn answered(&self, i: usize) {
+        if let Some((_, member, o)) = self.left.iter().find(|(x, _, _)| *x == i) {
+            member.stray_answered(o);
+        }
+    }
+
     fn end(&mut self, i: usize) {
         if let Some(pos) = self.left.iter().position(|(x, _, _)| *x == i) {
             let (_, member, o) = self.left.swap_remove(pos);

@@ -1,0 +1,31 @@
+'use strict'
+// Core's warnings reach Node as process warnings (type RLockWarning, code RLOCK_LOG_WARN), from
+// whichever of rlock's threads logged them: here, a server that may evict a held lock's key.
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const { startTestbed, eventually } = require('./redis-server.js')
+const { Client } = require('../rlock.js')
+
+test('a core warning is a process warning', async () => {
+  const testbed = await startTestbed('evicting')
+  const seen = []
+  const onWarning = (w) => {
+    if (w.name === 'RLockWarning') seen.push(w)
+  }
+  process.on('warning', onWarning)
+  const client = new Client(testbed.info.url)
+  try {
+    assert.equal((await client.stats()).evictionPolicy, 'volatile-lru')
+    const evicting = () => seen.find((w) => w.message.includes('maxmemory-policy'))
+    await eventually(evicting, 10_000, 'the eviction warning')
+    const w = evicting()
+    assert.equal(w.code, 'RLOCK_LOG_WARN')
+    assert.match(w.detail, /^from rlock/)
+    assert.ok(!w.message.startsWith('rlock: '), w.message)
+  } finally {
+    process.off('warning', onWarning)
+    await client.close()
+    await testbed.stop()
+  }
+})

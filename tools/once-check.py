@@ -22,6 +22,7 @@ DIRS = ["core/src", "bindings-python/src"]
 ALLOWED = {
     ("core/src/conn/local.rs", "EPOCH"): "conn::local::start_clock, from make_once_values",
     ("bindings-python/src/aio.rs", "MADE"): "aio::init, from the module's init",
+    ("core/src/log_sink.rs", "INSTALLED"): "set_log_sink, from the module's init (logging::install)",
 }
 ONCE = r"(OnceLock|LazyLock|PyOnceLock|GILOnceCell|OnceCell|Lazy)\s*<"
 STATIC_ONCE = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?static\s+(\w+)\s*:\s*[\w:]*?" + ONCE)

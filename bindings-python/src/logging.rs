@@ -94,7 +94,9 @@ fn queue() -> Option<&'static Queue> {
 #[pyfunction]
 #[pyo3(name = "_log_fd")]
 pub(crate) fn log_fd() -> PyResult<i32> {
-    queue().map(|q| q.ear.as_raw_fd()).ok_or_else(|| PyOSError::new_err("rlock: no socket pair for log records"))
+    queue()
+        .map(|q| q.ear.as_raw_fd())
+        .ok_or_else(|| PyOSError::new_err("rlock: no socket pair for log records"))
 }
 
 /// The records queued in this process since the last call, oldest first, as

@@ -229,7 +229,7 @@ def bundles():
     """Each script as mod.rs loads it: [(file name, text)] in order."""
     mod = (SCRIPTS / "mod.rs").read_text()
     out = []
-    for m in re.finditer(r"lua!\(((?:\"lua/[\w.]+\"\s*\+?\s*)+)\)", mod):
+    for m in re.finditer(r"lua!\(((?:\"lua/[\w.]+\"\s*,?\s*)+)\)", mod):
         names = re.findall(r"\"lua/([\w.]+)\"", m.group(1))
         out.append([(n, (SCRIPTS / "lua" / n).read_text()) for n in names])
     return out

@@ -5,23 +5,15 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{json, rlock, RLOCK};
 use rlock_testbed::{standin, Server};
 use serde_json::Value;
 
-const RLOCK: &str = env!("CARGO_BIN_EXE_rlock");
-
 /// `rlock doctor URL --json`, quick (5 pings, a 200 ms clock window).
 fn doctor(url: &str) -> Output {
-    Command::new(RLOCK)
-        .args(["doctor", url, "--json", "--pings", "5", "--clock-window", "200ms"])
-        .env_remove("REDIS_URL")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
-}
-
-fn report(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"))
+    rlock(&["doctor", url, "--json", "--pings", "5", "--clock-window", "200ms"])
 }
 
 /// The finding of `check`.
@@ -59,7 +51,7 @@ fn a_plain_server_gets_every_check_and_nothing_changes() {
     let server = Server::start().unwrap();
     let o = doctor(&server.url());
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    let r = report(&o);
+    let r = json(&o);
     let checks: Vec<&str> =
         r["findings"].as_array().unwrap().iter().map(|f| f["check"].as_str().unwrap()).collect();
     assert_eq!(
@@ -102,7 +94,7 @@ fn an_evicting_server_warns_with_what_to_change() {
     let server = standin::evicting(Server::builder()).unwrap();
     let o = doctor(&server.url());
     assert_eq!(o.status.code(), Some(1), "a warning: {o:?}");
-    let r = report(&o);
+    let r = json(&o);
     let eviction = finding(&r, "eviction");
     assert_eq!(eviction["status"], "warn");
     assert_eq!(eviction["facts"]["maxmemory_policy"], "volatile-lru");
@@ -113,7 +105,7 @@ fn an_evicting_server_warns_with_what_to_change() {
 #[test]
 fn a_policy_without_a_memory_limit_is_a_note() {
     let server = Server::with_args(&["--maxmemory-policy", "allkeys-lru"]).unwrap();
-    let r = report(&doctor(&server.url()));
+    let r = json(&doctor(&server.url()));
     assert_eq!(status(&r, "eviction"), "note", "{r}");
     assert_eq!(finding(&r, "eviction")["facts"]["maxmemory"], 0);
 }
@@ -121,7 +113,7 @@ fn a_policy_without_a_memory_limit_is_a_note() {
 #[test]
 fn a_proxy_endpoint_is_found_by_what_it_refuses() {
     let server = standin::proxy_endpoint(Server::builder()).unwrap();
-    let r = report(&doctor(&server.url()));
+    let r = json(&doctor(&server.url()));
     let topology = finding(&r, "topology");
     assert_eq!(topology["status"], "note", "{topology}");
     assert_eq!(topology["facts"]["spans_slots"], false);
@@ -133,7 +125,7 @@ fn twemproxy_has_no_pubsub_and_refuses_the_admin_commands() {
     let proxy = standin::Twemproxy::start().unwrap();
     let o = doctor(&proxy.url());
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    let r = report(&o);
+    let r = json(&o);
     let pubsub = finding(&r, "pubsub");
     assert_eq!(pubsub["status"], "note", "{pubsub}");
     assert_eq!(pubsub["facts"]["available"], false);
@@ -148,7 +140,7 @@ fn twemproxy_has_no_pubsub_and_refuses_the_admin_commands() {
 #[test]
 fn a_restricted_endpoint_is_unknown_where_it_refuses() {
     let server = standin::restricted(Server::builder()).unwrap();
-    let r = report(&doctor(&server.url()));
+    let r = json(&doctor(&server.url()));
     assert_eq!(status(&r, "eviction"), "unknown", "CONFIG refused: {r}");
     assert!(finding(&r, "eviction")["advice"].as_str().unwrap().contains("noeviction"));
     assert_eq!(finding(&r, "replicas")["facts"]["wait"], false, "{r}");
@@ -157,13 +149,13 @@ fn a_restricted_endpoint_is_unknown_where_it_refuses() {
 #[test]
 fn append_only_always_is_ok_and_everysec_a_note() {
     let server = Server::builder().appendonly(true).start().unwrap();
-    let r = report(&doctor(&server.url()));
+    let r = json(&doctor(&server.url()));
     let p = finding(&r, "persistence");
     assert_eq!(p["status"], "ok", "the testbed's append-only servers fsync always: {p}");
     assert_eq!(p["facts"]["appendfsync"], "always");
 
     let server = Server::with_args(&["--appendonly", "yes", "--appendfsync", "everysec"]).unwrap();
-    let r = report(&doctor(&server.url()));
+    let r = json(&doctor(&server.url()));
     let p = finding(&r, "persistence");
     assert_eq!(p["status"], "note", "{p}");
     assert_eq!(p["facts"]["aof"], true);
@@ -185,7 +177,7 @@ fn master_and_replica(args: &[&str]) -> (Server, Server) {
 #[test]
 fn replicas_without_wait_warn_and_with_wait_ask_for_replica_sync() {
     let (master, _replica) = master_and_replica(&[]);
-    let r = report(&doctor(&master.url()));
+    let r = json(&doctor(&master.url()));
     let replicas = finding(&r, "replicas");
     assert_eq!(replicas["status"], "note", "replica sync is off on one server by default: {replicas}");
     assert_eq!(replicas["facts"]["replicas"], 1);
@@ -194,7 +186,7 @@ fn replicas_without_wait_warn_and_with_wait_ask_for_replica_sync() {
     let (master, _replica) = master_and_replica(&["--rename-command", "WAIT", ""]);
     let o = doctor(&master.url());
     assert_eq!(o.status.code(), Some(1), "{o:?}");
-    let r = report(&o);
+    let r = json(&o);
     let replicas = finding(&r, "replicas");
     assert_eq!(replicas["status"], "warn", "{replicas}");
     assert_eq!(replicas["facts"]["wait"], false);

@@ -4,28 +4,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Commands as _;
+mod common;
+
+use common::{json, rlock};
 use rlock_testbed::{standin, Server};
 use serde_json::Value;
 
-const RLOCK: &str = env!("CARGO_BIN_EXE_rlock");
 const NO_LEASE: i64 = 922_337_203_685_477;
 
 fn sweep(url: &str, args: &[&str]) -> Output {
-    Command::new(RLOCK)
-        .args(["sweep", "--url", url])
-        .args(args)
-        .env_remove("REDIS_URL")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
-}
-
-fn report(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"))
+    rlock(&[&["sweep", "--url", url], args].concat())
 }
 
 fn conn(server: &Server) -> redis::Connection {
@@ -107,7 +99,7 @@ fn leftovers_are_reported_changing_nothing_then_removed_leaving_the_rest() {
     // Reported, nothing changed, exit 1.
     let o = sweep(&server.url(), &["--json"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
-    let r = report(&o);
+    let r = json(&o);
     assert_eq!(r["leftovers"].as_array().unwrap().len(), 3, "{r}");
     let waiters = leftover(&r, "gone_waiters");
     assert_eq!(
@@ -130,7 +122,7 @@ fn leftovers_are_reported_changing_nothing_then_removed_leaving_the_rest() {
     pubsub.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let o = sweep(&server.url(), &["--delete", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    let r = report(&o);
+    let r = json(&o);
     assert_eq!(leftover(&r, "gone_waiters")["removed"], 3);
     assert_eq!(leftover(&r, "expired_permits")["removed"], 2);
     assert_eq!(leftover(&r, "latch_without_expiry")["removed"], 1);
@@ -178,11 +170,11 @@ fn a_deadline_within_the_grace_is_kept_and_the_pattern_narrows_the_scan() {
     // 10 s late is within the default 60 s grace (a skewed clock, not a crash).
     let o = sweep(&server.url(), &["*recent*", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    assert_eq!(report(&o)["leftovers"].as_array().unwrap().len(), 0);
+    assert_eq!(json(&o)["leftovers"].as_array().unwrap().len(), 0);
     // Past a 1 s grace it counts; the latch lies outside the pattern.
     let o = sweep(&server.url(), &["*recent*", "--grace", "1s", "--json"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
-    let r = report(&o);
+    let r = json(&o);
     assert_eq!(r["leftovers"].as_array().unwrap().len(), 1, "{r}");
     assert_eq!(leftover(&r, "gone_waiters")["stale"], 1);
     assert_eq!(r["grace_ms"], 1000);

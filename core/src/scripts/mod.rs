@@ -20,37 +20,12 @@ struct Lua {
 }
 
 macro_rules! lua {
-    ($path:literal) => {
-        Lua { code: include_str!($path), script: LazyLock::new(|| Script::new(include_str!($path))) }
-    };
-    // A script with the files of shared functions it uses in front (lua/publish.lua,
-    // lua/fair_common.lua, lua/pes_common.lua). `+` cannot separate a macro repetition, so one
-    // arm per count.
-    ($a:literal + $path:literal) => {
+    // The script's file, with the files of shared functions it uses in front (lua/publish.lua,
+    // lua/fair_common.lua, lua/pes_common.lua).
+    ($($part:literal),+) => {
         Lua {
-            code: concat!(include_str!($a), include_str!($path)),
-            script: LazyLock::new(|| Script::new(concat!(include_str!($a), include_str!($path)))),
-        }
-    };
-    ($a:literal + $b:literal + $c:literal + $path:literal) => {
-        Lua {
-            code: concat!(include_str!($a), include_str!($b), include_str!($c), include_str!($path)),
-            script: LazyLock::new(|| {
-                Script::new(concat!(
-                    include_str!($a),
-                    include_str!($b),
-                    include_str!($c),
-                    include_str!($path)
-                ))
-            }),
-        }
-    };
-    ($a:literal + $b:literal + $path:literal) => {
-        Lua {
-            code: concat!(include_str!($a), include_str!($b), include_str!($path)),
-            script: LazyLock::new(|| {
-                Script::new(concat!(include_str!($a), include_str!($b), include_str!($path)))
-            }),
+            code: concat!($(include_str!($part)),+),
+            script: LazyLock::new(|| Script::new(concat!($(include_str!($part)),+))),
         }
     };
 }
@@ -69,35 +44,35 @@ macro_rules! scripts {
 scripts! {
     ACQUIRE = lua!("lua/acquire.lua");
     FENCED_ACQUIRE = lua!("lua/fenced_acquire.lua");
-    RELEASE = lua!("lua/publish.lua" + "lua/release.lua");
-    FORCE_UNLOCK = lua!("lua/publish.lua" + "lua/force_unlock.lua");
+    RELEASE = lua!("lua/publish.lua", "lua/release.lua");
+    FORCE_UNLOCK = lua!("lua/publish.lua", "lua/force_unlock.lua");
     RENEW = lua!("lua/renew.lua");
     READ_ACQUIRE = lua!("lua/read_acquire.lua");
     WRITE_ACQUIRE = lua!("lua/write_acquire.lua");
-    READ_RELEASE = lua!("lua/publish.lua" + "lua/read_release.lua");
-    WRITE_RELEASE = lua!("lua/publish.lua" + "lua/write_release.lua");
-    RW_FORCE_UNLOCK = lua!("lua/publish.lua" + "lua/rw_force_unlock.lua");
+    READ_RELEASE = lua!("lua/publish.lua", "lua/read_release.lua");
+    WRITE_RELEASE = lua!("lua/publish.lua", "lua/write_release.lua");
+    RW_FORCE_UNLOCK = lua!("lua/publish.lua", "lua/rw_force_unlock.lua");
     RENEW_READS = lua!("lua/renew_reads.lua");
-    FAIR_ACQUIRE = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_acquire.lua");
-    FAIR_RELEASE = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_release.lua");
-    FAIR_FORCE_UNLOCK = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_force_unlock.lua");
-    FAIR_GIVE_UP = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/fair_give_up.lua");
-    LATCH_TRY_SET = lua!("lua/publish.lua" + "lua/latch_try_set.lua");
-    LATCH_COUNT_DOWN = lua!("lua/publish.lua" + "lua/latch_count_down.lua");
-    LATCH_DELETE = lua!("lua/publish.lua" + "lua/latch_delete.lua");
+    FAIR_ACQUIRE = lua!("lua/publish.lua", "lua/fair_common.lua", "lua/fair_acquire.lua");
+    FAIR_RELEASE = lua!("lua/publish.lua", "lua/fair_common.lua", "lua/fair_release.lua");
+    FAIR_FORCE_UNLOCK = lua!("lua/publish.lua", "lua/fair_common.lua", "lua/fair_force_unlock.lua");
+    FAIR_GIVE_UP = lua!("lua/publish.lua", "lua/fair_common.lua", "lua/fair_give_up.lua");
+    LATCH_TRY_SET = lua!("lua/publish.lua", "lua/latch_try_set.lua");
+    LATCH_COUNT_DOWN = lua!("lua/publish.lua", "lua/latch_count_down.lua");
+    LATCH_DELETE = lua!("lua/publish.lua", "lua/latch_delete.lua");
     SEM_ACQUIRE = lua!("lua/sem_acquire.lua");
-    SEM_RELEASE = lua!("lua/publish.lua" + "lua/sem_release.lua");
-    SEM_UNDO = lua!("lua/publish.lua" + "lua/sem_undo.lua");
-    SEM_TRY_SET = lua!("lua/publish.lua" + "lua/sem_try_set.lua");
-    SEM_ADD = lua!("lua/publish.lua" + "lua/sem_add.lua");
+    SEM_RELEASE = lua!("lua/publish.lua", "lua/sem_release.lua");
+    SEM_UNDO = lua!("lua/publish.lua", "lua/sem_undo.lua");
+    SEM_TRY_SET = lua!("lua/publish.lua", "lua/sem_try_set.lua");
+    SEM_ADD = lua!("lua/publish.lua", "lua/sem_add.lua");
     SEM_DRAIN = lua!("lua/sem_drain.lua");
-    PES_ACQUIRE = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_acquire.lua");
-    PES_RELEASE = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_release.lua");
-    PES_RENEW = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_renew.lua");
-    PES_COUNTS = lua!("lua/publish.lua" + "lua/pes_common.lua" + "lua/pes_counts.lua");
+    PES_ACQUIRE = lua!("lua/publish.lua", "lua/pes_common.lua", "lua/pes_acquire.lua");
+    PES_RELEASE = lua!("lua/publish.lua", "lua/pes_common.lua", "lua/pes_release.lua");
+    PES_RENEW = lua!("lua/publish.lua", "lua/pes_common.lua", "lua/pes_renew.lua");
+    PES_COUNTS = lua!("lua/publish.lua", "lua/pes_common.lua", "lua/pes_counts.lua");
     TOKEN_RAISE = lua!("lua/token_raise.lua");
     DESCRIBE = lua!("lua/describe.lua");
-    SWEEP = lua!("lua/publish.lua" + "lua/fair_common.lua" + "lua/pes_common.lua" + "lua/sweep.lua");
+    SWEEP = lua!("lua/publish.lua", "lua/fair_common.lua", "lua/pes_common.lua", "lua/sweep.lua");
 }
 
 /// Hashes every script now. Made on first use, a `fork()` while another thread was hashing one

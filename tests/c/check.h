@@ -126,5 +126,7 @@ void test_free_racing_calls(void);
 void test_free_handle_racing_calls(void);
 void test_topologies(void);
 void test_server_gone(void);
+void test_least_privilege(void);
+void test_secrets(void);
 
 #endif

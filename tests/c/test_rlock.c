@@ -366,6 +366,8 @@ int main(void) {
     test_stats();
     test_log_callback();
     test_describe();
+    test_least_privilege();
+    test_secrets();
     test_fork();
     test_free_racing_calls();
     test_free_handle_racing_calls();

@@ -1,0 +1,136 @@
+"""A password never leaks (issue 45, item 4): a client connecting with a password, in its URL and
+through ``REDIS_URL``, is driven through every error path the Python surface reaches (a wrong
+password, an unreachable or malformed address, a refused command, a command timeout, a killed
+connection the client rebuilds), and the password appears in no error text or ``repr``, no
+record of the ``rlock`` logger, no ``repr`` of a client or handle, no describe or list answer,
+no stats or Prometheus text, and not in the holder record rlock writes to Redis."""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from typing import Iterator, List
+
+import pytest
+import redis
+
+import rlock
+
+from conftest import Testbed, free_port, wait_until
+
+USER = "keeper"
+# A password with characters a URL must escape: neither its escaped nor its plain form may leak.
+SECRET = "Sekr3t-p@ss:word/9"
+WRONG = "Wr0ng-guess-7"
+ESCAPED = urllib.parse.quote(SECRET, safe="")
+
+
+class Records(logging.Handler):
+    """Every record of the ``rlock`` logger and its children, formatted."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.name} {record.levelname} {record.getMessage()}")
+
+
+@pytest.fixture
+def records() -> Iterator[Records]:
+    handler = Records()
+    logger = logging.getLogger("rlock")
+    before = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(before)
+
+
+@pytest.fixture
+def keeper(server: Testbed, raw: redis.Redis) -> Iterator[str]:
+    """A user with every permission and the secret password; its URL (password escaped)."""
+    raw.execute_command("ACL", "SETUSER", USER, "reset", "on", f">{SECRET}", "+@all", "~*", "&*")
+    yield f"redis://{USER}:{ESCAPED}@127.0.0.1:{server.port}/"
+    raw.execute_command("ACL", "DELUSER", USER)
+
+
+def clean(text: str, where: str) -> None:
+    for secret in (SECRET, ESCAPED, WRONG):
+        assert secret not in text, f"{where} carries a password: {text}"
+
+
+def clean_error(err: BaseException, where: str) -> None:
+    print(f"{where}: {err}")
+    clean(f"{err} {err!r} {err.args!r}", where)
+    if err.__cause__ is not None:
+        clean_error(err.__cause__, f"{where} (its cause)")
+
+
+def test_no_error_path_repeats_the_password(
+    server: Testbed, keeper: str, raw: redis.Redis, records: Records, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = server.port
+    paths = {
+        "a wrong password": f"redis://{USER}:{WRONG}@127.0.0.1:{port}/",
+        "an unreachable server": f"redis://{USER}:{ESCAPED}@127.0.0.1:{free_port()}/",
+        "a port that is not a number": f"redis://{USER}:{ESCAPED}@127.0.0.1:notaport/",
+        "an unknown scheme": f"bogus://{USER}:{ESCAPED}@127.0.0.1:{port}/",
+        "a cluster seed that is not a number": f"redis+cluster://{USER}:{ESCAPED}@127.0.0.1:x/",
+        "a sentinel set with no service": f"redis+sentinel://{USER}:{ESCAPED}@127.0.0.1:{port}/",
+    }
+    for what, url in paths.items():
+        with pytest.raises(rlock.RLockError) as err:
+            rlock.Client(url, connect_timeout=1.0)
+        clean_error(err.value, what)
+        # The same through REDIS_URL, the URL a client takes when given none.
+        monkeypatch.setenv("REDIS_URL", url)
+        with pytest.raises(rlock.RLockError) as err:
+            rlock.Client(connect_timeout=1.0)
+        clean_error(err.value, f"{what} (REDIS_URL)")
+    monkeypatch.setenv("REDIS_URL", keeper)
+    c = rlock.Client(command_timeout=0.3, retry_attempts=0, watchdog_timeout=1.0, app_name="secrets")
+    try:
+        # A command the user may not run: the server's refusal, passed on.
+        raw.execute_command("ACL", "SETUSER", USER, "-evalsha")
+        with pytest.raises(rlock.RedisError) as err:
+            c.lock("s:refused").acquire()
+        clean_error(err.value, "a refused command")
+        raw.execute_command("ACL", "SETUSER", USER, "+evalsha")
+
+        # A command timeout: the server paused longer than the command timeout.
+        raw.execute_command("CLIENT", "PAUSE", "1000", "ALL")
+        with pytest.raises(rlock.TimeoutError) as err:
+            c.lock("s:paused").locked()
+        clean_error(err.value, "a command timeout")
+        raw.execute_command("CLIENT", "UNPAUSE")
+
+        # A held lock, a waiter, and the connections killed: the client rebuilds them (and logs).
+        lock = c.lock("s:held")
+        assert lock.acquire()
+        raw.execute_command("CLIENT", "KILL", "USER", USER)
+
+        def answered() -> bool:
+            try:
+                return lock.locked()
+            except rlock.ConnectionError as e:  # the killed connection, before it is rebuilt
+                clean_error(e, "a killed connection")
+                return False
+
+        wait_until(answered, what="the connections rebuilt")
+        for shown in (repr(c), repr(lock), repr(c.semaphore("s:sem")), repr(c.count_down_latch("s:l")),
+                      str(c.describe("s:held")), str(c.list("s:*")), str(c.stats()), c.prometheus_text()):
+            clean(shown, "what the client shows")
+        for key in raw.keys("rlock:client:*"):
+            clean(str(raw.get(key)), f"the holder record {key!r}")
+        lock.release()
+    finally:
+        c.close()
+
+    # Every record the rlock logger got, warnings of the refused subscription and the rebuilt
+    # connections among them.
+    wait_until(lambda: bool(records.lines), what="a record of the rlock logger")
+    for line in records.lines:
+        print(f"log: {line}")
+        clean(line, "a log record")

@@ -11,8 +11,9 @@ const { Client } = require('../rlock.js')
 test('a core warning is a process warning', async () => {
   const testbed = await startTestbed('evicting')
   // A policy no other test file uses: Bun and Deno run every file in one process, and core
-  // passes a message repeated within 30 s on once (managed.test.js's evicting server, on
-  // volatile-lru, had its warning just before).
+  // passes a message repeated within 30 s on once. The warning names the server, but a port
+  // freed by an earlier file's evicting server (managed.test.js's, on volatile-lru) may be
+  // this one's.
   const raw = createClient({ url: testbed.info.url })
   raw.on('error', () => {})
   await raw.connect()

@@ -13,7 +13,8 @@ from conftest import Testbed, wait_until
 
 def test_a_core_warning_reaches_the_rlock_logger(caplog: pytest.LogCaptureFixture) -> None:
     # A server that may evict keys: core warns at connect (docs/operations/managed-services.md).
-    # A policy no other test uses: a message repeated within 30 s is passed on once.
+    # A policy no other test uses: a message repeated within 30 s is passed on once, and the
+    # port (which the warning names) may be an earlier test's.
     with Testbed("single", "--", "--maxmemory-policy", "volatile-ttl") as server, \
             caplog.at_level(logging.INFO, logger="rlock"):
         client = rlock.Client(server.url)

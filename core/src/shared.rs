@@ -96,6 +96,7 @@ impl Shared {
         let handle = Handle::try_current()
             .map_err(|_| Error::invalid("Client::connect must run inside a tokio runtime"))?;
         let target = crate::url::parse(url, &options)?;
+        let label = target.label();
         let metrics = Arc::new(Metrics::new(options.metrics));
         let (registry, queue) = pubsub::Registry::new();
         let weak = Arc::downgrade(&registry);
@@ -108,7 +109,7 @@ impl Shared {
         let eviction_policy = conns.maxmemory_policy.filter(|p| p != "noeviction");
         if let Some(policy) = &eviction_policy {
             log::warn!(
-                "rlock: the server may evict keys under memory pressure (maxmemory-policy {policy}): \
+                "rlock: the server {label} may evict keys under memory pressure (maxmemory-policy {policy}): \
                  a held lock's key can be evicted like any other, and another owner then takes the \
                  lock; use maxmemory-policy noeviction for the locks' server"
             );

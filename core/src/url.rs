@@ -49,6 +49,24 @@ pub(crate) enum Target {
     Sentinel(SentinelTarget),
 }
 
+impl Target {
+    /// Where the URL points, without its credentials: `host:port` (or `unix:path`) of one
+    /// server, the seed nodes of a cluster, the service and sentinels of a Sentinel URL. For
+    /// log lines, so a message about one server is told apart from the same message about another.
+    pub(crate) fn label(&self) -> String {
+        fn addrs<'a>(it: impl Iterator<Item = &'a ConnectionAddr>) -> String {
+            it.map(ToString::to_string).collect::<Vec<_>>().join(",")
+        }
+        match self {
+            Target::Single(client) => client.get_connection_info().addr().to_string(),
+            Target::Cluster { nodes, .. } => format!("cluster {}", addrs(nodes.iter().map(|n| n.addr()))),
+            Target::Sentinel(s) => {
+                format!("sentinel service {} via {}", s.service, addrs(s.sentinels.iter()))
+            }
+        }
+    }
+}
+
 /// A `redis+sentinel://` URL, taken apart.
 pub(crate) struct SentinelTarget {
     /// The sentinels' addresses.
@@ -302,6 +320,22 @@ mod tests {
             "u:hunter2@h",
         ] {
             assert!(!parse_err(url).contains("hunter2"), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_label_names_where_without_credentials() {
+        let cases = [
+            ("redis://u:hunter2@127.0.0.1:7001/2", "127.0.0.1:7001"),
+            ("rediss://:hunter2@example.com:6380/", "example.com:6380"),
+            ("redis+cluster://u:hunter2@10.0.0.1:7000,10.0.0.2/", "cluster 10.0.0.1:7000,10.0.0.2:6379"),
+            (
+                "redis+sentinel://u:hunter2@s1:26380,s2/mymaster/1",
+                "sentinel service mymaster via s1:26380,s2:26379",
+            ),
+        ];
+        for (url, label) in cases {
+            assert_eq!(parse_ok(url).label(), label, "{url}");
         }
     }
 }

@@ -55,8 +55,9 @@ ci-builds: deps $(CI_BUILT)
 ci-built:
 	@echo $(addprefix -o ,$(CI_BUILT))
 
-check: generated-check lint surface-ratio lua-check once-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server (under a minute warm)
+check: generated-check lint surface-ratio lua-check once-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server, the fuzz corpus (under a minute warm)
 	$(CARGO) test --workspace --lib --quiet
+	$(CARGO) test -p rlock --test fuzz_corpus --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
 # The hand-written surface code stays within the limit tools/surface-ratio.py states (MAX;

@@ -18,7 +18,7 @@ LAYERS = [
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "local_calls", "replicas", "watchdog", "records", "pubsub", "shared"]),
     ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch", "describe", "doctor"]),
-    ("client", ["client", "bindings"]),
+    ("client", ["client", "bindings", "fuzz"]),
     ("over clients", ["red_lock"]),
     ("ffi", ["ffi"]),
 ]

@@ -176,7 +176,7 @@ impl Client {
     /// than the key, so neither Redisson's latch scripts nor ours could run there.
     pub fn count_down_latch(&self, name: &str) -> Result<CountDownLatch> {
         self.check_name(name)?;
-        if self.shared.topology() == Topology::Cluster && !keys::latch_shares_one_slot(name) {
+        if self.shared.topology() == Topology::Cluster && !keys::latch_shares_one_tag(name) {
             return Err(Error::invalid(
                 "on a Redis Cluster a count-down latch name must not contain '{' or '}': its channel \
                  redisson_countdownlatch__channel__{name} would hash to another slot than the key",
@@ -327,7 +327,7 @@ impl Client {
                 name.len()
             )));
         }
-        if self.shared.topology() == Topology::Cluster && !keys::shares_one_slot(name) {
+        if self.shared.topology() == Topology::Cluster && !keys::shares_one_tag(name) {
             return Err(Error::invalid(
                 "on a Redis Cluster a lock name must not contain an empty '{}' or an unclosed '{': \
                  its channel and latch keys would hash to another slot",

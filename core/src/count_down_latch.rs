@@ -12,7 +12,7 @@
 //! - A waiter subscribes, then reads the count again before it sleeps, so a zero message sent
 //!   meanwhile is never missed; while subscribed it also re-reads the count every second.
 //! - No owners and no leases: anyone may count down, and the key never expires.
-//! - On a Redis Cluster the name must have no `{` or `}` (see [`keys::latch_shares_one_slot`]).
+//! - On a Redis Cluster the name must have no `{` or `}` (see [`keys::latch_shares_one_tag`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -61,13 +61,20 @@ pub(crate) fn latch_channel(name: &str) -> String {
     format!("redisson_countdownlatch__channel__{{{name}}}")
 }
 
-/// Whether the count-down latch `name`, its channel and its request latches hash to one slot,
-/// as a Redis Cluster needs for the latch scripts. Only names without `{` and `}` do: the
-/// channel's hash tag is the name up to its first `}`, while a name with its own `{tag}` hashes
-/// by that tag (Redisson's latch scripts fail with CROSSSLOT on such names).
-pub(crate) fn latch_shares_one_slot(name: &str) -> bool {
-    let s = slot(name.as_bytes());
-    slot(latch_channel(name).as_bytes()) == s && slot(suffixed(name, "x").as_bytes()) == s
+/// Whether the count-down latch `name`, its channel and its request latches have one hash tag
+/// (so one slot of a Redis Cluster, and one shard behind a proxy that shards by tag), as the
+/// latch scripts need. Only names without `{` and `}` do: the channel's hash tag is the name up
+/// to its first `}`, while a name with its own `{tag}` hashes by that tag (Redisson's latch
+/// scripts fail with CROSSSLOT on such names). Tags, not slots, are compared: two tags can share
+/// a slot by chance (the fuzzer found such a name), and a proxy may still split them.
+pub(crate) fn latch_shares_one_tag(name: &str) -> bool {
+    one_tag(name, &[latch_channel(name), suffixed(name, "x")])
+}
+
+/// Whether every key of `keys` has the hash tag of `name`.
+fn one_tag(name: &str, keys: &[String]) -> bool {
+    let tag = hash_tag(name);
+    keys.iter().all(|k| hash_tag(k) == tag)
 }
 
 /// The unlock channel of a reentrant lock.
@@ -116,23 +123,25 @@ pub(crate) fn slot(key: &[u8]) -> u16 {
     crc16::State::<crc16::XMODEM>::calculate(&key[hashed(key)]) % SLOTS
 }
 
-/// Whether the lock `name` and its channel and latch keys hash to one slot, as a Redis Cluster
-/// needs for the lock scripts. Names with an empty `{}` tag or an unclosed `{` do not (Redisson
-/// has the same limit: its scripts fail with CROSSSLOT on such names).
-pub(crate) fn shares_one_slot(name: &str) -> bool {
-    let s = slot(name.as_bytes());
-    [
-        lock_channel(name),
-        unlock_latch_prefix(name),
-        token_key(name),
-        rwlock_channel(name),
-        suffixed(name, "x"),
-        fair_queue_key(name),
-        fair_timeout_key(name),
-        semaphore_channel(name),
-    ]
-    .iter()
-    .all(|k| slot(k.as_bytes()) == s)
+/// Whether the lock `name` and its channel and latch keys have one hash tag (so one slot of a
+/// Redis Cluster, and one shard behind a proxy that shards by tag), as the lock scripts need.
+/// Names with an empty `{}` tag, an unclosed `{` or a `}` before any `{` do not (Redisson has the
+/// same limit: its scripts fail with CROSSSLOT on such names). Tags, not slots, are compared:
+/// two tags can share a slot by chance, and every script touches keys of one hash tag.
+pub(crate) fn shares_one_tag(name: &str) -> bool {
+    one_tag(
+        name,
+        &[
+            lock_channel(name),
+            unlock_latch_prefix(name),
+            token_key(name),
+            rwlock_channel(name),
+            suffixed(name, "x"),
+            fair_queue_key(name),
+            fair_timeout_key(name),
+            semaphore_channel(name),
+        ],
+    )
 }
 
 #[cfg(test)]
@@ -148,15 +157,31 @@ mod tests {
         assert_eq!(slot(b"{user1000}.following"), 3443);
         assert_eq!(slot(b"a{}b"), 13_694);
         assert_eq!(slot(b"{open"), 7674);
-        assert!(shares_one_slot("orders"));
-        assert!(shares_one_slot("a{b}c"));
-        assert!(!shares_one_slot("a{}c"));
-        assert!(!shares_one_slot("{open"));
-        assert!(latch_shares_one_slot("orders"));
-        assert!(latch_shares_one_slot("jobs:2026-11"));
-        assert!(!latch_shares_one_slot("a{b}c"), "the channel hashes by 'a{{b', the key by 'b'");
-        assert!(!latch_shares_one_slot("{b}"));
-        assert!(!latch_shares_one_slot("a}b"));
+        assert!(shares_one_tag("orders"));
+        assert!(shares_one_tag("a{b}c"));
+        assert!(!shares_one_tag("a{}c"));
+        assert!(!shares_one_tag("{open"));
+        assert!(latch_shares_one_tag("orders"));
+        assert!(latch_shares_one_tag("jobs:2026-11"));
+        assert!(!latch_shares_one_tag("a{b}c"), "the channel hashes by 'a{{b', the key by 'b'");
+        assert!(!latch_shares_one_tag("{b}"));
+        assert!(!latch_shares_one_tag("a}b"));
+    }
+
+    /// Found by `make fuzz` (target `names`): a name whose latch channel has another hash tag
+    /// but, by chance, the same slot. Compared by slot, it passed as one that a cluster accepts.
+    #[test]
+    fn a_slot_shared_by_chance_is_not_one_tag() {
+        let name = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fuzz/corpus/names/crash-0e39465fa2f5cfacd341b51d5ecb2d9f11eb0d04"
+        ))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+        let channel = latch_channel(&name);
+        assert_eq!(slot(name.as_bytes()), slot(channel.as_bytes()), "one slot");
+        assert_ne!(hash_tag(&name), hash_tag(&channel), "two tags");
+        assert!(!latch_shares_one_tag(&name));
     }
 
     #[test]

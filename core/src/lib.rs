@@ -128,6 +128,9 @@ pub mod surface {
     pub use crate::spelling::to_json_for;
 }
 
+#[doc(hidden)]
+pub mod fuzz;
+
 #[cfg(feature = "capi")]
 pub mod ffi;
 #[cfg(feature = "process-runtime")]

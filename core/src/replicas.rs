@@ -248,7 +248,7 @@ fn online_replicas(info: &str) -> usize {
 }
 
 /// Whether an `INFO persistence` reply says the append-only file is on (`aof_enabled:1`).
-fn aof_enabled(info: &str) -> bool {
+pub(crate) fn aof_enabled(info: &str) -> bool {
     info_field(info, "aof_enabled") == Some("1")
 }
 

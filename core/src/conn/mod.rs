@@ -25,7 +25,7 @@ mod retry;
 mod sentinel;
 pub(crate) mod thread;
 
-pub(crate) use open::PushHandler;
+pub(crate) use open::{config_value, PushHandler};
 pub(crate) use retry::{is_transient, retry_transient};
 
 use cluster::ClusterLink;

@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::millis;
+use crate::records::HolderRecord;
 use crate::shared::Shared;
 
 /// The permit score Redisson writes for a permit without a lease.
@@ -332,6 +333,27 @@ pub(super) fn until(at: i64, now: u64) -> Duration {
 /// The instant of Unix ms `at`; `None` before the epoch.
 fn unix(at: i64) -> Option<SystemTime> {
     u64::try_from(at).ok().map(millis::from_unix_ms)
+}
+
+/// Reads `reply` as the describe script's answer and classifies it, as found and as each kind a
+/// caller may force, with and without subscribers: for `crate::fuzz`, since a reply is a
+/// server's input. `None` when the reply has another shape.
+pub(crate) fn read_reply(reply: &redis::Value) -> Option<Kind> {
+    let s = snapshot::Snapshot::parse(reply)?;
+    let mut found = Kind::None;
+    for subs in [CountSubscribers::default(), CountSubscribers { semaphore: 1, latch: 1, lock: 1 }] {
+        let (kind, mut notes) = classify::classify(&s, subs);
+        for forced in Kind::ALL {
+            force(kind, forced, &mut notes);
+        }
+        found = kind;
+    }
+    Some(found)
+}
+
+/// The record `describe` shows of a holder record read from Redis: for `crate::fuzz`.
+pub(crate) fn show_record(record: &HolderRecord) -> ClientRecord {
+    ClientRecord::of(record)
 }
 
 /// Describes `name` (already checked): see [`Client::describe`](crate::Client::describe).

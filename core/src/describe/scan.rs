@@ -211,7 +211,7 @@ pub(crate) async fn list(
     shared.check_open()?;
     let cluster = shared.topology() == Topology::Cluster;
     // On a cluster, names whose helper keys live in other slots cannot be read in one script.
-    let usable = |n: &str| !cluster || keys::shares_one_slot(n);
+    let usable = |n: &str| !cluster || keys::shares_one_tag(n);
     let limit = limit.unwrap_or(usize::MAX);
     let mut scan = Scan::new(shared, pattern.unwrap_or("*")).await?;
     let mut seen: BTreeSet<String> = BTreeSet::new();

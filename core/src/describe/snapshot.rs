@@ -81,7 +81,7 @@ pub(super) fn bytes(v: &Value) -> Option<Vec<u8>> {
 
 impl Snapshot {
     /// Reads the script's reply; `None` when it has another shape.
-    fn parse(reply: &Value) -> Option<Snapshot> {
+    pub(super) fn parse(reply: &Value) -> Option<Snapshot> {
         let r = items(reply)?;
         let get = |i: usize| r.get(i).unwrap_or(&Value::Nil);
         let seconds = u64::try_from(int(get(2))?).ok()?;

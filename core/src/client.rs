@@ -143,7 +143,8 @@ impl Client {
     /// layout). Cheap to keep: keys and channel are built once here.
     ///
     /// Fails with `InvalidArgument` for an empty name or one over 64 KiB, and on a cluster for
-    /// a name whose auxiliary keys would hash to another slot (an empty `{}` or unclosed `{`).
+    /// a name whose auxiliary keys would have another hash tag (an empty `{}`, an unclosed
+    /// `{`, a `}` before the first `{`).
     ///
     /// ```no_run
     /// # async fn demo() -> rlock::Result<()> {
@@ -329,8 +330,8 @@ impl Client {
         }
         if self.shared.topology() == Topology::Cluster && !keys::shares_one_tag(name) {
             return Err(Error::invalid(
-                "on a Redis Cluster a lock name must not contain an empty '{}' or an unclosed '{': \
-                 its channel and latch keys would hash to another slot",
+                "on a Redis Cluster a lock name must not contain an empty '{}', an unclosed '{' or a \
+                 '}' before its first '{': its channel and latch keys would have another hash tag",
             ));
         }
         Ok(())

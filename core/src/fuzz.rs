@@ -47,23 +47,26 @@ pub fn url(data: &[u8]) {
     }
 }
 
-/// `url` without its `user:password@`, when it has one.
-fn without_userinfo(url: &str) -> Option<String> {
+/// `url` split where its credentials are: the scheme, the user info (before the last `@` of the
+/// part that ends at the path, query or fragment) and what follows the `@`.
+fn credentials(url: &str) -> Option<(&str, &str, &str)> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
     let at = authority.rfind('@')?;
-    Some(format!("{scheme}://{}", &rest[at + 1..]))
+    Some((scheme, &rest[..at], &rest[at + 1..]))
 }
 
-/// The password of `url` (between the `:` after the user and the last `@` before the path, query or fragment)
-/// when telling it apart is possible: at least 4 bytes, and found neither in `plain` (the URL
-/// without it) nor in the parser's fixed texts and default ports. Else `None`: any text could
-/// hold a short or common password without leaking it.
+/// `url` without its `user:password@`, when it has one.
+fn without_userinfo(url: &str) -> Option<String> {
+    credentials(url).map(|(scheme, _, after)| format!("{scheme}://{after}"))
+}
+
+/// The password of `url` (after the user's `:` in its credentials) when telling it apart is
+/// possible: at least 4 bytes, and found neither in `plain` (the URL without it) nor in the
+/// parser's fixed texts and default ports. Else `None`: any text could hold a short or common
+/// password without leaking it.
 fn password<'a>(url: &'a str, plain: &str) -> Option<&'a str> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let userinfo = &authority[..authority.rfind('@')?];
-    let (_, pass) = userinfo.split_once(':')?;
+    let (_, pass) = credentials(url)?.1.split_once(':')?;
     let fixed = "expected redis://[user:pass@]host:port/db, rediss://..., redis+unix:///path, \
                  redis+cluster://host1:port1,host2:port2/ or redis+sentinel://host1:port1,host2:port2/service_name[/db] \
                  cluster sentinel service via :6379 :26379";

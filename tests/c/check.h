@@ -82,6 +82,9 @@ void sleep_ms(int ms);
 extern rlock_client *client;
 /* A new handle on the lock of `kind` named `name` (NULL when that failed: the CHECK says why). */
 rlock_lock *lock_on(rlock_client *c, const char *name, int kind);
+/* A client of `url` (NULL: REDIS_URL) with a 3 s watchdog, for tests that run renewals under
+ * valgrind; NULL (and a failed check) when it cannot connect. */
+rlock_client *client_3s_watchdog(const char *url);
 /* Whether this thread's last error message contains `what`. */
 int last_error_has(const char *what);
 /* The integer reply of `redis-cli <args>` on the test server; -1 when there is none. */

@@ -98,12 +98,7 @@ void test_least_privilege(void) {
     CHECK(make_user(1, NULL));
     char url[512];
     url_as(url, sizeof url, "app", "app-pass");
-    rlock_options *o = rlock_options_new();
-    /* 3 s: renewals every second, and room for valgrind's pace. */
-    CHECK_RC(rlock_options_set_watchdog_timeout_ms(o, 3000), RLOCK_OK);
-    rlock_client *c = NULL;
-    CHECK_RC(rlock_client_new(url, o, &c), RLOCK_OK);
-    rlock_options_free(o);
+    rlock_client *c = client_3s_watchdog(url);
     if (!c) return;
     static const int kinds[] = {RLOCK_LOCK, RLOCK_FAIR_LOCK, RLOCK_FENCED_LOCK, RLOCK_READ_LOCK, RLOCK_WRITE_LOCK};
     static const char *names[] = {"app:lock", "app:fair", "app:fenced", "app:rw", "app:rw"};

@@ -161,14 +161,7 @@ static void count_call(void *userdata, const rlock_lost_event *ev) {
 }
 
 void test_force_unlock_and_lost(void) {
-    /* A 3 s lease: renewed every second, so the watchdog finds a removed hold within about a
-     * second, and a stall of the process under valgrind (over 250 ms was seen on a loaded CI
-     * machine) does not put the lease in doubt first (its margin is 750 ms, not 250). */
-    rlock_options *o = rlock_options_new();
-    CHECK_RC(rlock_options_set_watchdog_timeout_ms(o, 3000), RLOCK_OK);
-    rlock_client *holder = NULL;
-    CHECK_RC(rlock_client_new(NULL, o, &holder), RLOCK_OK);
-    rlock_options_free(o);
+    rlock_client *holder = client_3s_watchdog(NULL);
     if (!holder) return;
     callback_probe = lock_on(client, "c-force", RLOCK_LOCK);
     rlock_lock *held = lock_on(holder, "c-force", RLOCK_LOCK);

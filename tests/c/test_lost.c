@@ -81,12 +81,8 @@ static void lock_pair(void) {
 
 static void permit_pair(void) {
     /* A 3 s lease, renewed every second: long enough that a stall under valgrind does not put
-     * it in doubt before the watchdog finds the permit gone (see test_force_unlock_and_lost). */
-    rlock_options *o = rlock_options_new();
-    CHECK_RC(rlock_options_set_watchdog_timeout_ms(o, 3000), RLOCK_OK);
-    rlock_client *holder = NULL;
-    CHECK_RC(rlock_client_new(NULL, o, &holder), RLOCK_OK);
-    rlock_options_free(o);
+     * it in doubt before the watchdog finds the permit gone (see client_3s_watchdog). */
+    rlock_client *holder = client_3s_watchdog(NULL);
     if (!holder) return;
     rlock_permit_expirable_semaphore *s = NULL;
     CHECK_RC(rlock_permit_expirable_semaphore_new(holder, "c:lost-pes", &s), RLOCK_OK);

@@ -95,12 +95,7 @@ void test_permit_semaphore(void) {
 
     /* A permit removed under the watchdog reaches the client's callback (kind "permit", the
      * permit id, the client's owner 0); its release fails with RLOCK_LOST. */
-    rlock_options *o = rlock_options_new();
-    /* 3 s: see test_force_unlock_and_lost (a stall under valgrind must not mean doubt). */
-    CHECK_RC(rlock_options_set_watchdog_timeout_ms(o, 3000), RLOCK_OK);
-    rlock_client *holder = NULL;
-    CHECK_RC(rlock_client_new(NULL, o, &holder), RLOCK_OK);
-    rlock_options_free(o);
+    rlock_client *holder = client_3s_watchdog(NULL);  /* a stall under valgrind must not mean doubt */
     if (!holder) return;
     rlock_permit_expirable_semaphore *hs = NULL;
     CHECK_RC(rlock_permit_expirable_semaphore_new(holder, "c:pes", &hs), RLOCK_OK);

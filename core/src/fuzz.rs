@@ -135,7 +135,7 @@ fn take_8(bytes: &[u8]) -> ([u8; 8], &[u8]) {
 }
 
 /// A primitive's name (lossy UTF-8) through the key rules and the kind names. A name whose
-/// keys a cluster accepts ([`keys::shares_one_tag`]) has every key and channel of one hash tag,
+/// keys a cluster accepts (`keys::shares_one_tag`) has every key and channel of one hash tag,
 /// so a proxy that shards by tag keeps them together too; a kind that parses reads back as the
 /// same text.
 pub fn names(data: &[u8]) {

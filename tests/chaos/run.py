@@ -304,10 +304,20 @@ def case_sigstop(ctx: Ctx) -> str:
             f"{recovered * 1000:.0f} ms after SIGCONT (all four)")
 
 
+def server_stats(srv: Server) -> Dict[str, Any]:
+    """The server's expiry and eviction counts and memory figures, for a failure's message."""
+    info = srv.conn().info()
+    return {k: info.get(k) for k in ("expired_keys", "evicted_keys", "used_memory", "maxmemory",
+                                     "maxmemory_policy")}
+
+
 def case_cancel(ctx: Ctx) -> str:
     """10000 acquires cancelled at random moments (Rust futures dropped, asyncio tasks
     cancelled, Node AbortSignals): no lock key, no subscription, no renewal traffic after."""
-    watchdog, names, total = 1000, 8, 10000
+    # A 3 s watchdog: renewals every second, two of them may come late before a lease lapses.
+    # With 1 s (renewals 333 ms apart), CI's loaded cores let a lease lapse now and then (run
+    # 25): a key expired, which this case must count as a leak only when nobody was told.
+    watchdog, names, total = 3000, 8, 10000
     srv = ctx.server()
     expiring = ExpiredKeys(srv)
     surfaces = ("rust", "python", "node")
@@ -352,7 +362,16 @@ def case_cancel(ctx: Ctx) -> str:
     # passed, so it would show here.
     expired = expiring.lock_keys()
     expiring.stop()
-    check(not expired, f"keys expired: {expired[:5]}: a cancelled acquire left a hold behind")
+    if expired:
+        # A key that expires was renewed by nobody: a leak (an acquire that landed after its
+        # caller gave up, not undone), or a hold whose renewal came too late, which its holder is
+        # told of (a lost event). Seen twice under CI's load (2026-12-03, run 25: one key).
+        lost = {w.label: [e for _, e in w.lost_events] for w in workers.values() if w.lost_events}
+        stats = {w.label: w.call("stats", "stats") for w in workers.values()}
+        raise Fail(f"keys expired: {expired[:5]}: " + (
+            f"holds lost to late renewals (watchdog {watchdog} ms): {lost}" if lost
+            else "a cancelled acquire left a hold behind (no holder was told of a loss)")
+            + f"; stats: {stats}; server: {server_stats(srv)}")
     for w in workers.values():
         check(w.proc.poll() is None, f"{w.label} died")
     acquired = sum(d["acquired"] for d in done.values())

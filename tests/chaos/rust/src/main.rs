@@ -497,8 +497,31 @@ async fn run() -> Result<(), BoxError> {
     Ok(())
 }
 
+/// rlock's warnings and errors on stderr, as the other workers' loggers print them: the driver
+/// shows a worker's stderr when a case fails (an undo that could not release, a lost hold).
+struct Stderr;
+
+impl log::Log for Stderr {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.level() <= log::Level::Warn
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            eprintln!("{} {}: {}", record.level(), record.target(), record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static STDERR: Stderr = Stderr;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    if log::set_logger(&STDERR).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
+    }
     if let Err(e) = run().await {
         emit(&format!(r#"{{"event":"fatal","message":{}}}"#, js(&e.to_string())));
         std::process::exit(1);

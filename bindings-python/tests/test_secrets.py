@@ -119,17 +119,23 @@ def test_no_error_path_repeats_the_password(
         assert lock.acquire()
         raw.execute_command("CLIENT", "KILL", "USER", USER)
 
+        shown: List[str] = []
+
         def answered() -> bool:
+            # Every call below, as each may run on a connection of its own that the kill closed
+            # too (CI run 26: `locked` answered, then `describe` met its closed connection).
             try:
-                return lock.locked()
-            except rlock.ConnectionError as e:  # the killed connection, before it is rebuilt
+                held = lock.locked()
+                shown[:] = [repr(c), repr(lock), repr(c.semaphore("s:sem")), repr(c.count_down_latch("s:l")),
+                            str(c.describe("s:held")), str(c.list("s:*")), str(c.stats()), c.prometheus_text()]
+                return held
+            except rlock.ConnectionError as e:  # a killed connection, before it is rebuilt
                 clean_error(e, "a killed connection")
                 return False
 
         wait_until(answered, what="the connections rebuilt")
-        for shown in (repr(c), repr(lock), repr(c.semaphore("s:sem")), repr(c.count_down_latch("s:l")),
-                      str(c.describe("s:held")), str(c.list("s:*")), str(c.stats()), c.prometheus_text()):
-            clean(shown, "what the client shows")
+        for text in shown:
+            clean(text, "what the client shows")
         for key in raw.keys("rlock:client:*"):
             clean(str(raw.get(key)), f"the holder record {key!r}")
         lock.release()

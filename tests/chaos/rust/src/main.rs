@@ -497,31 +497,16 @@ async fn run() -> Result<(), BoxError> {
     Ok(())
 }
 
-/// rlock's warnings and errors on stderr, as the other workers' loggers print them: the driver
-/// shows a worker's stderr when a case fails (an undo that could not release, a lost hold).
-struct Stderr;
-
-impl log::Log for Stderr {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            eprintln!("{} {}: {}", record.level(), record.target(), record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-static STDERR: Stderr = Stderr;
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    if log::set_logger(&STDERR).is_ok() {
-        log::set_max_level(log::LevelFilter::Warn);
-    }
+    // rlock's warnings on stderr, through core's sink as the CLI and the other workers get them:
+    // the driver shows a worker's stderr when a case fails (an undo that could not release).
+    rlock::set_log_sink(Some(Arc::new(|level, _target: &str, message: &str| {
+        if level != rlock::LogLevel::Info {
+            // Not eprintln!: it panics when stderr is a closed pipe.
+            let _ = writeln!(std::io::stderr(), "{level:?} {message}");
+        }
+    })));
     if let Err(e) = run().await {
         emit(&format!(r#"{{"event":"fatal","message":{}}}"#, js(&e.to_string())));
         std::process::exit(1);

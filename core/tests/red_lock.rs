@@ -305,10 +305,15 @@ async fn a_stray_try_keeps_every_handles_rounds_off_its_member() {
     }
     silent.cut(false);
     let free = || redis::cmd("EXISTS").arg("red:j").query::<i64>(&mut third.conn()).unwrap() == 0;
-    let settled = || third.calls("evalsha") >= before + 2 && free();
-    assert!(common::eventually(Duration::from_secs(10), settled).await, "the stray was given back");
+    // The server counts the give-back's script before its reply reaches the client, which
+    // only then stops tracking the stray (CI saw tracked_holds 1 just after the key went).
+    let settled = || third.calls("evalsha") >= before + 2 && free() && clients[2].tracked_holds() == 0;
+    assert!(
+        common::eventually(Duration::from_secs(10), settled).await,
+        "the stray was given back and untracked (tracked holds: {})",
+        clients[2].tracked_holds()
+    );
     assert_eq!(third.calls("evalsha") - before, 2, "one try on the silent member (and its give-back)");
-    assert_eq!(clients[2].tracked_holds(), 0);
 }
 
 /// The case in which a max-of-INCR token goes back: counters 1, 1 and 100; A is granted by

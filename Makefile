@@ -3,8 +3,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
+# core alone, built as in the workspace's builds (with the runtime module every binding turns
+# on), so its tests share their build of core with `cargo test --workspace` (tools/unify-check.py).
+CORE_PKG := -p rlock --features process-runtime
 
-.PHONY: help deps build build-rust demo test test-core test-rust lint fmt clean check generated generated-check surface-ratio lua-check once-check
+.PHONY: help deps build build-rust demo test test-core test-rust lint fmt clean check generated generated-check surface-ratio lua-check once-check unify-check
 
 # Each surface adds its targets in mk/<surface>.mk and appends them to these lists.
 BUILD_TARGETS :=
@@ -28,12 +31,12 @@ deps: ## Install the missing Debian packages (redis-server, redis-tools, ...) wi
 build: deps build-rust $(BUILD_TARGETS) ## Build the core and every surface's demo worker
 
 build-rust:
-	$(CARGO) build --release -p rlock --example worker
+	$(CARGO) build --release $(CORE_PKG) --example worker
 
 demo: build testbed ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps generated-check version-check surface-ratio lua-check once-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
+test: deps generated-check version-check surface-ratio lua-check once-check unify-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
 	@echo "make test: all green"
 
 # CI (.ci/run) makes every build `make test` and `make compat-ci` run once first (`make
@@ -49,15 +52,16 @@ CI_BUILT := testbed lib-c build-c build-python build-node build-cli build-chaos 
 ci-builds: deps $(CI_BUILT)
 	$(CARGO) test --workspace --no-run --quiet
 	$(CARGO) test -p rlock --lib --features capi --no-run --quiet
-	$(CARGO) test -p rlock --test managed --no-run --quiet
-	$(CARGO) build -p rlock --example pause_holder --quiet
+	$(CARGO) test $(CORE_PKG) --test managed --no-run --quiet
+	$(CARGO) build $(CORE_PKG) --example pause_holder --quiet
+	$(CARGO) build --release -p rlock-generate --quiet
 
 ci-built:
 	@echo $(addprefix -o ,$(CI_BUILT))
 
-check: generated-check lint surface-ratio lua-check once-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server, the fuzz corpus (under a minute warm)
+check: generated-check lint surface-ratio lua-check once-check unify-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server, the fuzz corpus (under a minute warm)
 	$(CARGO) test --workspace --lib --quiet
-	$(CARGO) test -p rlock --test fuzz_corpus --quiet
+	$(CARGO) test $(CORE_PKG) --test fuzz_corpus --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
 # The hand-written surface code stays within the limit tools/surface-ratio.py states (MAX;
@@ -78,13 +82,18 @@ lua-check:
 once-check:
 	python3 tools/once-check.py
 
+# Every build CI makes compiles each shared dependency once per profile: workspace-hack turns
+# on the union of their features (tools/unify-check.py; `--write` regenerates it).
+unify-check:
+	python3 tools/unify-check.py
+
 # The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).
 generated: ## Regenerate the C option setters, Python ClientOptions, Node option/error types, the parity table's docs
-	$(CARGO) run --quiet -p rlock-generate
+	$(CARGO) run --release --quiet -p rlock-generate
 	python3 tools/parity.py render
 
 generated-check:
-	$(CARGO) run --quiet -p rlock-generate -- --check
+	$(CARGO) run --release --quiet -p rlock-generate -- --check
 	python3 tools/parity.py render --check
 	python3 tools/parity.py check
 
@@ -101,7 +110,7 @@ CORE_TIER := acl describe fair fenced hold_property latch lease_doubt lock lost_
   semaphore server_faults spin stats thread_links
 
 test-core: deps testbed ## The fast tier: core's unit tests and single-server integration tests (about a minute warm)
-	$(CARGO) test -p rlock --lib $(addprefix --test ,$(CORE_TIER)) -- --test-threads=4 \
+	$(CARGO) test $(CORE_PKG) --lib $(addprefix --test ,$(CORE_TIER)) -- --test-threads=4 \
 	  --skip on_a_cluster --skip behind_a_sentinel
 
 test-rust: ## Rust core tests against private redis-servers (and the C API's unit tests)

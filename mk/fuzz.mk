@@ -24,4 +24,4 @@ fuzz: cargo-fuzz ## Each fuzz target for FUZZ_SECONDS (default 60) on nightly, w
 	done
 
 fuzz-replay: ## Every kept fuzz input through its target, on stable (also in make check and cargo test)
-	$(CARGO) test -p rlock --test fuzz_corpus --quiet
+	$(CARGO) test $(CORE_PKG) --test fuzz_corpus --quiet

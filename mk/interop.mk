@@ -32,7 +32,7 @@ $(INTEROP_JAR4): $(INTEROP_SOURCES) | interop-jar
 interop-jar: deps $(INTEROP_JAR)
 
 build-interop: interop-jar $(INTEROP_JAR4)
-	$(CARGO) build -p rlock-interop
+	$(CARGO) build --release -p rlock-interop
 
 interop: build-interop testbed ## rlock and Redisson 3.52 and 4.7 share locks (one server, then a cluster): mutex, wake-ups, holds, force-unlock, watchdog, fenced, read-write, fair, spin, semaphore, permit-semaphore, multi-lock, latch; RedLock over three servers
 	INTEROP_JAVA_DIRS="$(INTEROP_LINES)" bash tests/interop/run.sh

@@ -9,7 +9,7 @@ TEST_TARGETS += pause
 PAUSE_RUNS ?= 3
 
 pause: build-python build-node lib-c testbed ## SIGSTOP a holder past its lease on every surface: its first look says lost
-	$(CARGO) build -p rlock --example pause_holder
+	$(CARGO) build $(CORE_PKG) --example pause_holder
 	@mkdir -p build/pause
 	gcc -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude tests/pause/holder.c -o build/pause/holder-c \
 	  -Ltarget/release -lrlock -Wl,-rpath,$(CURDIR)/target/release -lpthread

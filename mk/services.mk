@@ -20,7 +20,7 @@ SERVICES_STANDINS := proxy-endpoint twemproxy restricted evicting
 SERVICES_CHAOS := mutex mutex-family fair-cancel
 
 services: build-chaos build-interop testbed ## Every surface's subset, short chaos cases and interop on the managed-endpoint stand-ins
-	$(CARGO) test -p rlock --test managed
+	$(CARGO) test $(CORE_PKG) --test managed
 	cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests/test_managed.py
 	node=$$(tools/runtime.sh node26) && cd $(NODE_DIR) && $$node --test --test-timeout=120000 test/managed.test.js
 	@mkdir -p build/services

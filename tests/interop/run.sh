@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 unset REDIS_URL # always private servers, never one from the environment
 . examples/redis.sh
 
-RUST=${INTEROP_RUST:-target/debug/interop}
+RUST=${INTEROP_RUST:-target/release/interop}
 # The Maven build outputs, one per Redisson line, space-separated: every scenario runs against
 # each (`make interop` passes the 3.x and 4.x builds, mk/interop.mk). Point it elsewhere to try
 # another Redisson build (see README.md); INTEROP_JAVA_DIR, one directory, is the older spelling.

@@ -193,6 +193,33 @@ def existing(r: redis.Redis, keys: Iterable[str]) -> int:
     return sum(r.exists(k) for k in keys)
 
 
+def holders_until_gone(r: redis.Redis, keys: List[str], workers: Iterable["Worker"],
+                       limit: float = 10) -> Dict[str, Dict[str, Any]]:
+    """Watches `keys` until none is left (at most `limit` seconds) and returns, for each key
+    seen in that time, its last holders: each owner field (`<client uuid>:<id>`) with the
+    worker whose client it is (the holder record `rlock:client:<uuid>` names the process),
+    its count, and the key's PTTL. A key that then expires instead of being released names
+    the surface that took it."""
+    by_pid = {w.proc.pid: w.label for w in workers}
+    seen: Dict[str, Dict[str, Any]] = {}
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        left = [k for k in keys if r.exists(k)]
+        if not left:
+            break
+        for k in left:
+            fields, pttl = r.hgetall(k), r.pttl(k)
+            owners = {}
+            for owner, count in fields.items():
+                record = r.get(f"rlock:client:{str(owner).rsplit(':', 1)[0]}")
+                pid = json.loads(record).get("pid") if record else None
+                owners[owner] = {"count": count, "worker": by_pid.get(pid, f"pid {pid}")}
+            if fields:
+                seen[k] = {"owners": owners, "pttl_ms": pttl, "at_s": round(time.monotonic() - start, 3)}
+        time.sleep(0.02)
+    return seen
+
+
 def locks_gone(r: redis.Redis, keys: List[str], workers: Iterable["Worker"]) -> None:
     """Waits up to 10 s for every key of `keys` to be gone; else fails saying whose holds are
     left (each key's hash names its owners' client uuids, and its PTTL whether someone renews it)

@@ -45,6 +45,7 @@ from harness import (  # noqa: E402
     bare,
     Server,
     ExpiredKeys,
+    holders_until_gone,
     locks_gone,
     existing,
     Worker,
@@ -341,6 +342,10 @@ def case_cancel(ctx: Ctx) -> str:
             holders = {k: r.hgetall(k) for k in lock_names if r.exists(k)}
             stats = {x.label: x.call("stats", "stats") for x in workers.values()}
             raise Fail(f"{w.label}: {done[s]} tests nothing; all: {done}; holders now: {holders}; stats: {stats}")
+    # Who held what was left once every acquire had returned, until it went: the holders of a
+    # key that then expires (seen under load, 2026-12-03 and 12-04, unexplained) name the
+    # surface and owner that took it.
+    left = holders_until_gone(r, lock_names, workers.values())
     # Seen once in about ten runs (2026-11-24): a key outlived 10 s with a 1 s watchdog.
     locks_gone(r, lock_names, workers.values())
     eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
@@ -371,7 +376,7 @@ def case_cancel(ctx: Ctx) -> str:
         raise Fail(f"keys expired: {expired[:5]}: " + (
             f"holds lost to late renewals (watchdog {watchdog} ms): {lost}" if lost
             else "a cancelled acquire left a hold behind (no holder was told of a loss)")
-            + f"; stats: {stats}; server: {server_stats(srv)}")
+            + f"; last holders: { {k: left.get(k) for k in expired[:5]} }; stats: {stats}; server: {server_stats(srv)}")
     for w in workers.values():
         check(w.proc.poll() is None, f"{w.label} died")
     acquired = sum(d["acquired"] for d in done.values())

@@ -108,16 +108,12 @@ export declare class NativeLock {
   /** The owner of this handle as stored in Redis (`<client uuid>:<id>`). */
   get owner(): string
   /**
-   * Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED`), `leaseMs`
-   * fixes the lease (else the watchdog renews). Cancelling `cancel` drops the core future.
-   * Resolves a fenced lock's new token (from the acquire's own reply), else null.
+   * Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED` with core's
+   * message; `tryAcquire` in the wrapper resolves false for it), `leaseMs` fixes the lease
+   * (else the watchdog renews). Cancelling `cancel` drops the core future. Resolves a fenced
+   * lock's new token (from the acquire's own reply), else null.
    */
   acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number | null>
-  /**
-   * Tries for at most `waitMs` (default 0: try once); resolves null when not held, else the
-   * fenced lock's new token (from the acquire's own reply), 0 for a lock that is not fenced.
-   */
-  tryAcquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number | null>
   /**
    * Releases one hold level; resolves true when the lock is now free, false when this handle
    * still holds it (it had re-entered).
@@ -162,11 +158,12 @@ export declare class NativeLock {
 /** Several locks taken all-or-nothing by one owner (core `rlock::MultiLock`). */
 export declare class NativeMultiLock {
   /**
-   * Takes every member, waiting at most `waitMs` when given (then rejects
-   * `RLOCK_NOT_ACQUIRED`, or resolves false with `orFalse`; nothing held); `leaseMs` fixes
-   * each member's lease (else the watchdog renews). Cancelling `cancel` leaves nothing held.
+   * Takes every member, waiting at most `waitMs` when given (then rejects `RLOCK_NOT_ACQUIRED`
+   * with core's message, nothing held; `tryAcquire` in the wrapper resolves false for it);
+   * `leaseMs` fixes each member's lease (else the watchdog renews). Resolves `true`.
+   * Cancelling `cancel` leaves nothing held.
    */
-  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, orFalse: boolean, cancel: CancelToken): Promise<boolean>
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<boolean>
   /** Releases every member; the error names each member that failed. */
   release(): Promise<void>
   /** Whether this handle's owner holds every member. */
@@ -184,10 +181,10 @@ export declare class NativePermitSemaphore {
   trySetPermits(permits: number, ttlMs?: number | undefined | null): Promise<boolean>
   /**
    * Takes a permit and resolves its id, waiting at most `waitMs` when given (then rejects
-   * `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`). `leaseMs` absent: the watchdog
-   * renews the permit. Cancelling `cancel` takes nothing.
+   * `RLOCK_NOT_ACQUIRED` with core's message; `tryAcquire` in the wrapper resolves null for
+   * it). `leaseMs` absent: the watchdog renews the permit. Cancelling `cancel` takes nothing.
    */
-  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, orNull: boolean, cancel: CancelToken): Promise<string | null>
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<string>
   /**
    * Releases permit `id`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the
    * watchdog lost it.
@@ -219,11 +216,11 @@ export declare class NativePermitSemaphore {
 export declare class NativeRedLock {
   /**
    * Takes the lock on a majority, waiting at most `waitMs` when given (then rejects
-   * `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`; nothing held); `leaseMs` fixes
-   * each member's lease (else the watchdogs renew). Resolves the fencing token (0 when not
-   * fenced). Cancelling `cancel` leaves nothing held.
+   * `RLOCK_NOT_ACQUIRED` with core's message, nothing held; `tryAcquire` in the wrapper
+   * resolves false for it); `leaseMs` fixes each member's lease (else the watchdogs renew).
+   * Resolves the fencing token (0 when not fenced). Cancelling `cancel` leaves nothing held.
    */
-  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, orNull: boolean, cancel: CancelToken): Promise<number | null>
+  acquire(waitMs: number | undefined | null, leaseMs: number | undefined | null, cancel: CancelToken): Promise<number>
   /** Releases this handle's holds on every server; resolves true when the lock is now free. */
   release(): Promise<boolean>
   /** Whether this handle holds the lock on a majority of the servers. */
@@ -255,11 +252,11 @@ export declare class NativeSemaphore {
    */
   trySetPermits(permits: number, ttlMs?: number | undefined | null): Promise<boolean>
   /**
-   * Takes `permits`, waiting at most `waitMs` when given (then rejects
-   * `RLOCK_NOT_ACQUIRED`, with nothing taken); resolves `true`. With `orFalse` the run-out
-   * wait resolves `false` instead. Cancelling `cancel` takes nothing.
+   * Takes `permits`, waiting at most `waitMs` when given (then rejects `RLOCK_NOT_ACQUIRED`
+   * with core's message, nothing taken; `tryAcquire` in the wrapper resolves false for it);
+   * resolves `true`. Cancelling `cancel` takes nothing.
    */
-  acquire(permits: number, waitMs: number | undefined | null, orFalse: boolean, cancel: CancelToken): Promise<boolean>
+  acquire(permits: number, waitMs: number | undefined | null, cancel: CancelToken): Promise<boolean>
   /** Gives back `permits`; resolves the new count. */
   release(permits: number): Promise<number>
   /** The available permits (0 when the semaphore does not exist). */

@@ -18,8 +18,8 @@ LAYERS = [
     ("scripts", ["scripts"]),
     ("machinery", ["finish", "latches", "local_calls", "replicas", "watchdog", "records", "pubsub", "shared"]),
     ("primitives", ["lock", "fenced_lock", "read_write_lock", "semaphore", "permit_semaphore", "multi_lock", "count_down_latch", "describe", "doctor"]),
-    ("client", ["client", "bindings", "fuzz"]),
-    ("over clients", ["red_lock"]),
+    ("client", ["client", "fuzz"]),
+    ("over clients", ["red_lock", "bindings"]),
     ("ffi", ["ffi"]),
 ]
 LAYER_OF = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}

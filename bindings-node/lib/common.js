@@ -109,16 +109,29 @@ async function cancellable(signal, run) {
   }
 }
 
-// A native acquire taking (wait, lease, orNone, token) (multi-lock, RedLock, permit-expirable
-// semaphore): core rejects RLOCK_NOT_ACQUIRED when the wait runs out, or resolves its "none"
-// with `orNone`, whose default wait is 0 (one round).
-async function acquiring(nativePromise, options, orNone) {
+// A try-shaped call: `none` where core rejected RLOCK_NOT_ACQUIRED (the wait ran out, nothing
+// taken). Every native acquire rejects it with core's message; only the wrappers' tryAcquire
+// turn it into a value.
+async function orNone(promise, none) {
+  try {
+    return await promise
+  } catch (e) {
+    if (e instanceof Error && e.code === 'RLOCK_NOT_ACQUIRED') return none
+    throw e
+  }
+}
+
+// A native acquire taking (wait, lease, token) (lock, multi-lock, RedLock, permit-expirable
+// semaphore). With `tryOnce` the wait defaults to 0 (one round) and a run-out wait resolves
+// null instead of rejecting.
+async function acquiring(nativePromise, options, tryOnce) {
   const { waitMs, leaseMs, signal } = optionsObject(options)
   const wait = optionalMs('waitMs', waitMs)
   const lease = optionalMs('leaseMs', leaseMs)
   checkSignal(signal)
   const n = await nativePromise
-  return cancellable(signal, (token) => n.acquire(orNone && wait === undefined ? 0 : wait, lease, orNone, token))
+  const call = cancellable(signal, (token) => n.acquire(tryOnce && wait === undefined ? 0 : wait, lease, token))
+  return tryOnce ? orNone(call, null) : call
 }
 
 // withLock: runs `fn()` while `holder` holds and releases afterwards, also when `fn` throws
@@ -162,6 +175,6 @@ function permitsArg(permits) {
 
 module.exports = {
   native, RLockError, codes, mapError, invalid, quietReject, optionalMs, optionsObject, callNative,
-  checkSignal, cancellable, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient,
+  checkSignal, cancellable, orNone, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient,
   permitsArg
 }

@@ -4,7 +4,7 @@
 
 const {
   native, RLockError, codes, mapError, invalid, optionalMs, optionsObject, callNative, checkSignal,
-  cancellable, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient
+  cancellable, orNone, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient
 } = require('./common.js')
 
 /**
@@ -55,15 +55,18 @@ class Lock {
     }
   }
 
-  async #acquireWith(method, options) {
+  // The native acquire's token (null: not fenced); `false` when `tryOnce` and the wait (0 by
+  // default) ran out.
+  async #acquireWith(tryOnce, options) {
     const { waitMs, leaseMs, signal } = optionsObject(options)
     const wait = optionalMs('waitMs', waitMs)
     const lease = optionalMs('leaseMs', leaseMs)
     checkSignal(signal)
     const n = await this.#native
-    const r = await cancellable(signal, (token) => n[method](wait, lease, token))
+    const call = cancellable(signal, (token) => n.acquire(tryOnce && wait === undefined ? 0 : wait, lease, token))
+    const r = tryOnce ? await orNone(call, false) : await call
     // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
-    if ((method === 'acquire' || r !== null) && this.#lost?.signal.aborted) this.#lost = new AbortController()
+    if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
     return r
   }
 
@@ -74,7 +77,7 @@ class Lock {
    */
   async acquire(options) {
     // A fenced lock's token comes in the acquire's own reply (never a second read).
-    const token = await this.#acquireWith('acquire', options)
+    const token = await this.#acquireWith(false, options)
     if (this.fenced) return token
   }
 
@@ -83,8 +86,8 @@ class Lock {
    * when held (a fenced lock: the new fencing token).
    */
   async tryAcquire(options) {
-    const token = await this.#acquireWith('tryAcquire', options)
-    if (token === null) return false
+    const token = await this.#acquireWith(true, options)
+    if (token === false) return false
     return this.fenced ? token : true
   }
 
@@ -217,7 +220,7 @@ class MultiLock {
 
   /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round). */
   async tryAcquire(options) {
-    return acquiring(this.#native, options, true)
+    return (await acquiring(this.#native, options, true)) ?? false
   }
 
   /** Releases every member (all of them, also when some fail; the error names each failure). */

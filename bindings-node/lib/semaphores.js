@@ -2,7 +2,8 @@
 // The semaphores (counted permits; permits with ids and leases) and the count-down latch.
 
 const {
-  invalid, optionalMs, optionsObject, callNative, checkSignal, cancellable, acquiring, listenLost, permitsArg
+  invalid, optionalMs, optionsObject, callNative, checkSignal, cancellable, orNone, acquiring, listenLost,
+  permitsArg
 } = require('./common.js')
 
 // What the semaphore and the permit-expirable semaphore share: the count of free permits in the
@@ -43,13 +44,14 @@ class Permits {
  * Made by `client.semaphore(name)`.
  */
 class Semaphore extends Permits {
-  async #acquireWith(options, orFalse) {
+  async #acquireWith(options, tryOnce) {
     const { permits, waitMs, signal } = optionsObject(options)
     const p = permitsArg(permits)
     const wait = optionalMs('waitMs', waitMs)
     checkSignal(signal)
     const n = await this._native
-    return cancellable(signal, (token) => n.acquire(p, orFalse && wait === undefined ? 0 : wait, orFalse, token))
+    const call = cancellable(signal, (token) => n.acquire(p, tryOnce && wait === undefined ? 0 : wait, token))
+    return tryOnce ? orNone(call, false) : call
   }
 
   /**

@@ -5,7 +5,6 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 use rlock::{ListenerId, Ttl};
-use std::time::Duration;
 
 use crate::error::{js_error, Code};
 use crate::{acquiring, local, lost_listener, opt_millis, CancelToken, LostCallback};
@@ -49,9 +48,10 @@ impl NativeLock {
         self.owner.as_str().to_owned()
     }
 
-    /// Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED`), `leaseMs`
-    /// fixes the lease (else the watchdog renews). Cancelling `cancel` drops the core future.
-    /// Resolves a fenced lock's new token (from the acquire's own reply), else null.
+    /// Waits until held. `waitMs` bounds the wait (then rejects `RLOCK_NOT_ACQUIRED` with core's
+    /// message; `tryAcquire` in the wrapper resolves false for it), `leaseMs` fixes the lease
+    /// (else the watchdog renews). Cancelling `cancel` drops the core future. Resolves a fenced
+    /// lock's new token (from the acquire's own reply), else null.
     #[napi(ts_return_type = "Promise<number | null>")]
     pub fn acquire<'env>(
         &self,
@@ -63,28 +63,7 @@ impl NativeLock {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let (lock, owner) = (self.lock.clone(), self.owner.clone());
         acquiring(env, parsed, cancel, move |(wait, lease)| async move {
-            match lock.acquire_guard(&owner, wait, lease).await? {
-                Some(held) => Ok(kept_token(held)),
-                None => Err(rlock::Error::not_acquired(format!("lock '{}'", lock.name()), wait)),
-            }
-        })
-    }
-
-    /// Tries for at most `waitMs` (default 0: try once); resolves null when not held, else the
-    /// fenced lock's new token (from the acquire's own reply), 0 for a lock that is not fenced.
-    #[napi(ts_return_type = "Promise<number | null>")]
-    pub fn try_acquire<'env>(
-        &self,
-        env: &'env Env,
-        wait_ms: Option<f64>,
-        lease_ms: Option<f64>,
-        cancel: &CancelToken,
-    ) -> napi::Result<PromiseRaw<'env, Option<f64>>, Code> {
-        let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
-        let (lock, owner) = (self.lock.clone(), self.owner.clone());
-        acquiring(env, parsed, cancel, move |(wait, lease)| async move {
-            let got = lock.acquire_guard(&owner, Some(wait.unwrap_or(Duration::ZERO)), lease).await?;
-            Ok(got.map(|held| kept_token(held).unwrap_or(0.0)))
+            Ok(kept_token(rlock::surface::lock_held(&lock, &owner, wait, lease).await?))
         })
     }
 

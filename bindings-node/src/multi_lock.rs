@@ -26,29 +26,23 @@ pub struct NativeMultiLock {
 
 #[napi]
 impl NativeMultiLock {
-    /// Takes every member, waiting at most `waitMs` when given (then rejects
-    /// `RLOCK_NOT_ACQUIRED`, or resolves false with `orFalse`; nothing held); `leaseMs` fixes
-    /// each member's lease (else the watchdog renews). Cancelling `cancel` leaves nothing held.
+    /// Takes every member, waiting at most `waitMs` when given (then rejects `RLOCK_NOT_ACQUIRED`
+    /// with core's message, nothing held; `tryAcquire` in the wrapper resolves false for it);
+    /// `leaseMs` fixes each member's lease (else the watchdog renews). Resolves `true`.
+    /// Cancelling `cancel` leaves nothing held.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
-        or_false: bool,
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let (multi, owner) = (self.multi.clone(), self.owner.clone());
         acquiring(env, parsed, cancel, move |(wait, lease)| async move {
-            match multi.acquire_guard(&owner, wait, lease).await? {
-                Some(held) => {
-                    held.keep();
-                    Ok(true)
-                }
-                None if or_false => Ok(false),
-                None => Err(rlock::Error::not_acquired("the multi-lock", wait)),
-            }
+            rlock::surface::multi_lock_held(&multi, &owner, wait, lease).await?.keep();
+            Ok(true)
         })
     }
 

@@ -40,27 +40,20 @@ impl NativePermitSemaphore {
     }
 
     /// Takes a permit and resolves its id, waiting at most `waitMs` when given (then rejects
-    /// `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`). `leaseMs` absent: the watchdog
-    /// renews the permit. Cancelling `cancel` takes nothing.
-    #[napi(ts_return_type = "Promise<string | null>")]
+    /// `RLOCK_NOT_ACQUIRED` with core's message; `tryAcquire` in the wrapper resolves null for
+    /// it). `leaseMs` absent: the watchdog renews the permit. Cancelling `cancel` takes nothing.
+    #[napi(ts_return_type = "Promise<string>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
-        or_null: bool,
         cancel: &CancelToken,
-    ) -> napi::Result<PromiseRaw<'env, Option<String>>, Code> {
+    ) -> napi::Result<PromiseRaw<'env, String>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let sem = self.sem.clone();
         acquiring(env, parsed, cancel, move |(wait, lease)| async move {
-            match rlock::surface::acquire_permit(&sem, wait, lease).await? {
-                Some(p) => Ok(Some(p.keep())),
-                None if or_null => Ok(None),
-                None => {
-                    Err(rlock::Error::not_acquired(format!("a permit of semaphore '{}'", sem.name()), wait))
-                }
-            }
+            Ok(rlock::surface::permit_held(&sem, wait, lease).await?.keep())
         })
     }
 

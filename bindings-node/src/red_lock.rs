@@ -45,26 +45,22 @@ pub struct NativeRedLock {
 #[napi]
 impl NativeRedLock {
     /// Takes the lock on a majority, waiting at most `waitMs` when given (then rejects
-    /// `RLOCK_NOT_ACQUIRED`, or resolves null with `orNull`; nothing held); `leaseMs` fixes
-    /// each member's lease (else the watchdogs renew). Resolves the fencing token (0 when not
-    /// fenced). Cancelling `cancel` leaves nothing held.
-    #[napi(ts_return_type = "Promise<number | null>")]
+    /// `RLOCK_NOT_ACQUIRED` with core's message, nothing held; `tryAcquire` in the wrapper
+    /// resolves false for it); `leaseMs` fixes each member's lease (else the watchdogs renew).
+    /// Resolves the fencing token (0 when not fenced). Cancelling `cancel` leaves nothing held.
+    #[napi(ts_return_type = "Promise<number>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
-        or_null: bool,
         cancel: &CancelToken,
-    ) -> napi::Result<PromiseRaw<'env, Option<f64>>, Code> {
+    ) -> napi::Result<PromiseRaw<'env, f64>, Code> {
         let parsed = opt_millis("waitMs", wait_ms).and_then(|w| Ok((w, opt_millis("leaseMs", lease_ms)?)));
         let (red, owner) = (self.red.clone(), self.owner.clone());
         acquiring(env, parsed, cancel, move |(wait, lease)| async move {
-            match red.acquire_guard(&owner, wait, lease).await? {
-                Some(g) => Ok(Some(g.keep().unwrap_or(0) as f64)),
-                None if or_null => Ok(None),
-                None => Err(rlock::Error::not_acquired(format!("RedLock '{}'", red.name()), wait)),
-            }
+            let held = rlock::surface::red_lock_held(&red, &owner, wait, lease).await?;
+            Ok(held.keep().unwrap_or(0) as f64)
         })
     }
 

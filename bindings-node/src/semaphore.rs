@@ -38,32 +38,22 @@ impl NativeSemaphore {
         })
     }
 
-    /// Takes `permits`, waiting at most `waitMs` when given (then rejects
-    /// `RLOCK_NOT_ACQUIRED`, with nothing taken); resolves `true`. With `orFalse` the run-out
-    /// wait resolves `false` instead. Cancelling `cancel` takes nothing.
+    /// Takes `permits`, waiting at most `waitMs` when given (then rejects `RLOCK_NOT_ACQUIRED`
+    /// with core's message, nothing taken; `tryAcquire` in the wrapper resolves false for it);
+    /// resolves `true`. Cancelling `cancel` takes nothing.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
         permits: f64,
         wait_ms: Option<f64>,
-        or_false: bool,
         cancel: &CancelToken,
     ) -> napi::Result<PromiseRaw<'env, bool>, Code> {
         let parsed = permits_arg("permits", permits, 1).and_then(|p| Ok((p, opt_millis("waitMs", wait_ms)?)));
         let sem = self.sem.clone();
         acquiring(env, parsed, cancel, move |(n, wait)| async move {
-            match sem.acquire_guard(n, wait).await? {
-                Some(p) => {
-                    p.keep();
-                    Ok(true)
-                }
-                None if or_false => Ok(false),
-                None => Err(rlock::Error::not_acquired(
-                    format!("{n} permit(s) of semaphore '{}'", sem.name()),
-                    wait,
-                )),
-            }
+            rlock::surface::permits_held(&sem, n, wait).await?.keep();
+            Ok(true)
         })
     }
 

@@ -110,7 +110,8 @@ pub use watchdog::{ListenerId, LostEvent, LostFilter, LostReason};
 #[doc(hidden)]
 pub mod surface {
     pub use crate::bindings::{
-        acquire_permit, describe_json, list_json, lost_args, make_once_values, option_names, LostArgs,
+        acquire_permit, describe_json, list_json, lock_held, lost_args, make_once_values, multi_lock_held,
+        option_names, permit_held, permits_held, red_lock_held, LostArgs,
     };
     pub use crate::conn::local::{LocalIo, RawSocket, Watch, Watcher};
     pub use crate::conn::thread::THREAD_LINK_NAME;

@@ -154,6 +154,8 @@ void test_multi_lock(void) {
     /* Another owner holds one member: nothing is taken. */
     CHECK_RC(rlock_lock_acquire(b, 5, RLOCK_FOREVER, RLOCK_FOREVER, NULL), RLOCK_OK);
     CHECK_RC(rlock_multi_lock_acquire(m, RLOCK_THREAD, 100, RLOCK_FOREVER), RLOCK_NOT_ACQUIRED);
+    /* Core's one message, as Node says it (core/src/bindings.rs). */
+    CHECK(last_error_has("the multi-lock of 3 members was not acquired within 100 ms"));
     bool locked = true;
     CHECK_RC(rlock_lock_is_locked(a, &locked), RLOCK_OK);
     CHECK(!locked);

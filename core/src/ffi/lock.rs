@@ -10,7 +10,7 @@ use super::client::rlock_client;
 use super::handle::{answer, give_up, handle, new_named, on, query, Handle};
 use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{lease_arg, rlock_result, wait_arg, write_out, Failure, RLOCK_THREAD};
-use crate::error::Error;
+use crate::bindings::lock_held;
 use crate::lock::Lock;
 use crate::millis::whole_ms;
 use crate::owner::{thread_owner_id, Owner};
@@ -175,9 +175,7 @@ pub unsafe extern "C" fn rlock_lock_acquire(
             if !out_token.is_null() && !fenced {
                 return Err(Failure::invalid("out_token is for RLOCK_FENCED_LOCK handles only (pass NULL)"));
             }
-            let Some(held) = l.run(l.lock.acquire_guard(&l.owner(owner), wait, lease))? else {
-                return Err(Error::not_acquired(format!("lock '{}'", l.lock.name()), wait).into());
-            };
+            let held = l.run(lock_held(&l.lock, &l.owner(owner), wait, lease))?;
             if fenced {
                 write_token(held.token(), out_token)?;
             }

@@ -8,7 +8,7 @@ use super::client::rlock_client;
 use super::handle::{give_up, hand_out, on, query, take, Handle};
 use super::lock::rlock_lock;
 use super::{check_out, guard, lease_arg, rlock_result, wait_arg, Failure};
-use crate::error::Error;
+use crate::bindings::multi_lock_held;
 use crate::multi_lock::MultiLock;
 
 /// An opaque multi-lock: `rlock_multi_lock_new` makes it over lock handles,
@@ -89,11 +89,7 @@ pub unsafe extern "C" fn rlock_multi_lock_acquire(
         let lease = lease_arg(lease_ms, "lease_ms")?;
         // SAFETY: NULL or live per the header.
         let m = unsafe { take(multi) }?;
-        let Some(held) = m.run(m.multi.acquire_guard(&m.owner(owner), wait, lease))? else {
-            let n = m.members.len();
-            return Err(Error::not_acquired(format!("the multi-lock of {n} members"), wait).into());
-        };
-        held.keep();
+        m.run(multi_lock_held(&m.multi, &m.owner(owner), wait, lease))?.keep();
         Ok(())
     })
 }

@@ -10,8 +10,7 @@ use super::client::rlock_client;
 use super::handle::{answer, give_up, handle, new_named, on, take, Handle};
 use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, write_out, write_string};
-use crate::bindings::acquire_permit;
-use crate::error::Error;
+use crate::bindings::permit_held;
 use crate::millis::whole_ms;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::semaphore::count_arg;
@@ -108,9 +107,7 @@ pub unsafe extern "C" fn rlock_permit_expirable_semaphore_acquire(
         let lease = lease_arg(lease_ms, "lease_ms")?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        let Some(permit) = s.run(acquire_permit(&s.sem, wait, lease))? else {
-            return Err(Error::not_acquired(format!("a permit of semaphore '{}'", s.sem.name()), wait).into());
-        };
+        let permit = s.run(permit_held(&s.sem, wait, lease))?;
         write_string(id_out, permit.keep())
     })
 }

@@ -11,8 +11,8 @@ use super::handle::{answer, give_up, hand_out, on, query, Handle};
 use super::lock::write_token;
 use super::lost::{rlock_lost_callback, HandleListeners};
 use super::{check_out, guard, lease_arg, rlock_result, str_arg, wait_arg, Failure};
+use crate::bindings::red_lock_held;
 use crate::client::Client;
-use crate::error::Error;
 use crate::millis::whole_ms;
 use crate::red_lock::{red_lock, RedLock};
 
@@ -115,9 +115,7 @@ pub unsafe extern "C" fn rlock_red_lock_acquire(
             if !out_token.is_null() && !r.fenced {
                 return Err(Failure::invalid("out_token is for a fenced RedLock only (pass NULL)"));
             }
-            let Some(held) = r.run(r.red.acquire_guard(&r.owner(owner), wait, lease))? else {
-                return Err(Error::not_acquired(format!("RedLock '{}'", r.red.name()), wait).into());
-            };
+            let held = r.run(red_lock_held(&r.red, &r.owner(owner), wait, lease))?;
             if r.fenced {
                 write_token(held.token(), out_token)?;
             }

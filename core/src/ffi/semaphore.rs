@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::client::rlock_client;
 use super::handle::{answer, give_up, handle, new_named, query, take, Handle};
 use super::{guard, lease_arg, rlock_result, wait_arg, write_out};
-use crate::error::Error;
+use crate::bindings::permits_held;
 use crate::semaphore::{count_arg, Semaphore};
 
 /// An opaque handle on one semaphore: `rlock_semaphore_new` makes it, `rlock_semaphore_free`
@@ -88,12 +88,7 @@ pub unsafe extern "C" fn rlock_semaphore_acquire(
         let wait = wait_arg(wait_ms)?;
         // SAFETY: NULL or live per the header.
         let s = unsafe { take(sem) }?;
-        let Some(permits) = s.run(s.sem.acquire_guard(n, wait))? else {
-            return Err(
-                Error::not_acquired(format!("{n} permit(s) of semaphore '{}'", s.sem.name()), wait).into()
-            );
-        };
-        permits.keep();
+        s.run(permits_held(&s.sem, n, wait))?.keep();
         Ok(())
     })
 }

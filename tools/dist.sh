@@ -224,9 +224,10 @@ fs.writeFileSync(dst, JSON.stringify(pkg, null, 2) + "\n")
 
 echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build)"
 RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi
-# Offline: the packaged crate's build resolves to the workspace's lock, whose crates the builds
-# above fetched; the registry is not asked again.
-"$CARGO" package --quiet -p rlock --allow-dirty --offline
+# Not offline: the packaged crate depends on crates.io's empty `workspace-hack` 0.1.0 (the
+# workspace's own is a path dependency, which a published crate cannot have), which no build
+# above fetched; everything else resolves to the workspace's lock.
+"$CARGO" package --quiet -p rlock --allow-dirty
 cp "$CARGO_TARGET_DIR/package/rlock-$V.crate" "$OUT/"
 
 echo "== dist: $OUT"

@@ -16,17 +16,24 @@ A finding names the package and the features each build gives it. The fix is
 nothing; a build CI adds belongs in BUILDS.
 Exit 1 on a finding.
 """
+import os
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CARGO = os.environ.get("CARGO", "cargo")
 NO_DEV = ["-e", "normal"]
 WITH_DEV = ["-e", "normal,dev"]
 # Each build of `make ci-builds` and `make test` (Makefile, mk/*.mk), grouped by the profile
 # its dependencies are compiled in: (name, cargo tree arguments). Not the testbed's: it does
-# not use core, and the few small crates it shares (memchr, rustix) take seconds.
+# not use core, and the few small crates it shares (memchr, rustix) take seconds. Not the
+# documentation's Rust examples (tools/doc-examples.py): a workspace of their own with a
+# profile of their own, so nothing of theirs is shared whatever their features. The Node
+# addon's row holds its features to the others', but `napi build` always names the target
+# triple, so its target-side crates are compiled in target/<triple>/release, once more; its
+# proc-macros and build scripts are the others'.
 BUILDS = {
     "release": [
         ("lib-c (mk/c.mk)", ["-p", "rlock", "--features", "capi", *NO_DEV]),
@@ -49,7 +56,7 @@ BUILDS = {
 def tree(args: list[str]) -> dict[str, set[str]]:
     """`cargo tree`'s packages (`name version`) and the feature sets each is built with."""
     out = subprocess.run(
-        ["cargo", "tree", *LOCKED, "--prefix", "none", "-f", "{p}|{f}", *args],
+        [CARGO, "tree", *LOCKED, "--prefix", "none", "-f", "{p}|{f}", *args],
         cwd=ROOT, check=True, capture_output=True, text=True,
     ).stdout
     found: dict[str, set[str]] = defaultdict(set)
@@ -87,7 +94,7 @@ def build_features(args: list[str]) -> dict[tuple[str, str], str]:
 def members() -> set[str]:
     """The workspace's own package names."""
     out = subprocess.run(
-        ["cargo", "tree", "--workspace", "--depth", "0", "--prefix", "none", "-e", "normal"],
+        [CARGO, "tree", *LOCKED, "--workspace", "--depth", "0", "--prefix", "none", "-e", "normal"],
         cwd=ROOT, check=True, capture_output=True, text=True,
     ).stdout
     return {line.split(" v")[0] for line in out.splitlines() if line.strip()}
@@ -128,6 +135,11 @@ publish = false
 def render(found: dict[tuple[str, str], set[str]]) -> str:
     """workspace-hack/Cargo.toml for the given (package, kind) -> features."""
     out = [HEAD]
+    names = [(pkg.split(" v")[0], k) for pkg, k in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        # One TOML key per crate: two versions would need renamed entries (cargo-hakari's).
+        raise SystemExit(f"unify-check: two versions of {twice} differ; unify them by hand")
     for kind, table in (("target", "dependencies"), ("host", "build-dependencies")):
         out.append(f"\n[{table}]\n")
         for (pkg, k), feats in sorted(found.items()):
@@ -149,15 +161,20 @@ def main() -> int:
         # whose own features then differ.
         union: dict[tuple[str, str], set[str]] = defaultdict(set)
         current = HACK.read_text() if HACK.exists() else None
-        HACK.write_text(render(union))  # from nothing, so a rerun writes the same
-        for _ in range(5):
-            diff = differing("release", own)
-            if not diff:
-                break
-            for key, by_build in diff.items():
-                for feats in by_build.values():
-                    union[key] |= {f for f in feats.split(",") if f}
-            HACK.write_text(render(union))
+        try:
+            HACK.write_text(render(union))  # from nothing, so a rerun writes the same
+            for _ in range(5):
+                diff = differing("release", own)
+                if not diff:
+                    break
+                for key, by_build in diff.items():
+                    for feats in by_build.values():
+                        union[key] |= {f for f in feats.split(",") if f}
+                HACK.write_text(render(union))
+        except BaseException:
+            if current is not None:
+                HACK.write_text(current)  # a failed cargo tree leaves the file as it was
+            raise
         if current != HACK.read_text():
             print(f"unify-check: wrote {HACK.relative_to(ROOT)}")
     bad = []
@@ -165,11 +182,20 @@ def main() -> int:
         for (pkg, kind), by_build in differing(profile, own).items():
             lines = [f"    {build}: {feats or '(none)'}" for build, feats in by_build.items()]
             bad.append(f"{profile}: {pkg} ({kind}) is compiled more than once:\n" + "\n".join(lines))
+    # `$(CORE_PKG)` exists so that core's own test runs build core as `cargo test --workspace`
+    # does (a member selected is its own build's to configure, so the loop above skips it).
+    cores = {
+        name: {f for (pkg, kind), f in build_features(args).items() if pkg.startswith("rlock v") and kind == "target"}
+        for name, args in BUILDS["debug"] if "--features" not in args or "process-runtime" in args
+    }
+    if len({frozenset(f) for f in cores.values()}) > 1:
+        bad.append(f"debug: core is compiled more than once: {cores}")
     for b in bad:
         print(b)
     if bad:
         print(f"unify-check: {len(bad)} dependencies built with different features "
-              "(python3 tools/unify-check.py --write regenerates workspace-hack)")
+              "(release: python3 tools/unify-check.py --write regenerates workspace-hack; "
+              "debug: a build's dev-dependencies or its way of naming core, see BUILDS)")
         return 1
     total = sum(len(b) for b in BUILDS.values())
     print(f"unify-check: the {total} builds share every dependency within their profile")

@@ -193,31 +193,45 @@ def existing(r: redis.Redis, keys: Iterable[str]) -> int:
     return sum(r.exists(k) for k in keys)
 
 
-def holders_until_gone(r: redis.Redis, keys: List[str], workers: Iterable["Worker"],
-                       limit: float = 10) -> Dict[str, Dict[str, Any]]:
-    """Watches `keys` until none is left (at most `limit` seconds) and returns, for each key
-    seen in that time, its last holders: each owner field (`<client uuid>:<id>`) with the
-    worker whose client it is (the holder record `rlock:client:<uuid>` names the process),
-    its count, and the key's PTTL. A key that then expires instead of being released names
-    the surface that took it."""
-    by_pid = {w.proc.pid: w.label for w in workers}
-    seen: Dict[str, Dict[str, Any]] = {}
-    start = time.monotonic()
-    while time.monotonic() - start < limit:
-        left = [k for k in keys if r.exists(k)]
-        if not left:
-            break
-        for k in left:
-            fields, pttl = r.hgetall(k), r.pttl(k)
-            owners = {}
-            for owner, count in fields.items():
-                record = r.get(f"rlock:client:{str(owner).rsplit(':', 1)[0]}")
-                pid = json.loads(record).get("pid") if record else None
-                owners[owner] = {"count": count, "worker": by_pid.get(pid, f"pid {pid}")}
-            if fields:
-                seen[k] = {"owners": owners, "pttl_ms": pttl, "at_s": round(time.monotonic() - start, 3)}
-        time.sleep(0.02)
-    return seen
+class HolderWatch:
+    """Watches `keys` in a thread from now until `stop()`: for each key seen held in that time,
+    its last holders (each owner field `<client uuid>:<id>` with its count and the worker whose
+    client it is: the holder record `rlock:client:<uuid>` names the process) and its PTTL. A
+    key that expires instead of being released then names the surface that took it, also when
+    its acquire landed after the first look found every key gone."""
+
+    def __init__(self, r: redis.Redis, keys: List[str], workers: Iterable["Worker"]) -> None:
+        self.r, self.keys = r, keys
+        self.by_pid = {w.proc.pid: w.label for w in workers}
+        self.seen: Dict[str, Dict[str, Any]] = {}
+        self.start = time.monotonic()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            try:
+                for k in self.keys:
+                    fields, pttl = self.r.hgetall(k), self.r.pttl(k)
+                    if not fields:
+                        continue
+                    owners = {}
+                    for owner, count in fields.items():
+                        record = self.r.get(f"rlock:client:{str(owner).rsplit(':', 1)[0]}")
+                        pid = json.loads(record).get("pid") if record else None
+                        owners[owner] = {"count": count, "worker": self.by_pid.get(pid, f"pid {pid}")}
+                    self.seen[k] = {"owners": owners, "pttl_ms": pttl, "at_s": round(time.monotonic() - self.start, 3)}
+            except redis.RedisError as e:  # the watch is a diagnostic: it never fails a case
+                self.seen["error"] = {"error": str(e)}
+                return
+            self.done.wait(0.02)
+
+    def stop(self) -> Dict[str, Dict[str, Any]]:
+        """Ends the watch; what it saw."""
+        self.done.set()
+        self.thread.join(5)
+        return self.seen
 
 
 def locks_gone(r: redis.Redis, keys: List[str], workers: Iterable["Worker"]) -> None:

@@ -45,7 +45,7 @@ from harness import (  # noqa: E402
     bare,
     Server,
     ExpiredKeys,
-    holders_until_gone,
+    HolderWatch,
     locks_gone,
     existing,
     Worker,
@@ -342,10 +342,10 @@ def case_cancel(ctx: Ctx) -> str:
             holders = {k: r.hgetall(k) for k in lock_names if r.exists(k)}
             stats = {x.label: x.call("stats", "stats") for x in workers.values()}
             raise Fail(f"{w.label}: {done[s]} tests nothing; all: {done}; holders now: {holders}; stats: {stats}")
-    # Who held what was left once every acquire had returned, until it went: the holders of a
-    # key that then expires (seen under load, 2026-12-03 and 12-04, unexplained) name the
-    # surface and owner that took it.
-    left = holders_until_gone(r, lock_names, workers.values())
+    # Who holds what from the moment every acquire returned until the expiry check: the
+    # holders of a key that then expires (seen under load, 2026-12-03 and 12-04, unexplained)
+    # name the surface and owner that took it.
+    watch = HolderWatch(r, lock_names, workers.values())
     # Seen once in about ten runs (2026-11-24): a key outlived 10 s with a 1 s watchdog.
     locks_gone(r, lock_names, workers.values())
     eventually(lambda: not r.pubsub_channels(), 10, "PUBSUB CHANNELS empty")
@@ -365,6 +365,7 @@ def case_cancel(ctx: Ctx) -> str:
     # Every hold was released or undone; a leaked one (an acquire that landed after its caller
     # gave up and was not undone) is renewed by nobody and expires: more than one lease has
     # passed, so it would show here.
+    left = watch.stop()
     expired = expiring.lock_keys()
     expiring.stop()
     if expired:

@@ -123,15 +123,15 @@ async function orNone(promise, none) {
 
 // A native acquire taking (wait, lease, token) (lock, multi-lock, RedLock, permit-expirable
 // semaphore). With `tryOnce` the wait defaults to 0 (one round) and a run-out wait resolves
-// null instead of rejecting.
-async function acquiring(nativePromise, options, tryOnce) {
+// `none` instead of rejecting.
+async function acquiring(nativePromise, options, tryOnce, none = null) {
   const { waitMs, leaseMs, signal } = optionsObject(options)
   const wait = optionalMs('waitMs', waitMs)
   const lease = optionalMs('leaseMs', leaseMs)
   checkSignal(signal)
   const n = await nativePromise
   const call = cancellable(signal, (token) => n.acquire(tryOnce && wait === undefined ? 0 : wait, lease, token))
-  return tryOnce ? orNone(call, null) : call
+  return tryOnce ? orNone(call, none) : call
 }
 
 // withLock: runs `fn()` while `holder` holds and releases afterwards, also when `fn` throws

@@ -3,8 +3,8 @@
 // `client.acquire` returns, the multi-lock and RedLock.
 
 const {
-  native, RLockError, codes, mapError, invalid, optionalMs, optionsObject, callNative, checkSignal,
-  cancellable, orNone, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient
+  native, RLockError, codes, mapError, invalid, callNative, acquiring, holding, lostListeners, listenLost,
+  nativeOfLock, nativeOfClient
 } = require('./common.js')
 
 /**
@@ -58,13 +58,7 @@ class Lock {
   // The native acquire's token (null: not fenced); `false` when `tryOnce` and the wait (0 by
   // default) ran out.
   async #acquireWith(tryOnce, options) {
-    const { waitMs, leaseMs, signal } = optionsObject(options)
-    const wait = optionalMs('waitMs', waitMs)
-    const lease = optionalMs('leaseMs', leaseMs)
-    checkSignal(signal)
-    const n = await this.#native
-    const call = cancellable(signal, (token) => n.acquire(tryOnce && wait === undefined ? 0 : wait, lease, token))
-    const r = tryOnce ? await orNone(call, false) : await call
+    const r = await acquiring(this.#native, options, tryOnce, false)
     // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
     if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
     return r

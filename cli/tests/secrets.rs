@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -108,18 +108,7 @@ fn help_and_working_commands_do_not_show_the_password() {
     }
 
     // A job under the lock, held while the other commands look at it.
-    let mut holder = Command::new(RLOCK)
-        .env_remove("RUST_LOG")
-        .env("REDIS_URL", &url)
-        .args(["run", "secrets:job", "--app-name", "billing", "--", "sh", "-c", "echo running; read _"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "running");
+    let mut holder = common::running_holder(&url, "secrets:job", "billing");
     // The holder's record is written within about a second of the acquire.
     let start = Instant::now();
     loop {

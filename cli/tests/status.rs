@@ -2,9 +2,10 @@
 //! redis-server, with a lock held by a real `rlock run` process.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+mod common;
 
 use rlock_testbed::Server;
 
@@ -35,17 +36,7 @@ fn conn(server: &Server) -> redis::Connection {
 #[test]
 fn status_shows_who_holds_and_list_finds_names() {
     let server = Server::start().unwrap();
-    let mut holder = rlock(
-        &server,
-        &["run", "nightly", "--app-name", "billing", "--", "sh", "-c", "echo running; sleep 30"],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "running");
+    let mut holder = common::running_holder(&server.url(), "nightly", "billing");
 
     // The holder's record is written within about a second of the acquire.
     let start = Instant::now();

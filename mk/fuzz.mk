@@ -1,9 +1,11 @@
-# Fuzzing (issue 45): the cargo-fuzz targets of fuzz/ (each one call into rlock::fuzz, whose doc
-# comments state the rules each checks), run on the nightly toolchain for FUZZ_SECONDS each. A
-# run adds what it finds to fuzz/corpus/<target> (commit what is worth keeping; a crash is
-# written to fuzz/artifacts/<target>, fixed, and kept in the corpus as a test), and `cargo test`
+# Fuzzing (issue 45): the cargo-fuzz targets of fuzz/ (each one call into rlock::fuzz, or for the
+# command's arguments rlock_cli::fuzz, whose doc comments state the rules each checks), run on
+# the nightly toolchain for FUZZ_SECONDS each. A run adds what it finds to fuzz/corpus/<target>
+# (commit what is worth keeping; a crash is written to fuzz/artifacts/<target>, fixed, and kept
+# in the corpus as a test), and `cargo test`
 # replays the whole corpus on stable (core/tests/fuzz_corpus.rs), so `make check` and `make
-# test` run every kept input. Not in CI: a fuzzing run proves nothing in a set time.
+# test` run every kept input (cli/tests/fuzz_corpus.rs for the cli_* targets). Not in CI: a
+# fuzzing run proves nothing in a set time.
 CARGO_FUZZ_VERSION := 0.13.2
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := $(basename $(notdir $(wildcard fuzz/fuzz_targets/*.rs)))
@@ -25,3 +27,4 @@ fuzz: cargo-fuzz ## Each fuzz target for FUZZ_SECONDS (default 60) on nightly, w
 
 fuzz-replay: ## Every kept fuzz input through its target, on stable (also in make check and cargo test)
 	$(CARGO) test $(CORE_PKG) --test fuzz_corpus --quiet
+	$(CARGO) test -p rlock-cli --test fuzz_corpus --quiet

@@ -21,6 +21,33 @@ pub type Target = fn(&[u8]);
 pub const TARGETS: &[(&str, Target)] =
     &[("url", url), ("options", options), ("names", names), ("replies", replies)];
 
+/// Replays every input kept under `corpus/<name>/` through its target of `targets`, in name
+/// order: the corpus tests of core and of the command both run theirs through it. `Err` names
+/// the first input that breaks its target's rule (the panic's own message is printed above it),
+/// a target without a corpus directory or with an empty one, or an input that cannot be read;
+/// `Ok` counts the inputs replayed.
+pub fn replay(corpus: &std::path::Path, targets: &[(&str, Target)]) -> Result<usize, String> {
+    let mut replayed = 0;
+    for (name, target) in targets {
+        let dir = corpus.join(name);
+        let mut inputs = std::fs::read_dir(&dir)
+            .and_then(|entries| entries.map(|e| e.map(|e| e.path())).collect::<std::io::Result<Vec<_>>>())
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        if inputs.is_empty() {
+            return Err(format!("{}: no inputs", dir.display()));
+        }
+        inputs.sort();
+        for path in inputs {
+            let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if std::panic::catch_unwind(|| target(&data)).is_err() {
+                return Err(format!("{name}: {} breaks a rule (the panic above says which)", path.display()));
+            }
+            replayed += 1;
+        }
+    }
+    Ok(replayed)
+}
+
 /// A URL (as text) through the parser every surface's connect uses. An error is
 /// `InvalidArgument`, and holds no password; the label of a parsed URL (what log lines name a
 /// server by) is the label of the same URL without its credentials.
@@ -48,8 +75,9 @@ pub fn url(data: &[u8]) {
 }
 
 /// `url` split where its credentials are: the scheme, the user info (before the last `@` of the
-/// part that ends at the path, query or fragment) and what follows the `@`.
-fn credentials(url: &str) -> Option<(&str, &str, &str)> {
+/// part that ends at the path, query or fragment) and what follows the `@`. Also for the
+/// command's targets (`rlock_cli::fuzz`), which find a password in `--url` the same way.
+pub fn credentials(url: &str) -> Option<(&str, &str, &str)> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
     let at = authority.rfind('@')?;

@@ -32,9 +32,9 @@ dev-python: python-prereqs ## Rebuild the Python module in debug into the existi
 	cd bindings-python && VIRTUAL_ENV=$(abspath $(VENV)) $(abspath $(VENV))/bin/maturin develop -q
 
 test-python: build-python testbed ## Python tests, stub check (mypy.stubtest), mypy --strict on the examples and the package
-	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
+	@# The cluster tests use the private cluster tests/python-suite.sh starts (RLOCK_CLUSTER_URL).
 	@# test_managed.py runs in `make services` (mk/services.mk).
-	. examples/redis.sh && start_private_cluster && cd bindings-python && ../$(VENV)/bin/python -m pytest -q tests --ignore=tests/test_managed.py
+	bash tests/python-suite.sh $(abspath $(VENV))/bin/python -q tests --ignore=tests/test_managed.py
 	$(VENV)/bin/python -m mypy.stubtest rlock._native
 	$(VENV)/bin/python -m mypy --strict examples/python
 	$(VENV)/bin/python -m mypy --strict -p rlock

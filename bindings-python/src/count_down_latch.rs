@@ -3,8 +3,8 @@
 use pyo3::prelude::*;
 
 use crate::errors::map_err;
+use crate::handle::{handles, opt_seconds, Handle};
 use crate::runtime::Rt;
-use crate::{opt_seconds, Handle};
 
 /// Redisson's count-down latch (`RCountDownLatch`): a count in the key `name`, open at 0 (also
 /// while the key is missing). Any thread or task may count down; every waiter, Java's
@@ -15,6 +15,8 @@ pub(crate) struct CountDownLatch {
     pub(crate) client: rlock::Client,
     pub(crate) rt: Rt,
 }
+
+handles!(CountDownLatch);
 
 #[pymethods]
 impl CountDownLatch {

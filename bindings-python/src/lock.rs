@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 
+use crate::handle::{handles, lost_caller, AcquireArgs, Handle, Taken};
 use crate::runtime::Rt;
-use crate::{lost_caller, AcquireArgs, Handle, Taken};
 
 /// A handle on one reentrant lock (core `rlock::Lock`). Holds belong to owners, not handles.
 #[pyclass(frozen, module = "rlock._native")]
@@ -13,6 +13,8 @@ pub(crate) struct Lock {
     pub(crate) client: rlock::Client,
     pub(crate) rt: Rt,
 }
+
+handles!(Lock);
 
 /// The acquire of the sync and async entry points.
 async fn acquiring(lock: rlock::Lock, (owner, timeout, lease): AcquireArgs) -> rlock::Result<Option<Taken>> {

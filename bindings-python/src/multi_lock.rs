@@ -3,9 +3,9 @@
 use pyo3::prelude::*;
 
 use crate::errors::map_err;
+use crate::handle::{handles, AcquireArgs, Handle, Taken};
 use crate::lock::Lock;
 use crate::runtime::Rt;
-use crate::{AcquireArgs, Handle, Taken};
 
 /// Several locks taken all-or-nothing (core `rlock::MultiLock`); members may come from several
 /// clients. Holds belong to owners: the calling thread, or an explicit id.
@@ -15,6 +15,8 @@ pub(crate) struct MultiLock {
     pub(crate) client: rlock::Client,
     pub(crate) rt: Rt,
 }
+
+handles!(MultiLock);
 
 /// The acquire of the sync and async entry points.
 async fn acquiring(

@@ -5,8 +5,8 @@ use std::time::Duration;
 use pyo3::prelude::*;
 
 use crate::errors::map_err;
+use crate::handle::{handles, lost_caller, opt_seconds, Handle, Taken};
 use crate::runtime::Rt;
-use crate::{lost_caller, opt_seconds, Handle, Taken};
 
 /// A handle on one permit-expirable semaphore (core `rlock::PermitExpirableSemaphore`).
 #[pyclass(frozen, module = "rlock._native")]
@@ -16,13 +16,16 @@ pub(crate) struct PermitExpirableSemaphore {
     pub(crate) rt: Rt,
 }
 
-/// A permit acquire ([`rlock::surface::acquire_permit`]): `wait` `None` waits for good.
+handles!(PermitExpirableSemaphore);
+
+/// A permit acquire ([`rlock::surface::permit_held`]): `wait` `None` waits for good; a wait
+/// that runs out is core's `NotAcquired` error, in core's words (`NotAcquiredError` here).
 async fn permit_future(
     sem: rlock::PermitExpirableSemaphore,
     wait: Option<Duration>,
     lease: Option<Duration>,
 ) -> rlock::Result<Option<Taken>> {
-    Ok(rlock::surface::acquire_permit(&sem, wait, lease).await?.map(Taken::Permit))
+    Ok(Some(Taken::Permit(rlock::surface::permit_held(&sem, wait, lease).await?)))
 }
 
 #[pymethods]
@@ -44,14 +47,15 @@ impl PermitExpirableSemaphore {
     }
 
     /// Blocks until a permit is taken (its id) or `timeout` seconds passed (None: no limit, 0:
-    /// try once; then None). `lease` None: the watchdog renews the permit.
+    /// try once; then NotAcquiredError, core's). `lease` None: the watchdog renews the permit.
     #[pyo3(signature = (timeout = None, lease = None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>, lease: Option<f64>) -> PyResult<Option<String>> {
         let (timeout, lease) = (opt_seconds("timeout", timeout)?, opt_seconds("lease", lease)?);
         Ok(self.acquired(py, permit_future(self.inner.clone(), timeout, lease))?.claim_id())
     }
 
-    /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim_permit()` takes it.
+    /// Like `acquire`, as an awaitable of a `PendingAcquire` whose `claim_permit()` takes it
+    /// (NotAcquiredError when the wait ran out).
     #[pyo3(signature = (timeout = None, lease = None))]
     fn acquire_async<'py>(
         &self,

@@ -3,9 +3,10 @@
 
 use pyo3::prelude::*;
 
+use crate::client::Client;
 use crate::errors::map_err;
+use crate::handle::{handles, lost_caller, AcquireArgs, Handle, Taken};
 use crate::runtime::Rt;
-use crate::{lost_caller, AcquireArgs, Client, Handle, Taken};
 
 /// One lock name held by a majority of N independent servers (one client each). Holds belong
 /// to owners: the calling thread, or an explicit id (unique across the process's clients).
@@ -15,6 +16,8 @@ pub(crate) struct RedLock {
     pub(crate) client: rlock::Client,
     pub(crate) rt: Rt,
 }
+
+handles!(RedLock);
 
 /// The acquire of the sync and async entry points.
 async fn acquiring(

@@ -3,8 +3,8 @@
 use pyo3::prelude::*;
 
 use crate::errors::map_err;
+use crate::handle::{handles, opt_seconds, Handle, Taken};
 use crate::runtime::Rt;
-use crate::{opt_seconds, Handle, Taken};
 
 /// A handle on one semaphore (core `rlock::Semaphore`).
 #[pyclass(frozen, module = "rlock._native")]
@@ -13,6 +13,8 @@ pub(crate) struct Semaphore {
     pub(crate) client: rlock::Client,
     pub(crate) rt: Rt,
 }
+
+handles!(Semaphore);
 
 /// Permits as a core `u64`: a negative count is a bad argument, whose message says the permits
 /// `must` be so (0 passes, for core to refuse where it must be at least 1).

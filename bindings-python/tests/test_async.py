@@ -104,7 +104,7 @@ def test_cancelled_acquire_leaves_nothing(client: rlock.Client, url: str, name: 
 def test_async_calls_need_a_task(client: rlock.Client, name: str) -> None:
     # Outside a running loop there is no task to own the hold.
     with pytest.raises(RuntimeError):
-        client._task_owner()
+        client._owners.task()
 
 
 def test_cancel_at_random_moments_leaves_nothing(client: rlock.Client, name: str) -> None:

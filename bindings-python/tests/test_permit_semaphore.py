@@ -37,9 +37,12 @@ def test_permit_ids_in_redissons_layout(client: rlock.Client, name: str, raw: re
         assert second != first
         assert sem.acquired_permits() == 2 and sem.available_permits() == 0
         assert sem.acquire(blocking=False) is None
-        with pytest.raises(rlock.NotAcquiredError):
+        # Core's error, in the words C and Node use, with its code.
+        with pytest.raises(rlock.NotAcquiredError) as refused:
             with sem.permit(timeout=0.05):
                 pass
+        assert str(refused.value) == f"a permit of semaphore '{name}' was not acquired within 50 ms"
+        assert refused.value.code == "RLOCK_NOT_ACQUIRED"
     assert sem.available_permits() == 1
     sem.release(first)
     with pytest.raises(rlock.NotHeldError):
@@ -177,4 +180,22 @@ def test_module_function(url: str, name: str) -> None:
     with sem.permit() as p:
         assert sem.acquire(blocking=False) is None
         assert len(p) == 32
+    assert sem.available_permits() == 1
+
+
+def test_async_permit_refused_in_cores_words(client: rlock.Client, name: str) -> None:
+    sem = client.permit_expirable_semaphore(name)
+    sem.try_set_permits(1)
+    held = sem.acquire(lease=30.0)
+    assert held is not None
+
+    async def main() -> None:
+        assert await sem.acquire_async(timeout=0.0) is None
+        with pytest.raises(rlock.NotAcquiredError) as refused:
+            async with sem.permit(timeout=0.05):
+                pass
+        assert str(refused.value) == f"a permit of semaphore '{name}' was not acquired within 50 ms"
+
+    asyncio.run(main())
+    sem.release(held)
     assert sem.available_permits() == 1

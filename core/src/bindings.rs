@@ -73,7 +73,7 @@ pub async fn permit_held(
     wait: Option<Duration>,
     lease: Option<Duration>,
 ) -> Result<Permit> {
-    held(acquire_permit(sem, wait, lease).await?, || format!("a permit of semaphore '{}'", sem.name()), wait)
+    held(acquire_permit(sem, wait, lease).await?, || sem.what(), wait)
 }
 
 /// A permit of `sem` for `lease` (None: the watchdog renews it), waiting as long as it takes

@@ -148,7 +148,13 @@ impl PermitExpirableSemaphore {
     /// ```
     pub async fn acquire(&self, lease: Option<Duration>) -> Result<Permit> {
         let got = self.acquire_inner(None, lease).await?;
-        got.ok_or_else(|| Error::not_acquired(format!("a permit of semaphore '{}'", self.inner.name), None))
+        got.ok_or_else(|| Error::not_acquired(self.what(), None))
+    }
+
+    /// What an acquire waits for, as a "not acquired" error names it ("a permit of semaphore
+    /// 'NAME'"): the same words from [`PermitExpirableSemaphore::acquire`] and the surfaces.
+    pub(crate) fn what(&self) -> String {
+        format!("a permit of semaphore '{}'", self.inner.name)
     }
 
     /// Like [`PermitExpirableSemaphore::acquire`], waiting at most `wait` (zero: one try);

@@ -32,9 +32,10 @@ from ._errors import (
 )
 from ._client import Client
 from ._describe import ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter
-from ._locks import FencedLock, FencedRedLock, Lock, MultiLock, ReadWriteLock, RedLock
+from ._locks import FencedLock, Lock, MultiLock, ReadWriteLock
 from ._lost import LostEvent
 from ._options import ClientOptions
+from ._red_lock import FencedRedLock, RedLock
 from ._semaphores import PermitExpirableSemaphore, Semaphore
 from ._stats import Stats, StatsSummary
 from ._native import CountDownLatch
@@ -198,6 +199,6 @@ if hasattr(os, "register_at_fork"):
 for _name in __all__:
     _obj = globals()[_name]
     if getattr(_obj, "__module__", None) in (
-        "rlock._errors", "rlock._client", "rlock._locks", "rlock._lost", "rlock._semaphores"
+        "rlock._errors", "rlock._client", "rlock._locks", "rlock._lost", "rlock._red_lock", "rlock._semaphores"
     ):
         _obj.__module__ = "rlock"

@@ -3,21 +3,18 @@ master) that makes every primitive, and the owners of its asyncio tasks."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import weakref
 from types import TracebackType
-from typing import Any, Callable, List, Literal, Optional, Type, cast
+from typing import Callable, List, Literal, Optional, Type, cast
 
 from . import _native
 from ._describe import Description, Listed
-from ._errors import RLockError
 from ._locks import FencedLock, Lock, ReadWriteLock
 from ._logging import forward as _forward_logs
 from ._lost import LostCallback, _listen
 from ._native import CountDownLatch
 from ._options import ClientOptions
+from ._owners import Owners
 from ._semaphores import PermitExpirableSemaphore, Semaphore
 from ._stats import Stats
 from ._typing import Unpack
@@ -34,26 +31,25 @@ class Client:
     """
 
     def __init__(self, url: Optional[str] = None, **options: Unpack[ClientOptions]) -> None:
-        self._guard = threading.Lock()
-        self._task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
         _forward_logs()  # core's warnings (of this connect too) to `logging`
         self._native = _native.Client(url, **options)
+        self._owners = Owners(self._native)
 
     def lock(self, name: str) -> Lock:
         """A handle on the lock ``name`` (also its Redis key). Cheap; make as many as you like."""
-        return Lock(self, self._native.lock(name))
+        return Lock(self._owners, self._native.lock(name))
 
     def fenced_lock(self, name: str) -> FencedLock:
         """A handle on the fenced lock ``name`` (Redisson's ``RFencedLock``): a :class:`Lock`
         whose every acquire takes a fencing token, strictly larger than any before for that
         name (see :attr:`FencedLock.token`)."""
-        return FencedLock(self, self._native.fenced_lock(name))
+        return FencedLock(self._owners, self._native.fenced_lock(name))
 
     def read_write_lock(self, name: str) -> ReadWriteLock:
         """A handle on the read-write lock ``name`` (Redisson's ``RReadWriteLock``): many readers
         (:meth:`ReadWriteLock.read_lock`) or one writer (:meth:`ReadWriteLock.write_lock`)."""
         read, write = self._native.read_write_lock(name)
-        return ReadWriteLock(Lock(self, read), Lock(self, write))
+        return ReadWriteLock(Lock(self._owners, read), Lock(self._owners, write))
 
     def semaphore(self, name: str) -> Semaphore:
         """A handle on the semaphore ``name`` (Redisson's ``RSemaphore``): permits in the key
@@ -75,7 +71,7 @@ class Client:
         """A handle on the fair lock ``name`` (Redisson's ``RFairLock``): a :class:`Lock` granted
         in arrival order across every client, Java's included. A waiter that stops waiting
         (timeout, Ctrl-C, cancellation, a closed client) leaves the queue."""
-        return Lock(self, self._native.fair_lock(name))
+        return Lock(self._owners, self._native.fair_lock(name))
 
     def spin_lock(self, name: str) -> Lock:
         """A handle on the spin lock ``name`` (Redisson's ``RSpinLock``): a :class:`Lock` on the
@@ -83,7 +79,7 @@ class Client:
         exponential back-off up to ``poll_interval`` (with jitter), so a waiter gets a released
         lock at most ``poll_interval`` plus a round trip later. For endpoints without pub/sub,
         and for clients that should hold no subscription."""
-        return Lock(self, self._native.spin_lock(name))
+        return Lock(self._owners, self._native.spin_lock(name))
 
     def non_reentrant_lock(self, name: str) -> Lock:
         """A handle on the non-reentrant lock ``name`` (Redisson 4.4's ``getNonReentrantLock``):
@@ -91,13 +87,13 @@ class Client:
         and acquires it again gets :class:`WouldDeadlockError` at once, with nothing changed in
         Redis, where :meth:`lock` would count a second hold. As :class:`threading.Lock` is to
         :class:`threading.RLock`, except that the re-entry fails instead of hanging."""
-        return Lock(self, self._native.non_reentrant_lock(name))
+        return Lock(self._owners, self._native.non_reentrant_lock(name))
 
     def non_reentrant_fair_lock(self, name: str) -> Lock:
         """A handle on the non-reentrant fair lock ``name`` (Redisson 4.4's
         ``getNonReentrantFairLock``): granted in arrival order as :meth:`fair_lock`'s, with a
         re-entry refused as :meth:`non_reentrant_lock`'s is."""
-        return Lock(self, self._native.non_reentrant_fair_lock(name))
+        return Lock(self._owners, self._native.non_reentrant_fair_lock(name))
 
     def describe(self, name: str) -> Description:
         """What lives under ``name``, read without changing anything: the kind found (``"lock"``,
@@ -180,23 +176,3 @@ class Client:
         tb: Optional[TracebackType],
     ) -> None:
         self.close()
-
-    def _task_owner(self) -> int:
-        """The owner id of the current asyncio task, made on its first lock call."""
-        task = asyncio.current_task()
-        if task is None:
-            raise RLockError("asyncio lock calls must run inside an asyncio task")
-        with self._guard:
-            owner = self._task_owners.get(task)
-            if owner is None:
-                owner = self._native.new_owner_id()
-                self._task_owners[task] = owner
-            return owner
-
-    def _current_owner(self) -> Optional[int]:
-        """The current task's owner inside a running asyncio task, else None (this thread)."""
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:
-            return None
-        return None if task is None else self._task_owner()

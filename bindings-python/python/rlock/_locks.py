@@ -5,17 +5,15 @@ calling thread, or the current asyncio task)."""
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal, Optional, Protocol, Type, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Literal, Optional, Protocol, Type, TypeVar
 
-from ._errors import InvalidArgumentError, NotAcquiredError, NotHeldError
+from ._errors import InvalidArgumentError, NotHeldError
 from ._lost import LostCallback, _listen
 from ._native import Lock as NativeLock
 from ._native import MultiLock as NativeMultiLock
 from ._native import PendingAcquire
-from ._native import RedLock as NativeRedLock
+from ._owners import Owners
 
-if TYPE_CHECKING:
-    from ._client import Client
 
 
 def _release_on_exit(release: Callable[[], object], exc_type: Optional[Type[BaseException]]) -> None:
@@ -52,10 +50,15 @@ def _wait_arg(blocking: bool, timeout: float) -> Optional[float]:
     return timeout
 
 
-def _got_token(token: Optional[int], what: str) -> int:
-    if token is None:  # a wait without a bound ends only with a token
-        raise NotAcquiredError(f"{what} was not acquired")
-    return token
+_T = TypeVar("_T")
+
+
+def _answered(value: Optional[_T]) -> _T:
+    """What an acquire that must end with a hold answered: a wait without a time limit, or one
+    whose native call raises core's NotAcquiredError when it runs out. None would be a bug."""
+    if value is None:
+        raise RuntimeError("rlock: an acquire answered neither a hold nor an error")
+    return value
 
 
 _H = TypeVar("_H", bound="_Holds")
@@ -123,14 +126,14 @@ class _Owned(_Holds):
     task for async ones (its client makes the task owners)."""
 
     __slots__ = ()
-    _client: Client
+    _owners: Owners
     _native: _NativeHolder
 
     async def acquire_async(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> bool:
         """Acquires for the current asyncio task: waits up to ``timeout`` seconds (None:
         forever; 0: try once, or one round). Cancelling the call leaves nothing held, renewed
         or subscribed."""
-        pending = await self._native.acquire_async(self._client._task_owner(), timeout, lease)
+        pending = await self._native.acquire_async(self._owners.task(), timeout, lease)
         # No await between the result and the claim, so a cancel cannot come in between; a result
         # the task never received (cancelled too late) is released when it is dropped unclaimed.
         return pending.claim()
@@ -138,7 +141,7 @@ class _Owned(_Holds):
     def is_held(self) -> bool:
         """Whether the current owner holds it (the current asyncio task inside one, else the
         calling thread); a multi-lock: every member; a RedLock: on a majority of its servers."""
-        return self._native.is_held(self._client._current_owner())
+        return self._native.is_held(self._owners.current())
 
 
 class _NativeLock(_NativeHolder, Protocol):
@@ -189,12 +192,12 @@ class _Reentrant(_Owned):
     async def release_async(self) -> bool:
         """Releases one hold level of the current task; returns True when the lock became free
         (errors as :meth:`release`)."""
-        return await self._native.release_async(self._client._task_owner())
+        return await self._native.release_async(self._owners.task())
 
     def is_lost(self) -> bool:
         """Whether the current owner's hold was lost (the current asyncio task inside one, else
         the calling thread), until it calls release."""
-        return self._native.is_lost(self._client._current_owner())
+        return self._native.is_lost(self._owners.current())
 
     def valid_for(self) -> float:
         """How long, in seconds, local time still proves the current owner's hold: until the
@@ -202,7 +205,7 @@ class _Reentrant(_Owned):
         lease-doubt margin (for a RedLock, on a majority of its servers). 0.0 when it does not
         hold it, or the hold is lost or in doubt (which marks it lost at once). Check it before
         each write when the storage takes no fencing token. Sends nothing."""
-        return self._native.valid_for(self._client._current_owner())
+        return self._native.valid_for(self._owners.current())
 
     def on_lost(self, callback: LostCallback) -> Callable[[], None]:
         """Calls ``callback(LostEvent)`` (on a library thread) whenever a hold of this lock made
@@ -221,7 +224,7 @@ class _Fenced(_Reentrant):
     def token(self) -> Optional[int]:
         """The current owner's latest token (the current asyncio task inside one, else the
         calling thread); None when it does not hold the lock."""
-        return self._native.token(self._client._current_owner())
+        return self._native.token(self._owners.current())
 
     def acquire(  # type: ignore[override]
         self, blocking: bool = True, timeout: float = -1, *, lease: Optional[float] = None
@@ -236,14 +239,14 @@ class _Fenced(_Reentrant):
     ) -> Optional[int]:
         """Acquires as :meth:`Lock.acquire_async` and returns the new token, or None when the
         wait ran out."""
-        pending = await self._native.acquire_async(self._client._task_owner(), timeout, lease)
+        pending = await self._native.acquire_async(self._owners.task(), timeout, lease)
         return pending.claim_token()
 
     def __enter__(self) -> int:  # type: ignore[override]
-        return _got_token(self.acquire(), f"{self._what} {self.name!r}")
+        return _answered(self.acquire())
 
     async def __aenter__(self) -> int:  # type: ignore[override]
-        return _got_token(await self.acquire_async(), f"{self._what} {self.name!r}")
+        return _answered(await self.acquire_async())
 
 
 class Lock(_Reentrant):
@@ -253,11 +256,11 @@ class Lock(_Reentrant):
     Holds taken without a ``lease`` are renewed by the watchdog until released.
     """
 
-    __slots__ = ("_client", "_native", "__weakref__")
+    __slots__ = ("_owners", "_native", "__weakref__")
     _native: NativeLock
 
-    def __init__(self, client: Client, native: NativeLock) -> None:
-        self._client = client
+    def __init__(self, owners: Owners, native: NativeLock) -> None:
+        self._owners = owners
         self._native = native
 
     def __repr__(self) -> str:
@@ -279,7 +282,7 @@ class Lock(_Reentrant):
 
     def hold_count(self) -> int:
         """How many times the current owner holds it (0 when it does not)."""
-        return self._native.hold_count(self._client._current_owner())
+        return self._native.hold_count(self._owners.current())
 
     def remaining_ttl(self) -> Optional[float]:
         """Seconds left on the lease; None when nobody holds the lock."""
@@ -344,13 +347,13 @@ class MultiLock(_Owned):
     ``async with multi:`` for the current task. Owners taking the same locks in different orders
     never deadlock. Release frees every member and names each one that failed."""
 
-    __slots__ = ("_locks", "_client", "_native")
+    __slots__ = ("_locks", "_owners", "_native")
     _native: NativeMultiLock
 
     def __init__(self, locks: Iterable[Lock]) -> None:
         self._locks = tuple(locks)
         self._native = NativeMultiLock([lock._native for lock in self._locks])
-        self._client = self._locks[0]._client
+        self._owners = self._locks[0]._owners
 
     @property
     def locks(self) -> "tuple[Lock, ...]":
@@ -370,53 +373,7 @@ class MultiLock(_Owned):
 
     async def release_async(self) -> None:
         """Releases every member held by the current task (errors as :meth:`release`)."""
-        await self._native.release_async(self._client._task_owner())
+        await self._native.release_async(self._owners.task())
 
     def __repr__(self) -> str:
         return f"<rlock.MultiLock {[lock.name for lock in self._locks]!r}>"
-
-
-class RedLock(_Reentrant):
-    """One lock name held by a majority of N independent servers (Redisson's
-    ``RedissonRedLock``; antirez's algorithm), so it survives the loss of a minority of them.
-    Each server stores an ordinary lock in Redisson's layout. ``with lock:`` holds it for the
-    calling thread, ``async with lock:`` for the current task; holds taken without a ``lease``
-    are renewed by each server's watchdog, and the holder is told (:meth:`on_lost`) as soon as
-    fewer than a majority are left. An acquire raises :class:`ConnectionError` or
-    :class:`TimeoutError` when more than a minority of the servers failed; a release raises
-    :class:`LockLostError` when fewer than a majority were still held."""
-
-    __slots__ = ("_clients", "_client", "_native", "__weakref__")
-    _native: NativeRedLock
-    _what = "RedLock"
-
-    def __init__(self, name: str, clients: Iterable[Client], *, _fenced: bool = False) -> None:
-        self._clients = tuple(clients)
-        self._native = NativeRedLock(name, [c._native for c in self._clients], _fenced)
-        self._client = self._clients[0]
-
-    @property
-    def clients(self) -> "tuple[Client, ...]":
-        """The clients, one per server."""
-        return self._clients
-
-    @property
-    def quorum(self) -> int:
-        """How many servers make a majority."""
-        return self._native.quorum
-
-    def __repr__(self) -> str:
-        return f"<rlock.{type(self).__name__} {self.name!r} on {len(self._clients)} servers>"
-
-
-class FencedRedLock(_Fenced, RedLock):
-    """A :class:`RedLock` whose every acquire hands out a fencing token that strictly increases
-    across successful acquires, whichever majority granted them (each server's counter
-    ``redisson_lock_token:{name}`` is a quorum register: read from a majority, raised on a
-    majority, then handed out). :meth:`acquire` returns it; ``with lock as token:`` gives it."""
-
-    __slots__ = ()
-    _what = "fenced RedLock"
-
-    def __init__(self, name: str, clients: Iterable[Client]) -> None:
-        super().__init__(name, clients, _fenced=True)

@@ -8,7 +8,7 @@ from typing import Callable, Generic, Optional, Type, TypeVar
 
 from . import _native
 from ._errors import NotAcquiredError
-from ._locks import _wait_arg
+from ._locks import _answered, _wait_arg
 from ._lost import LostCallback, _listen
 
 
@@ -118,12 +118,18 @@ class PermitExpirableSemaphore(_Permits[_native.PermitExpirableSemaphore]):
         (``blocking=False`` tries once, ``timeout`` in seconds, -1: forever); None when the
         wait ran out. ``lease`` seconds: the permit expires then unless released or updated;
         None: the watchdog renews it until released. An interrupted wait (Ctrl-C) takes none."""
-        return self._native.acquire(_wait_arg(blocking, timeout), lease)
+        try:
+            return self._native.acquire(_wait_arg(blocking, timeout), lease)
+        except NotAcquiredError:
+            return None
 
     async def acquire_async(self, timeout: Optional[float] = None, *, lease: Optional[float] = None) -> Optional[str]:
         """Takes a permit for asyncio and returns its id, waiting up to ``timeout`` seconds
         (None: forever; 0: try once); None when the wait ran out. Cancelling takes none."""
-        pending = await self._native.acquire_async(timeout, lease)
+        try:
+            pending = await self._native.acquire_async(timeout, lease)
+        except NotAcquiredError:
+            return None
         return pending.claim_permit()
 
     def release(self, permit_id: str) -> None:
@@ -182,15 +188,14 @@ class _PermitContext:
         self._sem, self._timeout, self._lease = sem, timeout, lease
         self._id: Optional[str] = None
 
+    # The native acquire raises core's NotAcquiredError ("a permit of semaphore 'NAME' was not
+    # acquired within N ms", as C and Node say it) when the wait runs out.
     def _got(self, permit_id: Optional[str]) -> str:
-        if permit_id is None:
-            raise NotAcquiredError(f"no permit of semaphore {self._sem.name!r} came free within {self._timeout} s")
-        self._id = permit_id
-        return permit_id
+        self._id = _answered(permit_id)
+        return self._id
 
     def __enter__(self) -> str:
-        timeout = -1 if self._timeout is None else self._timeout
-        return self._got(self._sem.acquire(timeout=timeout, lease=self._lease))
+        return self._got(self._sem._native.acquire(self._timeout, self._lease))
 
     def __exit__(
         self,
@@ -203,7 +208,8 @@ class _PermitContext:
             self._sem.release(permit_id)
 
     async def __aenter__(self) -> str:
-        return self._got(await self._sem.acquire_async(self._timeout, lease=self._lease))
+        pending = await self._sem._native.acquire_async(self._timeout, self._lease)
+        return self._got(pending.claim_permit())
 
     async def __aexit__(
         self,

@@ -147,7 +147,7 @@ if redisson:
              f"{redisson['connection_pool_defaults']}, {redisson['min_idle']} connections kept idle, "
              f"{redisson['netty_threads']} Netty threads); ")
     p(f"rlock: the Rust core (one multiplexed connection, tasks on one current-thread runtime) and the C "
-      f"surface (librlock, one thread per owner; its bench runs 1, 16 and 64 owners). Redisson: Java "
+      f"surface (librlock, one thread per owner; its bench runs 1, 16, 64 and 256 owners). Redisson: Java "
       f"{redisson['java']}; {pools}*tuned*: the connection pool sized for the largest owner count "
       f"({redisson['connection_pool_tuned']}), nothing else changed. *threads*: one platform thread per owner, "
       f"`lock()` / `unlock()`; *async*: each owner an explicit thread id and a chain of `lockAsync(id)` / "

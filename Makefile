@@ -70,6 +70,7 @@ check: generated-check lint surface-ratio lua-check once-check unify-check ## Th
 	$(CARGO) test --workspace --lib --quiet
 	$(CARGO) test $(CORE_PKG) --test fuzz_corpus --quiet
 	$(CARGO) test -p rlock-cli --test fuzz_corpus --quiet
+	python3 tools/compat.py self-test
 	$(CARGO) test -p rlock --lib --features capi --quiet
 
 # The hand-written surface code stays within the limit tools/surface-ratio.py states (MAX;

@@ -17,9 +17,12 @@ compat: servers build-chaos build-c build-python build-node testbed ## Every sui
 	python3 tools/compat.py doc
 
 # CI's part of the matrix (.ci/run, after `make test`, which built everything it runs; no build
-# here, as it runs beside `make dist`): tools/compat.py's CI_SUBSET, failing on any failure.
+# here, as it runs beside `make dist`): tools/compat.py's CI_SUBSET, failing on any failure. The
+# probes and core's failover runs one at a time, then the rest in two lanes side by side
+# (tools/compat.py run_lanes; its rules checked first by `compat.py self-test`).
 compat-ci: servers ## The matrix's CI subset (after `make test`); fails on any failure
-	python3 tools/compat.py run --subset ci --strict
+	python3 tools/compat.py self-test
+	python3 tools/compat.py run --subset ci --strict --lanes 2
 
 compat-doc: ## Regenerate docs/compatibility.md from tests/compat/results.json
 	python3 tools/compat.py doc

@@ -25,6 +25,13 @@ Suites and modes (a suite runs in a mode only when the server has it):
           when asked for (--suites ...,interop) and after `make build-interop`
 Each run's output is kept in build/compat/<server>/<suite>-<mode>.log.
 
+With --lanes N (`make compat-ci`: 2), every probe runs first, one at a time (a probe starts each
+topology of its server at once), then core's cluster, sentinel and TLS runs, one at a time with
+nothing beside them; then the rest in N lanes side by side, each lane taking the longest run left
+by the seconds results.json keeps, never two Redisson interop runs at once (run_lanes; `compat.py
+self-test`, in `make check`, replays the CI subset over stand-in runs and fails when a rule is
+broken). On 2 cores two lanes gain less than half: runs side by side slow each other.
+
 RLOCK_PAUSE_PGID names a process group (CI's background `make dist`) stopped (SIGSTOP) while
 core's cluster, sentinel and TLS runs run and continued after: they kill masters and wait out
 failovers under 3 to 10 s leases, and beside the release builds (even at idle CPU priority, their
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import json
 import os
@@ -42,9 +50,10 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "tests/compat/results.json"
@@ -314,73 +323,176 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclasses.dataclass
+class Job:
+    """One command of the matrix, and the rows (mode, parser) its output is counted into (the
+    Python and interop runs give a single and a cluster row)."""
+    server: str
+    suite: str
+    cmd: List[str]
+    rows: List[Tuple[str, Any]]
+    # Core's cluster, sentinel and TLS runs kill masters and time failovers under 3 to 10 s
+    # leases: they run with nothing beside them and the background builds paused.
+    alone: bool
+    # The Redisson interop runs: two side by side failed their 100 ms wake-up bound (a pub/sub
+    # wake-up took 101.6 ms on Redis 6.2.16, 2026-12-04), so never two at once.
+    interop: bool
+    expected: float = 0.0
+
+
+def jobs_of(server: str, modes: Dict[str, bool], suites: List[str], want_modes: List[str],
+            seconds: Dict[Tuple[str, str, str], float]) -> List[Job]:
+    jobs: List[Job] = []
+    for suite, mode, cmd, parser in suite_runs(server, modes, suites, want_modes):
+        if cmd is None:  # counted from the previous run's output
+            jobs[-1].rows.append((mode, parser))
+            continue
+        jobs.append(Job(server, suite, cmd, [(mode, parser)],
+                        alone=suite == "core" and mode != "single", interop=suite == "interop",
+                        expected=seconds.get((server, suite, mode), 60.0)))
+    return jobs
+
+
+def run_lanes(jobs: List[Job], lanes: int, run: Callable[[Job], None]) -> None:
+    """Runs every job through `run`: first the `alone` ones, one at a time; then the rest in
+    `lanes` threads, each taking the longest job left (by its `expected` seconds) that would not
+    put two interop runs side by side. `run` must not raise."""
+    for job in [j for j in jobs if j.alone]:
+        run(job)
+    pending = sorted((j for j in jobs if not j.alone), key=lambda j: -j.expected)
+    cond = threading.Condition()
+    interop_running = [0]
+
+    def lane() -> None:
+        while True:
+            with cond:
+                while True:
+                    if not pending:
+                        return
+                    job = next((j for j in pending if not (j.interop and interop_running[0])), None)
+                    if job is not None:
+                        break
+                    cond.wait()
+                pending.remove(job)
+                interop_running[0] += job.interop
+            try:
+                run(job)
+            finally:
+                with cond:
+                    interop_running[0] -= job.interop
+                    cond.notify_all()
+
+    threads = [threading.Thread(target=lane) for _ in range(max(1, lanes))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     servers = args.servers.split(",") if args.servers else cached_servers()
     if args.subset == "ci":
         servers = [s for s in servers if s in CI_SUBSET]
     want_modes = args.modes.split(",")
     data = load()
+    seconds = {(r["server"], r["suite"], r["mode"]): float(r["seconds"]) for r in data["runs"]}
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     failed_rows: List[Dict[str, Any]] = []
+    jobs: List[Job] = []
+    infos: Dict[str, Dict[str, Any]] = {}
+    # Every probe first, one at a time: a probe starts each topology of its server at once.
     for server in servers:
         t = time.monotonic()
         info = probe(server)
         info["probe_seconds"] = round(time.monotonic() - t, 1)
         data["servers"][server] = info
+        infos[server] = info
         save(data)
         print(f"== {server}: {info['server']} {info['version']}, modes "
               f"{', '.join(m for m, ok in info['modes'].items() if ok)} (probe {info['probe_seconds']} s)",
               flush=True)
-        env = server_env(server)
         suites = (CI_SUBSET[server] if args.subset == "ci" else args.suites).split(",")
-        last_out = ""
-        for suite, mode, cmd, parser in suite_runs(server, info["modes"], suites, want_modes):
-            if cmd is None:  # counted from the previous run's output
-                secs = 0.0
-                code = 0
-                out = last_out
-            else:
-                with paused_background(suite == "core" and mode != "single"):
-                    code, out, secs = run_logged(cmd, env, LOGS / server / f"{suite}-{mode}.log")
-                last_out = out
-            passed, failed, skipped, fails = parser(out)
-            if code != 0 and failed == 0 and cmd is not None and suite not in ("python", "interop"):
-                failed, fails = 1, [f"exit status {code} (see the log)"]
-            if code != 0 and suite == "interop" and cmd is not None and failed == 0:
-                if parse_interop(out, "cluster")[1] == 0:
-                    failed, fails = 1, [f"exit status {code} (see the log)"]
-            if code != 0 and suite == "python" and cmd is not None and failed == 0:
-                # Failures may all be in the other mode's tests; the mypy-free run has no others.
-                c_p, c_f, _, _ = parse_pytest(out, True)
-                if c_f == 0:
-                    failed, fails = 1, [f"exit status {code} (see the log)"]
-            row = {
-                "server": server, "name": info["server"], "version": info["version"], "mode": mode,
-                "suite": suite, "passed": passed, "failed": failed, "skipped": skipped,
-                "seconds": round(secs, 1), "date": today, "failures": fails[:20],
-                "log": str((LOGS / server / f"{suite}-{'single' if suite in ('python', 'interop') else mode}.log")
-                           .relative_to(ROOT)),
-            }
-            data["runs"] = [r for r in data["runs"]
-                            if (r["server"], r["suite"], r["mode"]) != (server, suite, mode)]
-            data["runs"].append(row)
-            save(data)
-            if failed:
-                failed_rows.append(row)
-            print(f"   {suite:7} {mode:15} {passed:4} passed {failed:3} failed {skipped:3} skipped "
-                  f"{secs:6.1f} s", flush=True)
-            for x in fails[:10]:
-                print(f"       {x}", flush=True)
-            if failed and args.strict:
-                # CI keeps only what it prints: the end of the failed run's log.
-                print(f"       the end of {row['log']}:", flush=True)
-                for line in out.splitlines()[-40:]:
-                    print(f"       | {line}", flush=True)
+        jobs += jobs_of(server, info["modes"], suites, want_modes, seconds)
+    lock = threading.Lock()
+
+    def run(job: Job) -> None:
+        server, suite, info = job.server, job.suite, infos[job.server]
+        log = LOGS / server / f"{suite}-{job.rows[0][0]}.log"
+        with paused_background(job.alone):
+            code, out, secs = run_logged(job.cmd, server_env(server), log)
+        with lock:
+            for i, (mode, parser) in enumerate(job.rows):
+                passed, failed, skipped, fails = parser(out)
+                if i == 0 and code != 0 and failed == 0:
+                    # A failure may be counted in the other row of the run (the Python and
+                    # interop runs' cluster rows); otherwise the exit status is the failure.
+                    others = sum(p(out)[1] for _, p in job.rows[1:])
+                    if others == 0:
+                        failed, fails = 1, [f"exit status {code} (see the log)"]
+                row = {
+                    "server": server, "name": info["server"], "version": info["version"], "mode": mode,
+                    "suite": suite, "passed": passed, "failed": failed, "skipped": skipped,
+                    "seconds": round(secs, 1) if i == 0 else 0.0, "date": today, "failures": fails[:20],
+                    "log": str(log.relative_to(ROOT)),
+                }
+                data["runs"] = [r for r in data["runs"]
+                                if (r["server"], r["suite"], r["mode"]) != (server, suite, mode)]
+                data["runs"].append(row)
+                save(data)
+                if failed:
+                    failed_rows.append(row)
+                print(f"   {server:13} {suite:7} {mode:15} {passed:4} passed {failed:3} failed "
+                      f"{skipped:3} skipped {row['seconds']:6.1f} s", flush=True)
+                for x in fails[:10]:
+                    print(f"       {x}", flush=True)
+                if failed and args.strict:
+                    # CI keeps only what it prints: the end of the failed run's log.
+                    print(f"       the end of {row['log']}:", flush=True)
+                    for line in out.splitlines()[-40:]:
+                        print(f"       | {line}", flush=True)
+
+    run_lanes(jobs, args.lanes, run)
     # Again at the end: CI's record keeps only the last lines of what a run printed.
     for r in failed_rows:
         print(f"== compat: FAILED {r['server']} {r['suite']} {r['mode']}: {r['failed']} failed: "
               f"{'; '.join(r['failures'][:3])[:600]} (log {r['log']})", flush=True)
     return 1 if failed_rows and args.strict else 0
+
+
+def cmd_self_test(_: argparse.Namespace) -> int:
+    """The lanes' rules over stand-in jobs of the CI subset (each sleeps 20 ms, standing in for a
+    run's work): fails when an `alone` job shares the machine, two interop jobs do, or the lanes
+    never run two jobs at once."""
+    modes = {"single": True, "cluster": True, "sentinel": True, "tls": True}
+    jobs = [j for s, suites in CI_SUBSET.items()
+            for j in jobs_of(s, modes, suites.split(","), list(modes), {})]
+    spans: List[Tuple[float, float, Job]] = []
+    lock = threading.Lock()
+
+    def run(job: Job) -> None:
+        t = time.monotonic()
+        time.sleep(0.02)
+        with lock:
+            spans.append((t, time.monotonic(), job))
+
+    run_lanes(jobs, 2, run)
+    problems = []
+    if len(spans) != len(jobs):
+        problems.append(f"{len(spans)} of {len(jobs)} jobs ran")
+    overlap = lambda a, b: a[0] < b[1] and b[0] < a[1]  # noqa: E731
+    pairs = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if overlap(a, b)]
+    for a, b in pairs:
+        if a[2].alone or b[2].alone:
+            problems.append(f"{a[2].server} {a[2].suite} beside {b[2].server} {b[2].suite}: one runs alone")
+        if a[2].interop and b[2].interop:
+            problems.append(f"two interop runs side by side: {a[2].server}, {b[2].server}")
+    if not pairs:
+        problems.append("the lanes never ran two jobs at once")
+    for p in problems:
+        print(f"compat self-test: {p}")
+    print(f"compat self-test: {len(jobs)} jobs, {len(pairs)} side by side, "
+          f"{'FAILED' if problems else 'ok'}")
+    return 1 if problems else 0
 
 
 # --- the document ---
@@ -504,7 +616,8 @@ def cmd_doc(_: argparse.Namespace) -> int:
         "Redis 7.2.6 and Valkey 8.0.1 about 2.5 min each, the three wheels 1 to 3 s each, Redis 8.0.6",
         "about 35 s: the sid root of tools/sid-root.sh), warm 0.01 s.",
         "That is too slow for CI next to `make test`, so CI (`.ci/run`) runs `make compat-ci`",
-        "(`tools/compat.py run --subset ci --strict`) after `make test`, both with the release",
+        "(`tools/compat.py run --subset ci --strict --lanes 2`: the failover runs alone, the rest two at a time)",
+        "after `make test`, both with the release",
         "builds (`make dist`) beside them at idle CPU priority: core's tests in every mode on Redis 6.2.16,",
         "Valkey 8.0.1, Valkey 9.1.2, Redis 8.2.3 and Redis 8.0.6, the Python, Node and C suites on Redis 6.2.16 and",
         "Valkey 9.1.2, and the Redisson interop (3.52) on Redis 6.2.16 and Valkey 8.0.1: "
@@ -528,10 +641,14 @@ def main() -> int:
     r.add_argument("--subset", choices=["all", "ci"], default="all",
                    help="ci: the per-server subset of CI_SUBSET (overrides --suites)")
     r.add_argument("--strict", action="store_true", help="exit 1 when anything failed")
+    r.add_argument("--lanes", type=int, default=1,
+                   help="runs side by side after the ones that run alone (see run_lanes)")
     r.set_defaults(fn=cmd_run)
     p = sub.add_parser("probe")
     p.add_argument("--servers")
     p.set_defaults(fn=cmd_probe)
+    st = sub.add_parser("self-test")
+    st.set_defaults(fn=cmd_self_test)
     d = sub.add_parser("doc")
     d.set_defaults(fn=cmd_doc)
     args = ap.parse_args()

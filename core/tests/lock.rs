@@ -341,8 +341,7 @@ async fn two_hundred_owners_keep_a_non_atomic_counter_exact() {
         let (lock, owner) = (c.lock("counter-lock").unwrap(), c.new_owner());
         let url = server.url();
         tasks.push(tokio::spawn(async move {
-            let mut conn =
-                redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+            let mut conn = common::patient_conn(&redis::Client::open(url).unwrap()).await;
             for _ in 0..50 {
                 lock.acquire(&owner).await.unwrap();
                 let v: Option<i64> = redis::AsyncCommands::get(&mut conn, "counter").await.unwrap();

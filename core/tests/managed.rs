@@ -186,7 +186,7 @@ async fn waiters_poll_and_exclude_each_other_behind_twemproxy() {
     let info = redis::Client::open(proxy.url()).unwrap().get_connection_info().clone();
     let settings = info.redis_settings().clone().set_skip_set_lib_name();
     let raw = redis::Client::open(info.set_redis_settings(settings)).unwrap();
-    let mut conn = raw.get_multiplexed_async_connection().await.unwrap();
+    let mut conn = common::patient_conn(&raw).await;
     let _: () = redis::cmd("SET").arg("tw:counter").arg(0).query_async(&mut conn).await.unwrap();
     let mut tasks = Vec::new();
     for i in 0..4 {

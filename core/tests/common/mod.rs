@@ -22,6 +22,14 @@ pub fn conn_to(port: u16) -> redis::Connection {
     c
 }
 
+/// A multiplexed connection for a test's own commands, waiting up to 30 s for each reply: with
+/// redis-rs's default (500 ms) a test's SET behind twemproxy gave up on a loaded CI machine
+/// (2026-12-04) while every lock call went through.
+pub async fn patient_conn(client: &redis::Client) -> redis::aio::MultiplexedConnection {
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(30)));
+    client.get_multiplexed_async_connection_with_config(&config).await.unwrap()
+}
+
 /// Calls of one command recorded in `INFO commandstats` of the server on `port`.
 pub fn calls_on(port: u16, command: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn_to(port)).unwrap();

@@ -17,8 +17,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::error::{Error, ErrorKind, Result};
 use crate::finish::{Finish, Undo};
 use crate::keys;
@@ -226,7 +224,8 @@ impl PermitExpirableSemaphore {
             .step(async move {
                 let i = &sem.inner;
                 let keys = (&*i.name, i.timeouts.as_str(), i.channel.as_str());
-                let sent = Instant::now();
+                // Right before the send: a lease it sets runs from then at the earliest.
+                let ticket = i.shared.watchdog().start_acquire(sem.key(&id));
                 let taken = scripts::pes_acquire(
                     &mut i.shared.conn(),
                     keys,
@@ -261,13 +260,7 @@ impl PermitExpirableSemaphore {
                     Ok(()) => {
                         let hex: Arc<str> = format_id(&id).into();
                         if renew {
-                            i.shared.watchdog().acquired_permit(
-                                &PERMIT,
-                                sem.key(&id),
-                                &i.owner,
-                                hex.clone(),
-                                sent,
-                            );
+                            ticket.took_permit(&PERMIT, &i.owner, hex.clone());
                         }
                         Ok((hex, sem.give_back(id)))
                     }
@@ -376,7 +369,9 @@ impl PermitExpirableSemaphore {
         };
         i.shared.check_open()?;
         let timeouts = i.timeouts.as_str();
-        let sent = Instant::now();
+        let key = self.key(&id);
+        // Right before the send: a watchdog lease it sets runs from then at the earliest.
+        let ticket = wd.start_acquire(key.clone());
         let flags = i
             .shared
             .retrying(|mut c| async move {
@@ -385,15 +380,15 @@ impl PermitExpirableSemaphore {
                 })
             })
             .await?;
-        let key = self.key(&id);
         let hex: Arc<str> = format_id(&id).into();
         if flags.first() != Some(&true) {
-            let forgotten = if self.tracked(&key, &id) { wd.forget(&key) } else { Forgotten::NotHeld };
+            // Another permit's hold under the same key (its low 8 bytes) is not this one's.
+            let forgotten = if self.tracked(&key, &id) { ticket.not_held() } else { Forgotten::NotHeld };
             return Err(not_held(forgotten, &i.name, &hex));
         }
         match lease {
-            None => wd.acquired_permit(&PERMIT, key, &i.owner, hex, sent),
-            Some(_) => wd.untrack(&key),
+            None => ticket.took_permit(&PERMIT, &i.owner, hex),
+            Some(_) => ticket.leased_by_hand(),
         }
         Ok(())
     }

@@ -4,8 +4,6 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::error::{Error, ErrorKind, Result};
 use crate::finish::Undo;
 use crate::keys;
@@ -120,54 +118,34 @@ impl Lock {
         let answer = shared
             .step(async move {
                 let inner = &lock.inner;
-                // No later than the acquire's send: the lease it sets runs from then at the
+                // Right before the acquire's send: the lease it sets runs from then at the
                 // earliest.
-                let sent = Instant::now();
+                let ticket = inner.shared.watchdog().start_acquire(lock.key(&owner));
                 let acquired = match lock.run_acquire(&owner, whole_ms(lease), fair_wait_ms, queue_up).await {
-                    Ok(acquired) => acquired,
-                    Err(e) => {
-                        if e.outcome_unknown() && matches!(inner.flavor, Flavor::Fair { .. }) && queue_up {
-                            // The script may have queued `owner` before its reply was lost, and
-                            // no answer brought its give-up step: left there, the waiters
-                            // behind would wait for its deadline (300 s by default). Given up
-                            // in the background now; a caller still waiting queues again at
-                            // its next try.
-                            drop(lock.give_up(&owner, fair_wait_ms));
-                        }
-                        if e.outcome_unknown() && !lock.is_tracked(&owner) {
-                            // Only the reply may be lost, and `owner` held nothing here before:
-                            // release what the script may have taken before anything retries
-                            // (a retry would count a second hold level). `NotHeld` when it took
-                            // nothing. A reentrant acquire cannot tell its level from an older
-                            // one's, so it keeps what it has.
-                            // One try: retries of its own would hold up the acquire's.
-                            if let Err(e) = lock.release_tries(&owner, false).await {
-                                if e.kind() != ErrorKind::NotHeld {
-                                    log::warn!(
-                                        "rlock: could not release what an unanswered acquire of '{}' may \
-                                         have taken ({e}); it ends with its lease",
-                                        lock.name()
-                                    );
-                                }
+                    Ok(Synced::Acknowledged(acquired)) => acquired,
+                    Ok(Synced::Unacknowledged(_)) => {
+                        // Taken, but no replica acknowledged it: nobody is handed this level.
+                        // Counted, then undone, so the undo ends it and not a level `owner`
+                        // holds; an undo that fails is not renewed.
+                        ticket.took_unhanded();
+                        if let Err(e) = lock.undo_now(&owner).await {
+                            if e.kind() != ErrorKind::NotHeld && e.kind() != ErrorKind::Lost {
+                                log::warn!(
+                                    "rlock: could not undo the unsynced acquire of '{}': {e}",
+                                    inner.name
+                                );
                             }
                         }
-                        return Err(e);
+                        return Err(lock
+                            .failed_attempt(&owner, lock.unsynced(), fair_wait_ms, queue_up)
+                            .await);
                     }
+                    Err(e) => return Err(lock.failed_attempt(&owner, e, fair_wait_ms, queue_up).await),
                 };
                 match acquired {
                     Ok(token) => {
-                        let key = lock.key(&owner);
-                        inner.shared.watchdog().acquired(
-                            inner.flavor.kind(),
-                            key.clone(),
-                            &owner,
-                            lease,
-                            renew,
-                            sent,
-                        );
-                        if matches!(inner.flavor, Flavor::Fenced { .. }) {
-                            inner.shared.watchdog().set_token(&key, token);
-                        }
+                        let fenced = matches!(inner.flavor, Flavor::Fenced { .. });
+                        ticket.took(inner.flavor.kind(), &owner, lease, renew, fenced.then_some(token));
                         let undo = lock.undo(&owner);
                         Ok(Ok((undo, token)))
                     }
@@ -242,34 +220,29 @@ impl Lock {
     pub(super) fn undo(&self, owner: &Owner) -> Undo {
         let (lock, owner) = (self.clone(), owner.clone());
         Undo::new(self.inner.shared.cleanups(), async move {
-            match lock.release_now(&owner).await {
+            match lock.undo_now(&owner).await {
                 // Nothing left to give back: the acquire took nothing, or the hold ended.
                 Err(e) if e.kind() == ErrorKind::NotHeld || e.kind() == ErrorKind::Lost => {}
-                Err(e) => {
-                    // Nobody will release it later, so the watchdog must not keep it alive:
-                    // untracked, the hold ends with its lease on the server.
-                    lock.untrack(&owner);
-                    log::warn!(
-                        "rlock: could not undo an acquire nobody took on '{}' ({e}); it is no longer \
-                         renewed, so its lease ends it",
-                        lock.name()
-                    )
-                }
+                Err(e) => log::warn!(
+                    "rlock: could not undo an acquire nobody took on '{}' ({e}); its level is not \
+                     renewed, so its lease (or the owner's last release) ends it",
+                    lock.name()
+                ),
                 Ok(_) => {}
             }
         })
     }
 
     /// The acquire step, followed by a replica `WAIT` when replica sync is on and the key's
-    /// master has replicas. An acquire no replica acknowledged is undone and fails with
-    /// `Timeout`, which the wait loop retries.
+    /// master has replicas: `Unacknowledged` when no replica acknowledged what it took (the
+    /// caller undoes it).
     async fn run_acquire(
         &self,
         owner: &Owner,
         lease_ms: u64,
         fair_wait_ms: u64,
         queue_up: bool,
-    ) -> Result<Step> {
+    ) -> Result<Synced<Step>> {
         let inner = &self.inner;
         let failed = |e| Error::from_redis(&format!("acquire of lock '{}' failed", inner.name), e);
         let step = |mut conn| async move {
@@ -317,27 +290,50 @@ impl Lock {
             Ok(busy.map_or(Ok(0), Err))
         };
         let Some(replicas) = inner.shared.replicas_for(inner.slot) else {
-            return step(inner.shared.conn()).await.map_err(failed);
+            return step(inner.shared.conn()).await.map(Synced::Acknowledged).map_err(failed);
         };
-        match replicas.run(&inner.name, inner.slot, step, Step::is_ok).await.map_err(failed)? {
-            Synced::Acknowledged(ttl) => Ok(ttl),
-            Synced::Unacknowledged(_) => {
-                // Not counted (the watchdog never heard of this level), so its undo must not
-                // end a counted one.
-                inner.shared.watchdog().level_added(&self.key(owner));
-                if let Err(e) = self.release_now(owner).await {
-                    log::warn!("rlock: could not undo the unsynced acquire of '{}': {e}", inner.name);
+        replicas.run(&inner.name, inner.slot, step, Step::is_ok).await.map_err(failed)
+    }
+
+    /// The error of an acquire no replica acknowledged (undone by the caller), which the wait
+    /// loop retries.
+    fn unsynced(&self) -> Error {
+        Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "no replica acknowledged the acquire of lock '{}' within replica_sync_timeout ({:?}); \
+                 the acquire was undone",
+                self.inner.name,
+                self.inner.shared.options().replica_sync_timeout
+            ),
+        )
+    }
+
+    /// What an acquire step that failed with `e` leaves behind is given back, and `e` returned.
+    async fn failed_attempt(&self, owner: &Owner, e: Error, fair_wait_ms: u64, queue_up: bool) -> Error {
+        if e.outcome_unknown() && matches!(self.inner.flavor, Flavor::Fair { .. }) && queue_up {
+            // The script may have queued `owner` before its reply was lost, and no answer
+            // brought its give-up step: left there, the waiters behind would wait for its
+            // deadline (300 s by default). Given up in the background now; a caller still
+            // waiting queues again at its next try.
+            drop(self.give_up(owner, fair_wait_ms));
+        }
+        if e.outcome_unknown() && !self.is_tracked(owner) {
+            // Only the reply may be lost, and `owner` held nothing here before: release what the
+            // script may have taken before anything retries (a retry would count a second hold
+            // level). `NotHeld` when it took nothing. A reentrant acquire cannot tell its level
+            // from an older one's, so it keeps what it has.
+            // One try: retries of its own would hold up the acquire's.
+            if let Err(e) = self.release_tries(owner, false).await {
+                if e.kind() != ErrorKind::NotHeld {
+                    log::warn!(
+                        "rlock: could not release what an unanswered acquire of '{}' may have taken \
+                         ({e}); it ends with its lease",
+                        self.name()
+                    );
                 }
-                Err(Error::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "no replica acknowledged the acquire of lock '{}' within replica_sync_timeout \
-                         ({:?}); the acquire was undone",
-                        inner.name,
-                        inner.shared.options().replica_sync_timeout
-                    ),
-                ))
             }
         }
+        e
     }
 }

@@ -44,11 +44,22 @@ impl Lock {
     }
 
     pub(super) async fn release_now(&self, owner: &Owner) -> Result<Released> {
-        self.release_tries(owner, true).await
+        self.release_call(owner, true, false).await
     }
 
     /// [`Self::release_now`], retried after transient errors when `retry`, else tried once.
     pub(super) async fn release_tries(&self, owner: &Owner, retry: bool) -> Result<Released> {
+        self.release_call(owner, retry, false).await
+    }
+
+    /// The release that undoes a level an acquire took and nobody was handed: when it fails,
+    /// nobody sends it again, so that level is no longer counted (and with none left, the hold
+    /// is no longer renewed: its lease ends it).
+    pub(super) async fn undo_now(&self, owner: &Owner) -> Result<Released> {
+        self.release_call(owner, true, true).await
+    }
+
+    async fn release_call(&self, owner: &Owner, retry: bool, undo: bool) -> Result<Released> {
         let inner = &self.inner;
         let shared = &inner.shared;
         let key = self.key(owner);
@@ -105,7 +116,11 @@ impl Lock {
                 return Err(not_held(ticket.not_held(), &inner.name, owner));
             }
             Err(e) => {
-                ticket.failed();
+                if undo {
+                    ticket.abandoned();
+                } else {
+                    ticket.failed();
+                }
                 latch.leave();
                 return Err(e);
             }

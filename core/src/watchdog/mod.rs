@@ -45,6 +45,7 @@ use crate::conn::Commands;
 use crate::metrics::Metrics;
 use crate::owner::Owner;
 
+pub(crate) mod acquire;
 pub(crate) mod release;
 pub(crate) mod renew;
 
@@ -323,9 +324,9 @@ impl Watchdog {
     }
 
     /// Records a successful acquire (first or reentrant), whose command was sent at `sent` (or
-    /// earlier). Called before the acquire returns.
+    /// earlier). Called before the acquire returns, through an [`acquire::AcquireTicket`].
     #[allow(clippy::too_many_arguments)] // one call site per primitive; a struct adds nothing
-    pub(crate) fn acquired(
+    fn acquired(
         &self,
         kind: &'static HoldKind,
         key: HoldKey,
@@ -393,7 +394,7 @@ impl Watchdog {
 
     /// Records a permit `id` taken with a watchdog lease (renewed until released) by a command
     /// sent at `sent`. Called before the acquire returns.
-    pub(crate) fn acquired_permit(
+    fn acquired_permit(
         &self,
         kind: &'static HoldKind,
         key: HoldKey,
@@ -413,7 +414,7 @@ impl Watchdog {
     }
 
     /// Records the fencing token the latest acquire of `key` got.
-    pub(crate) fn set_token(&self, key: &HoldKey, token: u64) {
+    fn set_token(&self, key: &HoldKey, token: u64) {
         if let Some(h) = lock(&self.holds).get_mut(key) {
             h.token = Some(token);
         }
@@ -466,7 +467,7 @@ impl Watchdog {
 
     /// A hold level the client did not count was taken (an acquire about to be undone
     /// without being handed out): its undo's release does not end a counted level.
-    pub(crate) fn level_added(&self, key: &HoldKey) {
+    fn level_added(&self, key: &HoldKey) {
         if let Some(h) = lock(&self.holds).get_mut(key) {
             h.levels = h.levels.saturating_add(1);
         }
@@ -483,7 +484,9 @@ impl Watchdog {
         })
     }
 
-    /// Stops tracking a hold that was not released (a permit whose lease was set by hand).
+    /// Stops tracking a hold nobody will release: a permit whose lease was set by hand, a failed
+    /// undo, a RedLock member left over once the RedLock was released
+    /// ([`crate::lock::Lock::untrack`]). Its lease ends it on the server.
     pub(crate) fn untrack(&self, key: &HoldKey) {
         lock(&self.holds).remove(key);
     }
@@ -516,7 +519,7 @@ impl Watchdog {
 
     /// Forgets a hold Redis says is not held, and tells whether the watchdog had lost it (a
     /// loss a renewal saw while this release was under way is reported now).
-    pub(crate) fn forget(&self, key: &HoldKey) -> Forgotten {
+    fn forget(&self, key: &HoldKey) -> Forgotten {
         let removed = lock(&self.holds).remove(key);
         match removed {
             Some(h) if h.lost.is_some() => Forgotten::Lost,

@@ -79,6 +79,20 @@ impl ReleaseTicket<'_> {
         self.failed_now();
     }
 
+    /// The release failed, and nobody sends it again (the undo of a level an acquire took and
+    /// nobody was handed): that level is no longer counted. With levels left, the owner still
+    /// holds the hold (a level the server still counts for the undo is let go at the owner's
+    /// last release: [`LevelLeft::Orphaned`]); with none, it is forgotten, no longer renewed,
+    /// and its lease ends it on the server.
+    pub(crate) fn abandoned(mut self) {
+        if self.wd.level_released(&self.key) {
+            self.failed_now();
+        } else {
+            self.ended = true;
+            self.wd.untrack(&self.key);
+        }
+    }
+
     /// The release failed, and it sets no lease where it runs (a permit's release removes the
     /// permit): the lease proven so far stands.
     pub(crate) fn failed_setting_no_lease(mut self) {

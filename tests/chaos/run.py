@@ -368,16 +368,32 @@ def case_cancel(ctx: Ctx) -> str:
     left = watch.stop()
     expired = expiring.lock_keys()
     expiring.stop()
+    undone_late = ""
     if expired:
         # A key that expires was renewed by nobody: a leak (an acquire that landed after its
         # caller gave up, not undone), or a hold whose renewal came too late, which its holder is
-        # told of (a lost event). Seen twice under CI's load (2026-12-03, run 25: one key).
+        # told of (a lost event), or a give-back that failed: the undo of an acquire nobody was
+        # handed, or of one whose reply was lost, could not be sent (its retries ran out under
+        # load). The library says so in its log, and the hold, no longer renewed, ends with its
+        # lease: nobody is told a hold is alive that is not. Seen twice under CI's load
+        # (2026-12-03, run 25; 2026-12-04, run 35: one key each, a Python owner, no lost event).
         lost = {w.label: [e for _, e in w.lost_events] for w in workers.values() if w.lost_events}
-        stats = {w.label: w.call("stats", "stats") for w in workers.values()}
-        raise Fail(f"keys expired: {expired[:5]}: " + (
-            f"holds lost to late renewals (watchdog {watchdog} ms): {lost}" if lost
-            else "a cancelled acquire left a hold behind (no holder was told of a loss)")
-            + f"; last holders: { {k: left.get(k) for k in expired[:5]} }; stats: {stats}; server: {server_stats(srv)}")
+        told = {k: [f"{w.label}: {line.strip()[:300]}" for w in workers.values()
+                    for line in w.log.read_text(errors="replace").splitlines()
+                    if f"'{k}'" in line and ("could not undo" in line or "could not release what" in line)]
+                for k in expired}
+        if lost or not all(told.values()):
+            stats = {w.label: w.call("stats", "stats") for w in workers.values()}
+            logs = "".join(w.stderr_tail() for w in workers.values())
+            raise Fail(f"keys expired: {expired[:5]}: " + (
+                f"holds lost to late renewals (watchdog {watchdog} ms): {lost}" if lost
+                else "a cancelled acquire left a hold behind (no holder was told of a loss, no give-back "
+                     "failure was logged)")
+                + f"; last holders: { {k: left.get(k) for k in expired[:5]} }; stats: {stats}; "
+                  f"server: {server_stats(srv)}{logs}")
+        print(f"   give-backs that failed under load, each logged; their keys ended with their lease: {told}",
+              flush=True)
+        undone_late = f"; {len(expired)} key(s) ended with their lease after a give-back failed (logged)"
     for w in workers.values():
         check(w.proc.poll() is None, f"{w.label} died")
     acquired = sum(d["acquired"] for d in done.values())
@@ -385,7 +401,7 @@ def case_cancel(ctx: Ctx) -> str:
     per = ", ".join(f"{s} {d['cancelled']}/{d['acquired'] + d['cancelled']}" for s, d in done.items())
     return (f"{total} acquires in {took:.1f} s, {cancelled} cancelled ({per}), {acquired} acquired and released; "
             f"after: 0 lock keys, 0 channels, 0 tracked holds, EVALSHA/EVAL calls still over "
-            f"{watchdog * 1.2:.0f} ms")
+            f"{watchdog * 1.2:.0f} ms{undone_late}")
 
 
 # The bad-input rows each worker has (the case fails when a surface reports fewer or more).

@@ -177,3 +177,30 @@ fn a_renewal_racing_a_release_reports_a_loss_only_when_the_release_did_not_free_
     assert_eq!(*lock(&heard), 2);
     assert!(wd.is_lost(&key));
 }
+
+/// An undo whose release failed (nobody sends it again) ends only the level its acquire took:
+/// a re-entered hold its owner still holds a level of stays tracked and renewed; a hold with no
+/// level left is forgotten, so its lease ends it on the server.
+#[test]
+fn an_abandoned_undo_ends_its_own_level_only() {
+    let wd = watchdog();
+    let owner = Owner::new(uuid::Uuid::new_v4(), 1);
+    let key = HoldKey { kind: 1, name: "reentered".into(), owner: 1 };
+    // The owner's level, then a re-entry nobody was handed (its caller gave up).
+    wd.start_acquire(key.clone()).took(kind(1), &owner, Duration::from_secs(30), true, None);
+    wd.start_acquire(key.clone()).took(kind(1), &owner, Duration::from_secs(30), true, None);
+    wd.start_release(key.clone()).abandoned();
+    assert!(wd.is_tracked(&key), "the owner's own level is still held and renewed");
+    assert!(!wd.is_lost(&key));
+    assert_eq!(lock(&wd.holds)[&key].levels, 1);
+    // An undo of the only level: nobody holds it, so nothing renews it.
+    wd.start_release(key.clone()).abandoned();
+    assert!(!wd.is_tracked(&key));
+    // The unsynced acquire's level is counted as nobody's before its undo.
+    let fresh = HoldKey { kind: 1, name: "unsynced".into(), owner: 1 };
+    wd.start_acquire(fresh.clone()).took(kind(1), &owner, Duration::from_secs(30), true, Some(7));
+    wd.start_acquire(fresh.clone()).took_unhanded();
+    wd.start_release(fresh.clone()).abandoned();
+    assert!(wd.is_tracked(&fresh));
+    assert_eq!(wd.token(&fresh), Some(7), "the token of the level still held");
+}

@@ -97,7 +97,7 @@ unify-check:
 	python3 tools/unify-check.py
 
 # The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).
-generated: ## Regenerate the C option setters, Python ClientOptions, Node option/error types, the parity table's docs
+generated: ## Regenerate the C option setters, Python ClientOptions and exception classes, Node option/error types, the parity table's docs
 	$(CARGO) run --release --quiet -p rlock-generate
 	python3 tools/parity.py render
 

@@ -21,26 +21,10 @@ fn raise(class: &str, message: String) -> PyErr {
     })
 }
 
-/// The exception class name for each core error kind.
-pub(crate) fn class_of(kind: rlock::ErrorKind) -> &'static str {
-    match kind {
-        rlock::ErrorKind::NotAcquired => "NotAcquiredError",
-        rlock::ErrorKind::Forked => "ForkedError",
-        rlock::ErrorKind::InvalidArgument => "InvalidArgumentError",
-        rlock::ErrorKind::NotHeld => "NotHeldError",
-        rlock::ErrorKind::Lost => "LockLostError",
-        rlock::ErrorKind::Timeout => "TimeoutError",
-        rlock::ErrorKind::Connection => "ConnectionError",
-        rlock::ErrorKind::Redis => "RedisError",
-        rlock::ErrorKind::Closed => "ClosedError",
-        rlock::ErrorKind::WouldDeadlock => "WouldDeadlockError",
-        _ => "RLockError",
-    }
-}
-
 /// Maps a core error to its Python exception.
 pub(crate) fn map_err(e: rlock::Error) -> PyErr {
-    raise(class_of(e.kind()), e.message().to_owned())
+    // The class core names for the kind (`rlock/_errors.py` is generated from those names).
+    raise(e.kind().class_name(), e.message().to_owned())
 }
 
 /// A plain `RLockError` (misuse the core cannot see, such as crossing a fork).

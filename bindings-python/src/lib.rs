@@ -38,7 +38,7 @@ fn thread_owner_id() -> u64 {
 /// `rlock._errors` and its code (`"RLOCK_NOT_HELD"`), so a test can check the lists match.
 #[pyfunction]
 fn error_classes() -> Vec<(&'static str, &'static str, String)> {
-    rlock::ErrorKind::ALL.iter().map(|k| (k.as_str(), errors::class_of(*k), k.code_name())).collect()
+    rlock::ErrorKind::ALL.iter().map(|k| (k.as_str(), k.class_name(), k.code_name())).collect()
 }
 
 /// The option names core knows, in Python spelling (checked against `rlock.ClientOptions`).

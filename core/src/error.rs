@@ -78,6 +78,23 @@ impl ErrorKind {
         format!("RLOCK_{}", self.as_str().to_ascii_uppercase())
     }
 
+    /// The exception class a surface with exception classes raises for this kind (Python's
+    /// `rlock.NotHeldError`); `tools/generate` writes Python's classes from these names.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            ErrorKind::NotAcquired => "NotAcquiredError",
+            ErrorKind::InvalidArgument => "InvalidArgumentError",
+            ErrorKind::NotHeld => "NotHeldError",
+            ErrorKind::Lost => "LockLostError",
+            ErrorKind::Timeout => "TimeoutError",
+            ErrorKind::Connection => "ConnectionError",
+            ErrorKind::Redis => "RedisError",
+            ErrorKind::Closed => "ClosedError",
+            ErrorKind::Forked => "ForkedError",
+            ErrorKind::WouldDeadlock => "WouldDeadlockError",
+        }
+    }
+
     /// A short stable name for the kind, e.g. `"not_held"`.
     pub fn as_str(self) -> &'static str {
         match self {

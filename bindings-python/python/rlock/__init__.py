@@ -17,19 +17,21 @@ from typing import Iterable, List, Optional
 
 from ._typing import Unpack
 
+# BEGIN GENERATED imports (make generated)
 from ._errors import (
     ClosedError,
     ConnectionError,
     ForkedError,
-    WouldDeadlockError,
     InvalidArgumentError,
     LockLostError,
     NotAcquiredError,
     NotHeldError,
-    RedisError,
     RLockError,
+    RedisError,
     TimeoutError,
+    WouldDeadlockError,
 )
+# END GENERATED
 from ._client import Client
 from ._describe import ClientRecord, Description, HeldPermit, Holder, Kind, Listed, QueuedWaiter
 from ._locks import FencedLock, Lock, MultiLock, ReadWriteLock
@@ -77,17 +79,19 @@ __all__ = [
     "FencedRedLock",
     "count_down_latch",
     "configure",
+    # BEGIN GENERATED exports (make generated)
     "RLockError",
+    "NotAcquiredError",
     "NotHeldError",
     "LockLostError",
+    "InvalidArgumentError",
     "ConnectionError",
     "TimeoutError",
-    "InvalidArgumentError",
     "RedisError",
     "ClosedError",
-    "NotAcquiredError",
     "ForkedError",
     "WouldDeadlockError",
+    # END GENERATED
 ]
 
 

@@ -1,6 +1,7 @@
 //! Writes (or, with `--check`, checks) the surface files derived from core's one list of
 //! client options and error kinds: the C option setters, the Python `ClientOptions` typed
-//! dict, and the Node option and error-code types. `make generated` writes them; `make test`
+//! dict, Python's exception classes (and the names `rlock` imports and exports), and the Node
+//! option and error-code types. `make generated` writes them; `make test`
 //! runs `make generated-check`, which fails when one drifted from core. The version macros
 //! come from this crate's version, which is the workspace's (`version.workspace = true`), as
 //! core's is.
@@ -120,6 +121,124 @@ fn node_types() -> String {
     out
 }
 
+/// Python's base classes (besides `RLockError`'s tree) and docstring for each error kind: the
+/// builtins code written for the standard library already catches. A new kind stops the
+/// generator until it has its line here.
+fn python_error(kind: ErrorKind) -> (&'static str, &'static str) {
+    match kind {
+        ErrorKind::NotAcquired => (
+            "RLockError, builtins.TimeoutError",
+            "The wait for a lock ran out while another owner held it (raised where an acquire cannot\n    return False, e.g. a context manager given a timeout).",
+        ),
+        ErrorKind::NotHeld => (
+            "RLockError, RuntimeError",
+            "Release by an owner that does not hold the lock (never acquired, or its lease ran out).",
+        ),
+        ErrorKind::Lost => (
+            "NotHeldError",
+            "Release of a hold the watchdog had lost (expired, force-unlocked, or Redis unreachable).",
+        ),
+        ErrorKind::InvalidArgument => (
+            "RLockError, ValueError",
+            "An unusable argument (empty name, negative lease, bad URL); nothing was sent to Redis.",
+        ),
+        ErrorKind::Connection => ("RLockError, builtins.ConnectionError", "Redis could not be reached, or the connection broke."),
+        ErrorKind::Timeout => (
+            "RLockError, builtins.TimeoutError",
+            "Redis did not answer within the command timeout (not an acquire running out of wait:\n    that returns False, as in ``threading``).",
+        ),
+        ErrorKind::Redis => (
+            "RLockError",
+            "Redis answered with an error, e.g. WRONGTYPE when the lock name holds another kind of key.",
+        ),
+        ErrorKind::Closed => ("RLockError", "The client was closed."),
+        ErrorKind::Forked => (
+            "RLockError",
+            "The client was created in another process and cannot be used after ``os.fork()``;\n    create a new client in the child.",
+        ),
+        ErrorKind::WouldDeadlock => (
+            "RLockError, RuntimeError",
+            "The acquire would wait forever on a hold of the same owner: a reader of a read-write\n    lock asked for its write lock (an upgrade), or the holder of a non-reentrant lock acquired it\n    again. Nothing changed; release the read holds (the lock) first.",
+        ),
+        _ => {
+            eprintln!("error kind {kind:?} has no Python base and docstring in tools/generate (python_error)");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The names `rlock` exports for its exceptions: the base class, then core's kinds in order.
+fn python_error_names() -> Vec<&'static str> {
+    std::iter::once("RLockError").chain(ErrorKind::ALL.iter().map(|k| k.class_name())).collect()
+}
+
+/// bindings-python/python/rlock/_errors.py: one exception class per core error kind.
+fn python_errors() -> String {
+    let mut out = format!(
+        "\"\"\"The exception tree of rlock.\n\n\
+         Every error the library raises is an :class:`RLockError`; most also subclass the builtin that\n\
+         code written for the standard library already catches (``RuntimeError`` for releasing a lock\n\
+         one does not hold, like ``threading.RLock``; ``ValueError`` for bad arguments; the builtin\n\
+         ``ConnectionError`` and ``TimeoutError``). The native module raises these classes by the names\n\
+         core gives its error kinds (``ErrorKind::class_name``).\n\n\
+         Each class has ``code``, the error's code as C and Node spell it (``\"RLOCK_NOT_HELD\"``), so code\n\
+         that handles errors from several surfaces can compare one string.\n\n{HEADER}\n\"\"\"\n\n\
+         from __future__ import annotations\n\nimport builtins\n\n__all__ = [\n"
+    );
+    for name in python_error_names() {
+        let _ = writeln!(out, "    {name:?},");
+    }
+    out.push_str(
+        "]\n\n\nclass RLockError(Exception):\n    \"\"\"Base class of every rlock error.\"\"\"\n\n    \
+         #: The error's code as C and Node spell it (``\"RLOCK_NOT_HELD\"``); ``\"RLOCK_ERROR\"`` here,\n    \
+         #: for an error of no more specific kind.\n    code: str = \"RLOCK_ERROR\"\n",
+    );
+    for k in ErrorKind::ALL {
+        let (bases, doc) = python_error(k);
+        let name = k.class_name();
+        // The two that share a builtin's name shadow it on purpose.
+        let noqa = if bases.contains(&format!("builtins.{name}")) {
+            "  # noqa: A001 - mirrors the builtin"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "\n\nclass {name}({bases}):{noqa}\n    \"\"\"{doc}\"\"\"\n\n    code = \"{}\"\n",
+            k.code_name()
+        );
+    }
+    out
+}
+
+/// The generated blocks of bindings-python/python/rlock/__init__.py: the exception imports and
+/// their names in `__all__`.
+fn python_init(current: &str) -> String {
+    let mut names = python_error_names();
+    let exports: String = names.iter().map(|n| format!("    {n:?},\n")).collect();
+    names.sort_unstable();
+    let imports = format!(
+        "from ._errors import (\n{})\n",
+        names.iter().map(|n| format!("    {n},\n")).collect::<String>()
+    );
+    let path = "bindings-python/python/rlock/__init__.py";
+    let with_imports = splice_marked(current, "# BEGIN GENERATED imports (make generated)\n", &imports, path);
+    splice_marked(&with_imports, "    # BEGIN GENERATED exports (make generated)\n", &exports, path)
+}
+
+/// `current` with the lines between marker `begin` and the next `END GENERATED` line (its
+/// indentation as the marker's) replaced by `block`.
+fn splice_marked(current: &str, begin: &str, block: &str, path: &str) -> String {
+    let indent = &begin[..begin.len() - begin.trim_start().len()];
+    let end = format!("{indent}# END GENERATED\n");
+    let found = current.find(begin).and_then(|b| current[b..].find(&end).map(|e| (b, b + e)));
+    let Some((b, e)) = found else {
+        eprintln!("the generated markers {begin:?} are missing in {path}");
+        std::process::exit(2);
+    };
+    format!("{}{begin}{block}{}", &current[..b], &current[e..])
+}
+
 const BEGIN: &str = "// BEGIN GENERATED (make generated)\n";
 const END: &str = "// END GENERATED\n";
 
@@ -156,10 +275,14 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dts = root.join("bindings-node/rlock.d.ts");
     let dts_now = std::fs::read_to_string(&dts).expect("bindings-node/rlock.d.ts");
+    let init = root.join("bindings-python/python/rlock/__init__.py");
+    let init_now = std::fs::read_to_string(&init).expect("bindings-python/python/rlock/__init__.py");
     let files = [
         (root.join("core/src/ffi/options.rs"), c_setters()),
         (root.join("core/src/ffi/version.rs"), c_version()),
         (root.join("bindings-python/python/rlock/_options.py"), python_options()),
+        (root.join("bindings-python/python/rlock/_errors.py"), python_errors()),
+        (init, python_init(&init_now)),
         (dts, splice(&dts_now, &node_types())),
     ];
     let mut drifted = false;

@@ -76,6 +76,29 @@ export declare const codes: Readonly<{
   FORKED: 'RLOCK_FORKED'
   WOULD_DEADLOCK: 'RLOCK_WOULD_DEADLOCK'
 }>
+
+/** The kind of primitive `describe` and `list` find under a name (core's `rlock::Kind`). */
+export type Kind =
+  /** A reentrant lock (Redisson RLock); a fair lock nobody waits for looks the same. */
+  | 'lock'
+  /** A fenced lock (Redisson RFencedLock): its token counter exists. */
+  | 'fenced_lock'
+  /** A fair lock (Redisson RFairLock): its queue or deadline keys exist. */
+  | 'fair_lock'
+  /** A read-write lock (Redisson RReadWriteLock). */
+  | 'read_write_lock'
+  /** A semaphore (Redisson RSemaphore) that someone waits on. */
+  | 'semaphore'
+  /** A permit-expirable semaphore (Redisson RPermitExpirableSemaphore) with permits held. */
+  | 'permit_expirable_semaphore'
+  /** A count-down latch (Redisson RCountDownLatch) that someone waits on. */
+  | 'count_down_latch'
+  /** An integer string nobody waits on: a semaphore and a latch look the same. */
+  | 'semaphore_or_latch'
+  /** A key of another shape: another Redis type, or a hash or string that is none of these. */
+  | 'other'
+  /** Nothing under the name. */
+  | 'none'
 // END GENERATED
 
 /** An rlock failure. */
@@ -384,23 +407,6 @@ export declare class HeldLock implements AsyncDisposable {
   /** Releases the hold at the end of an `await using` block (a lost hold rejects RLOCK_LOST). */
   [Symbol.asyncDispose](): Promise<void>
 }
-
-/** A connection to Redis that makes locks. */
-/** The kind of primitive `describe` and `list` find under a name. */
-export type Kind =
-  | 'lock'
-  | 'fenced_lock'
-  | 'fair_lock'
-  | 'read_write_lock'
-  | 'semaphore'
-  | 'permit_expirable_semaphore'
-  | 'count_down_latch'
-  /** An integer string nobody waits on: a semaphore and a latch look the same. */
-  | 'semaphore_or_latch'
-  /** A key of another shape (see `redisType`). */
-  | 'other'
-  /** Nothing under the name. */
-  | 'none'
 
 /** Who a client is, from its holder record (written while it holds something). */
 export interface ClientRecord {

@@ -7,18 +7,31 @@ from typing import List, Literal, Optional
 
 from ._typing import TypedDict
 
+# BEGIN GENERATED kinds (make generated)
+#: The kind of primitive describe and list find under a name (core's ``rlock::Kind``).
 Kind = Literal[
+    # A reentrant lock (Redisson RLock); a fair lock nobody waits for looks the same.
     "lock",
+    # A fenced lock (Redisson RFencedLock): its token counter exists.
     "fenced_lock",
+    # A fair lock (Redisson RFairLock): its queue or deadline keys exist.
     "fair_lock",
+    # A read-write lock (Redisson RReadWriteLock).
     "read_write_lock",
+    # A semaphore (Redisson RSemaphore) that someone waits on.
     "semaphore",
+    # A permit-expirable semaphore (Redisson RPermitExpirableSemaphore) with permits held.
     "permit_expirable_semaphore",
+    # A count-down latch (Redisson RCountDownLatch) that someone waits on.
     "count_down_latch",
+    # An integer string nobody waits on: a semaphore and a latch look the same.
     "semaphore_or_latch",
+    # A key of another shape: another Redis type, or a hash or string that is none of these.
     "other",
+    # Nothing under the name.
     "none",
 ]
+# END GENERATED
 
 
 class ClientRecord(TypedDict):

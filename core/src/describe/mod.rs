@@ -100,6 +100,29 @@ impl Kind {
         }
     }
 
+    /// One line on what the kind is, without a surface's spelling: the surfaces' generated
+    /// docs of their `Kind` (Python's literal, Node's union) say it.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Kind::Lock => "A reentrant lock (Redisson RLock); a fair lock nobody waits for looks the same.",
+            Kind::FencedLock => "A fenced lock (Redisson RFencedLock): its token counter exists.",
+            Kind::FairLock => "A fair lock (Redisson RFairLock): its queue or deadline keys exist.",
+            Kind::ReadWriteLock => "A read-write lock (Redisson RReadWriteLock).",
+            Kind::Semaphore => "A semaphore (Redisson RSemaphore) that someone waits on.",
+            Kind::PermitExpirableSemaphore => {
+                "A permit-expirable semaphore (Redisson RPermitExpirableSemaphore) with permits held."
+            }
+            Kind::CountDownLatch => "A count-down latch (Redisson RCountDownLatch) that someone waits on.",
+            Kind::SemaphoreOrLatch => {
+                "An integer string nobody waits on: a semaphore and a latch look the same."
+            }
+            Kind::Other => {
+                "A key of another shape: another Redis type, or a hash or string that is none of these."
+            }
+            Kind::None => "Nothing under the name.",
+        }
+    }
+
     /// The kind named `name`: a name of [`Kind::as_str`] (`-` may stand for `_`), or a short
     /// one: `reentrant`, `fenced`, `fair`, `read_write`/`rw`, `permit_semaphore`/`pes`,
     /// `latch`. Fails with `InvalidArgument` for anything else.

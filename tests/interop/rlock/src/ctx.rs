@@ -81,6 +81,13 @@ pub(crate) struct Ctx {
     outbox: String,
 }
 
+/// A multiplexed connection to `url` for the scenario's own commands, waiting up to 10 s for each
+/// reply (redis-rs's default is 500 ms, too short beside other suites).
+pub(crate) async fn patient_conn(url: &str) -> R<redis::aio::MultiplexedConnection> {
+    let patient = AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
+    Ok(redis::Client::open(url)?.get_multiplexed_async_connection_with_config(&patient).await?)
+}
+
 impl Ctx {
     pub(crate) async fn new(scenario: &str, url: &str, options: ClientOptions) -> R<Ctx> {
         let client = Client::connect(url, options).await?;
@@ -94,10 +101,13 @@ impl Ctx {
                     .get_async_connection()
                     .await?;
                 let blocking = ClusterClient::new(urls.clone())?.get_async_connection().await?;
-                // The seed nodes are every master (rlock-testbed's cluster has no replicas).
+                // The seed nodes are every master (rlock-testbed's cluster has no replicas). They
+                // wait as long as `data` does: with redis-rs's default (500 ms) a PUBSUB NUMSUB
+                // beside another suite timed out, and the holder gave up before its release
+                // (2026-12-04, wake-to-java on a Redis 6.2 cluster).
                 let mut nodes = Vec::new();
                 for u in &urls {
-                    nodes.push(redis::Client::open(u.as_str())?.get_multiplexed_async_connection().await?);
+                    nodes.push(patient_conn(u).await?);
                 }
                 (Conn::Cluster(data), Conn::Cluster(blocking), nodes, true)
             }

@@ -32,7 +32,7 @@ pub(crate) async fn red_lock(ctx: &Ctx, urls: &[String]) -> R<()> {
     let mut servers = vec![ctx.nodes[0].clone()];
     for u in &urls[1..] {
         clients.push(Client::connect(u, ClientOptions::default()).await?);
-        servers.push(redis::Client::open(u.as_str())?.get_multiplexed_async_connection().await?);
+        servers.push(crate::ctx::patient_conn(u).await?);
     }
     let result = red_lock_parts(ctx, &clients, &servers, NAME).await;
     for c in &clients[1..] {

@@ -156,8 +156,8 @@ impl Lock {
                     // A non-reentrant lock `owner` holds. Tracked: a re-entry, which would wait
                     // forever, so the acquire fails at once. Not tracked: a hold an earlier try
                     // of this client took before its reply was lost, and whose give-back failed
-                    // (see above). Not a re-entry: given back now, and the next try takes the
-                    // lock afresh, with a lease this client timed from its own send.
+                    // (`failed_attempt`). Not a re-entry: given back now, and the next try takes
+                    // the lock afresh, with a lease this client timed from its own send.
                     Err(scripts::REFUSED) if !inner.flavor.reentrant() => {
                         if lock.is_tracked(&owner) {
                             return Err(refused_reentry(lock.kind(), &inner.name, &owner));

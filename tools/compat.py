@@ -356,9 +356,15 @@ def jobs_of(server: str, modes: Dict[str, bool], suites: List[str], want_modes: 
 def run_lanes(jobs: List[Job], lanes: int, run: Callable[[Job], None]) -> None:
     """Runs every job through `run`: first the `alone` ones, one at a time; then the rest in
     `lanes` threads, each taking the longest job left (by its `expected` seconds) that would not
-    put two interop runs side by side. `run` must not raise."""
+    put two interop runs side by side. A job whose `run` raised is not lost: every lane goes on,
+    and the first error is raised again once all have ended."""
+    errors: List[BaseException] = []
     for job in [j for j in jobs if j.alone]:
-        run(job)
+        try:
+            run(job)
+        except Exception as e:  # noqa: BLE001 - raised again below, after every job ran
+            print(f"== compat: {job.server} {job.suite}: {e!r}", flush=True)
+            errors.append(e)
     pending = sorted((j for j in jobs if not j.alone), key=lambda j: -j.expected)
     cond = threading.Condition()
     interop_running = [0]
@@ -377,6 +383,9 @@ def run_lanes(jobs: List[Job], lanes: int, run: Callable[[Job], None]) -> None:
                 interop_running[0] += job.interop
             try:
                 run(job)
+            except Exception as e:  # noqa: BLE001 - raised again below, after every job ran
+                print(f"== compat: {job.server} {job.suite}: {e!r}", flush=True)
+                errors.append(e)
             finally:
                 with cond:
                     interop_running[0] -= job.interop
@@ -387,6 +396,8 @@ def run_lanes(jobs: List[Job], lanes: int, run: Callable[[Job], None]) -> None:
         t.start()
     for t in threads:
         t.join()
+    if errors:
+        raise errors[0]
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -378,11 +378,19 @@ def case_cancel(ctx: Ctx) -> str:
         # lease: nobody is told a hold is alive that is not. Seen twice under CI's load
         # (2026-12-03, run 25; 2026-12-04, run 35: one key each, a Python owner, no lost event).
         lost = {w.label: [e for _, e in w.lost_events] for w in workers.values() if w.lost_events}
-        told = {k: [f"{w.label}: {line.strip()[:300]}" for w in workers.values()
+        told = {k: [(w.label, line.strip()[:300]) for w in workers.values()
                     for line in w.log.read_text(errors="replace").splitlines()
                     if f"'{k}'" in line and ("could not undo" in line or "could not release what" in line)]
-                for k in expired}
-        if lost or not all(told.values()):
+                for k in set(expired)}
+
+        def explained(k: str) -> bool:
+            # By the worker that held the key last, when its holder record still named it (a
+            # hold given up untracked has none left), and once for every time the key expired:
+            # one logged failure on a name does not excuse another worker's silent leak there.
+            last = {o.get("worker", "") for o in (left.get(k) or {}).get("owners", {}).values()}
+            known = {w for w in last if w and not w.startswith("pid ")}
+            return len([1 for w, _ in told[k] if not known or w in known]) >= expired.count(k)
+        if lost or not all(explained(k) for k in set(expired)):
             stats = {w.label: w.call("stats", "stats") for w in workers.values()}
             logs = "".join(w.stderr_tail() for w in workers.values())
             raise Fail(f"keys expired: {expired[:5]}: " + (
@@ -391,8 +399,8 @@ def case_cancel(ctx: Ctx) -> str:
                      "failure was logged)")
                 + f"; last holders: { {k: left.get(k) for k in expired[:5]} }; stats: {stats}; "
                   f"server: {server_stats(srv)}{logs}")
-        print(f"   give-backs that failed under load, each logged; their keys ended with their lease: {told}",
-              flush=True)
+        print(f"   give-backs that failed under load, each logged by the key's holder; their keys ended "
+              f"with their lease: {told}", flush=True)
         undone_late = f"; {len(expired)} key(s) ended with their lease after a give-back failed (logged)"
     for w in workers.values():
         check(w.proc.poll() is None, f"{w.label} died")

@@ -485,7 +485,8 @@ impl Guard {
     }
 
     /// Gives the hold back as an acquire nobody took is undone, and waits until that is done:
-    /// released, or, when the release fails, no longer renewed, so its lease ends it.
+    /// released, or, when the release fails, its level no longer counted (with no level left,
+    /// no longer renewed, so its lease ends it).
     pub(crate) async fn give_back(mut self) {
         if let Some(lock) = self.lock.take() {
             lock.undo(&self.owner).now().await;

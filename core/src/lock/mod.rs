@@ -431,12 +431,6 @@ impl Lock {
         self.inner.shared.strays().get(&self.key(owner)).map(|s| s.since)
     }
 
-    /// Stops renewing `owner`'s hold without releasing it: its lease ends it on the server
-    /// (for a hold nobody will release, such as a RedLock member whose release failed).
-    pub(crate) fn untrack(&self, owner: &Owner) {
-        self.inner.shared.watchdog().untrack(&self.key(owner));
-    }
-
     /// The owner with id `id` on this lock's client.
     pub(crate) fn owner_on_client(&self, id: u64) -> Owner {
         Owner::new(self.inner.shared.id(), id)

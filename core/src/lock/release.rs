@@ -6,7 +6,7 @@ use crate::finish::Finish;
 use crate::keys;
 use crate::owner::Owner;
 use crate::scripts::{self, ReleaseKind};
-use crate::watchdog::release::{self, LevelLeft};
+use crate::watchdog::release::{self, LevelLeft, Remaining};
 use crate::watchdog::Forgotten;
 
 use crate::millis::whole_ms;
@@ -44,22 +44,41 @@ impl Lock {
     }
 
     pub(super) async fn release_now(&self, owner: &Owner) -> Result<Released> {
-        self.release_call(owner, true, false).await
+        self.release_call(owner, true, false).await.0
     }
 
     /// [`Self::release_now`], retried after transient errors when `retry`, else tried once.
     pub(super) async fn release_tries(&self, owner: &Owner, retry: bool) -> Result<Released> {
-        self.release_call(owner, retry, false).await
+        self.release_call(owner, retry, false).await.0
     }
 
     /// The release that undoes a level an acquire took and nobody was handed: when it fails,
     /// nobody sends it again, so that level is no longer counted (and with none left, the hold
     /// is no longer renewed: its lease ends it).
     pub(super) async fn undo_now(&self, owner: &Owner) -> Result<Released> {
-        self.release_call(owner, true, true).await
+        self.release_call(owner, true, true).await.0
     }
 
-    async fn release_call(&self, owner: &Owner, retry: bool, undo: bool) -> Result<Released> {
+    /// [`Self::release`] of a RedLock member: also the hold it left tracked (a level left, or
+    /// the release failed), which the RedLock ends by lease once its own hold is over.
+    pub(crate) async fn release_member(&self, owner: &Owner) -> (Result<Released>, Option<Remaining>) {
+        let shared = &self.inner.shared;
+        if let Err(e) = shared.check_owner(owner).and_then(|()| shared.check_open()) {
+            return (Err(e), None);
+        }
+        let lock = self.clone();
+        let owner = owner.clone();
+        let (r, remaining) =
+            Finish::new(shared.cleanups(), async move { lock.release_call(&owner, true, false).await }).await;
+        (shared.counted(r), remaining)
+    }
+
+    async fn release_call(
+        &self,
+        owner: &Owner,
+        retry: bool,
+        undo: bool,
+    ) -> (Result<Released>, Option<Remaining>) {
         let inner = &self.inner;
         let shared = &inner.shared;
         let key = self.key(owner);
@@ -93,11 +112,11 @@ impl Lock {
                 .map_err(|e| Error::from_redis(&format!("release of lock '{}' failed", inner.name), e))
         };
         let result = if retry { shared.retrying(op).await } else { op(shared.conn()).await };
-        let (outcome, forgotten) = match result {
-            Ok(Some(scripts::RELEASE_FREE)) => (Released::Unlocked, ticket.freed()),
-            Ok(Some(scripts::RELEASE_LEFT)) => (Released::StillLocked, ticket.freed()),
+        let (outcome, forgotten, remaining) = match result {
+            Ok(Some(scripts::RELEASE_FREE)) => (Released::Unlocked, ticket.freed(), None),
+            Ok(Some(scripts::RELEASE_LEFT)) => (Released::StillLocked, ticket.freed(), None),
             Ok(Some(_)) => match ticket.level_left() {
-                LevelLeft::StillHeld => (Released::StillHeld, Forgotten::NotHeld),
+                LevelLeft::StillHeld(remaining) => (Released::StillHeld, Forgotten::NotHeld, Some(remaining)),
                 LevelLeft::Orphaned(forgotten) => {
                     // Every level this client took is released; the server still counts levels
                     // of acquires whose reply was lost (and whose undo failed). Nobody holds
@@ -108,28 +127,29 @@ impl Lock {
                          (their replies were lost); they are not renewed, so their lease ends them",
                         inner.name
                     );
-                    (Released::StillLocked, forgotten)
+                    (Released::StillLocked, forgotten, None)
                 }
             },
             Ok(None) => {
                 latch.leave();
-                return Err(not_held(ticket.not_held(), &inner.name, owner));
+                return (Err(not_held(ticket.not_held(), &inner.name, owner)), None);
             }
             Err(e) => {
-                if undo {
+                let remaining = if undo {
                     ticket.abandoned();
+                    None
                 } else {
-                    ticket.failed();
-                }
+                    Some(ticket.failed())
+                };
                 latch.leave();
-                return Err(e);
+                return (Err(e), remaining);
             }
         };
         if let Forgotten::Lost = forgotten {
-            return Err(not_held(forgotten, &inner.name, owner));
+            return (Err(not_held(forgotten, &inner.name, owner)), remaining);
         }
         // The latch only matters to retries of this call, which are over: dropped, deleted.
-        Ok(outcome)
+        (Ok(outcome), remaining)
     }
 
     /// Deletes the lock whoever holds it and wakes a waiter. Returns whether a lock was there.
@@ -143,6 +163,7 @@ impl Lock {
         let publish = self.publish_command();
         let mut conn = shared.conn();
         let (name, channel) = (&*inner.name, inner.channel.as_str());
+        let forced = shared.watchdog().start_force_unlock(name);
         let deleted = match &inner.flavor {
             Flavor::Reentrant | Flavor::Fenced { .. } | Flavor::Spin | Flavor::NonReentrant => {
                 scripts::force_unlock(&mut conn, name, channel, publish).await
@@ -169,7 +190,7 @@ impl Lock {
         }
         .map_err(|e| Error::from_redis(&format!("force unlock of lock '{}' failed", inner.name), e))?;
         if deleted == 1 {
-            shared.watchdog().forget_name(&inner.name);
+            forced.deleted();
         }
         Ok(deleted == 1)
     }

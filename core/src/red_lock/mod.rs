@@ -40,6 +40,7 @@ use crate::owner::Owner;
 use crate::pubsub::{Membership, SubState};
 use crate::shared::PollBackoff;
 use crate::shared::{jitter, pause_before_retry, remaining};
+use crate::watchdog::release::Remaining;
 use crate::watchdog::{ListenerId, LostEvent};
 
 mod fenced;
@@ -568,11 +569,13 @@ impl RedLock {
         let lost = self.is_lost(owner);
         let results = futures_util::future::join_all(tracked.iter().map(|&i| {
             let o = self.owner_on(i, owner);
-            async move { (i, inner.members[i].release(&o).await) }
+            async move { (i, inner.members[i].release_member(&o).await) }
         }))
         .await;
-        let (mut reentered, mut freed, mut failed) = (Vec::new(), 0, Vec::new());
-        for (i, r) in results {
+        let (mut reentered, mut freed, mut failed, mut tracked_still) =
+            (Vec::new(), 0, Vec::new(), Vec::new());
+        for (i, (r, left)) in results {
+            tracked_still.extend(left);
             match r {
                 Ok(Released::StillHeld) => reentered.push(i),
                 Ok(_) => freed += 1,
@@ -587,9 +590,7 @@ impl RedLock {
         let still_held = freed < inner.quorum && !reentered.is_empty();
         if !still_held {
             lock_map(&inner.acquires).remove(&owner.id());
-            for &i in reentered.iter().chain(failed.iter().map(|(i, _)| i)) {
-                inner.members[i].untrack(&self.owner_on(i, owner));
-            }
+            tracked_still.into_iter().for_each(Remaining::end_by_lease);
         }
         if lost {
             return Err(Error::new(

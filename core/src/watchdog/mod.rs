@@ -486,8 +486,8 @@ impl Watchdog {
 
     /// Stops tracking a hold nobody will release: a permit whose lease was set by hand, a failed
     /// undo, a RedLock member left over once the RedLock was released
-    /// ([`crate::lock::Lock::untrack`]). Its lease ends it on the server.
-    pub(crate) fn untrack(&self, key: &HoldKey) {
+    /// ([`release::Remaining::end_by_lease`]). Its lease ends it on the server.
+    fn untrack(&self, key: &HoldKey) {
         lock(&self.holds).remove(key);
     }
 
@@ -540,8 +540,9 @@ impl Watchdog {
         }
     }
 
-    /// Forgets every hold of lock `name` (after a force unlock by this client).
-    pub(crate) fn forget_name(&self, name: &str) {
+    /// Forgets every hold of lock `name` (after a force unlock by this client:
+    /// [`release::ForceUnlockTicket::deleted`]).
+    fn forget_name(&self, name: &str) {
         lock(&self.holds).retain(|k, _| &*k.name != name);
     }
 

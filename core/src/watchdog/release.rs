@@ -2,9 +2,13 @@
 //! [`ReleaseTicket`] before the release is sent, and the ticket's consuming methods are the only
 //! ways the release can end (freed, a level left, not held, failed). Dropping an unended ticket
 //! ends it as failed, so no path (an early `?`, a dropped future) leaves the hold marked as
-//! being released, which would hold back its loss report for good. One place builds the error a
-//! release of a hold that is not held returns.
+//! being released, which would hold back its loss report for good. A release that leaves the
+//! hold tracked (a level left, a failure) hands back a [`Remaining`], the only way to stop
+//! renewing a hold an owner did not finish releasing (a RedLock member once the RedLock is
+//! released). A force unlock by this client ends through a [`ForceUnlockTicket`]. One place
+//! builds the error a release of a hold that is not held returns.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -15,7 +19,7 @@ use crate::error::{Error, ErrorKind};
 /// One release of hold `key` under way (see the module's doc).
 #[must_use = "a release ticket ends the release: dropping it says the release failed"]
 pub(crate) struct ReleaseTicket<'a> {
-    wd: &'a Watchdog,
+    wd: &'a Arc<Watchdog>,
     key: HoldKey,
     /// When the release was about to be sent: a lease it may have set runs from no earlier.
     sent: Instant,
@@ -25,20 +29,59 @@ pub(crate) struct ReleaseTicket<'a> {
 
 /// What a release that left the hold held on the server (re-entered) means for its owner.
 pub(crate) enum LevelLeft {
-    /// The owner still holds it: a level it was handed is left.
-    StillHeld,
+    /// The owner still holds it: a level it was handed is left (and renewed, unless the
+    /// [`Remaining`] is ended).
+    StillHeld(Remaining),
     /// The levels left came from acquires whose reply was lost: nobody holds them. The hold is
     /// forgotten (not renewed: their lease ends them), as after a final release.
     Orphaned(Forgotten),
+}
+
+/// A hold a release left tracked (a level left, or the release failed): renewed as before
+/// while this is kept or dropped. [`Remaining::end_by_lease`] is for a hold nobody will
+/// release: a RedLock member whose release failed or that still counts a level, once the
+/// RedLock's hold is over.
+pub(crate) struct Remaining {
+    wd: Arc<Watchdog>,
+    key: HoldKey,
+}
+
+impl Remaining {
+    /// Stops renewing the hold without releasing it: its lease ends it on the server.
+    pub(crate) fn end_by_lease(self) {
+        self.wd.untrack(&self.key);
+    }
+}
+
+/// A force unlock of a lock by this client under way: [`ForceUnlockTicket::deleted`] when the
+/// server deleted the lock; dropped otherwise (nothing deleted, or no answer: then a hold of it
+/// this client tracks stays tracked, and a renewal finds out whether it is gone).
+#[must_use = "a force unlock ticket says whether the lock was deleted"]
+pub(crate) struct ForceUnlockTicket<'a> {
+    wd: &'a Watchdog,
+    name: &'a str,
+}
+
+impl ForceUnlockTicket<'_> {
+    /// The server deleted the lock: every hold of it on this client is over, forgotten (their
+    /// owners' releases answer `NotHeld`; nothing is renewed).
+    pub(crate) fn deleted(self) {
+        self.wd.forget_name(self.name);
+    }
 }
 
 impl Watchdog {
     /// Starts a release of hold `key`: while it is under way a loss a renewal sees is held
     /// back (and reported by the ticket's end, unless the release frees the hold). Take it
     /// right before the release is sent.
-    pub(crate) fn start_release(&self, key: HoldKey) -> ReleaseTicket<'_> {
+    pub(crate) fn start_release(self: &Arc<Self>, key: HoldKey) -> ReleaseTicket<'_> {
         self.release_started(&key);
         ReleaseTicket { wd: self, key, sent: Instant::now(), ended: false }
+    }
+
+    /// Starts a force unlock of lock `name` by this client: take it before the call is sent.
+    pub(crate) fn start_force_unlock<'a>(&'a self, name: &'a str) -> ForceUnlockTicket<'a> {
+        ForceUnlockTicket { wd: self, name }
     }
 }
 
@@ -60,7 +103,7 @@ impl ReleaseTicket<'_> {
     pub(crate) fn level_left(mut self) -> LevelLeft {
         if self.wd.level_released(&self.key) {
             self.failed_now();
-            LevelLeft::StillHeld
+            LevelLeft::StillHeld(self.remaining())
         } else {
             self.ended = true;
             LevelLeft::Orphaned(self.wd.released(&self.key))
@@ -75,8 +118,10 @@ impl ReleaseTicket<'_> {
     }
 
     /// The release failed (no answer, an error): it may have run and set the lease again.
-    pub(crate) fn failed(mut self) {
+    /// The hold stays tracked (see [`Remaining`]).
+    pub(crate) fn failed(mut self) -> Remaining {
         self.failed_now();
+        self.remaining()
     }
 
     /// The release failed, and nobody sends it again (the undo of a level an acquire took and
@@ -99,6 +144,10 @@ impl ReleaseTicket<'_> {
         if !std::mem::replace(&mut self.ended, true) {
             self.wd.release_ended(&self.key);
         }
+    }
+
+    fn remaining(&self) -> Remaining {
+        Remaining { wd: Arc::clone(self.wd), key: self.key.clone() }
     }
 
     fn failed_now(&mut self) {

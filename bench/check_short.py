@@ -31,8 +31,11 @@ EXPECTED = {
                    ("handoff", "redisson (fair lock)"), ("pairs", "redisson (semaphore)"),
                    ("handoff", "redisson (semaphore)"), ("pairs", "redisson (permit semaphore)"),
                    ("handoff", "redisson (permit semaphore)")],
-    "C": [("pairs", "c"), ("handoff", "c")],
-    "Python threads": [("pairs", "python-threads"), ("handoff", "python-threads")],
+    "C": [("pairs", "c", o) for o in (1, 16, 64, 256)] + [("handoff", "c"), ("handle", "c")]
+         + [("pairs", "c (handle per pair)", o) for o in (1, 64)],
+    "Python threads": [("pairs", "python-threads", o) for o in (1, 16, 64, 256)]
+                      + [("handoff", "python-threads"), ("handle", "python")]
+                      + [("pairs", "python-threads (handle per pair)", o) for o in (1, 64)],
     "Python asyncio": [("pairs", "python-asyncio")],
     "Node": [("pairs", "node"), ("handoff", "node")],
     "Node RedLock (3 servers)": [("pairs", "node (RedLock, 3 servers)", o) for o in (1, 16, 64)]

@@ -63,6 +63,30 @@ def threads_pairs(make_lock, owners):
     return sum(counts) / (time.monotonic() - start)
 
 
+def threads_pairs_fresh(client, owners):
+    """threads_pairs with a handle made for every pair."""
+    stop = time.monotonic() + SECS
+    counts = [0] * owners
+
+    def run(i):
+        name = f"bench:py:fresh:{i}"
+        n = 0
+        while time.monotonic() < stop:
+            lock = client.lock(name)
+            lock.acquire()
+            lock.release()
+            n += 1
+        counts[i] = n
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(owners)]
+    start = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(counts) / (time.monotonic() - start)
+
+
 async def asyncio_pairs(client, owners):
     stop = time.monotonic() + SECS
     counts = [0] * owners
@@ -132,6 +156,16 @@ def main():
     for owners in owner_counts + (256,):
         rate = threads_pairs(lambda i: client.lock(f"bench:py:th:{i}"), owners)
         emit(bench="pairs", surface="python-threads", owners=owners, pairs_per_s=rate)
+    # What a handle costs (issue 46): client.lock(name) alone, and the pairs with a handle made
+    # per pair, as a program that does not keep its handles would.
+    rounds = 20000 if SHORT else 200000
+    start = time.perf_counter()
+    for _ in range(rounds):
+        client.lock("bench:py:handle")
+    emit(bench="handle", surface="python", new_ns=(time.perf_counter() - start) / rounds * 1e9)
+    for owners in (1, 64):
+        rate = threads_pairs_fresh(client, owners)
+        emit(bench="pairs", surface="python-threads (handle per pair)", owners=owners, pairs_per_s=rate)
     # asyncio also with 256 tasks: one thread carries them all, as one process would.
     for owners in owner_counts + (256,):
         rate = asyncio.run(asyncio_pairs(client, owners))

@@ -84,12 +84,29 @@ if server:
         cells = [f"{rate(s, o) / server['ceiling_pairs_per_s']:.2f}" if rate(s, o) else "" for o in OWNERS]
         if any(cells):
             p(f"| rlock {s} / server-CPU ceiling | " + " | ".join(cells) + " |")
+# The blocking surfaces against the Rust core in the same run (issue 46's measure: threads that
+# block in a call should scale as the event-loop surfaces do).
+for s in ("c", "python-threads"):
+    cells = [f"{rate(s, o) / rate('rust', o):.2f}" if rate(s, o) and rate("rust", o) else "" for o in OWNERS]
+    if any(cells):
+        p(f"| rlock {s} / rlock rust | " + " | ".join(cells) + " |")
 for s in ("rust", "rust (2 connections)"):
     busy = [res.server_busy(s, o) for o in OWNERS]
     if any(b is not None for b in busy):
         p(f"| Redis busy during rlock {s} (its CPU / wall, 1.00 = its one core) | "
           + " | ".join("" if b is None else f"{b:.2f}" for b in busy) + " |")
 p("")
+
+handles = {r["surface"]: r for r in by("handle")}
+if handles:
+    parts = []
+    if "c" in handles:
+        parts.append(f"C `rlock_lock_new` + `rlock_lock_free` {handles['c']['new_free_ns']:.0f} ns")
+    if "python" in handles:
+        parts.append(f"Python `client.lock(name)` {handles['python']['new_ns']:.0f} ns")
+    p("What a lock handle costs, made and dropped on one thread (nothing goes to Redis): "
+      + "; ".join(parts) + ". The rows \"(handle per pair)\" make one for every pair.")
+    p("")
 
 obs = by("observability")
 if obs:

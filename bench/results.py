@@ -11,6 +11,8 @@ SURFACES = ["rust", "rust (2 connections)",
             # Redisson's reentrant lock (issue 15): its defaults and tuned, threads and async.
             "redisson (defaults)", "redisson (async, defaults)", "redisson (tuned)", "redisson (async, tuned)",
             "c", "node", "python-threads", "python-asyncio",
+            # What a handle costs (issue 46): the same pairs with a handle made per pair.
+            "c (handle per pair)", "python-threads (handle per pair)",
             # The lock family (issue 13): 64 readers sharing one read-write lock; write- and
             # fair-lock hand-offs with 16 waiters. Redisson's beside each (issue 15).
             "rust (read lock, one name)", "redisson (read lock, one name)",

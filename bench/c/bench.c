@@ -1,5 +1,7 @@
 /* make bench, C part: librlock's uncontended pairs/s (1, 16, 64 and 256 threads, each on its own lock name,
- * rlock_lock_acquire + rlock_lock_release in a loop on a handle made once; holds belong to the calling thread) and hand-off
+ * rlock_lock_acquire + rlock_lock_release in a loop on a handle made once; holds belong to the calling thread),
+ * what a handle costs (rlock_lock_new + rlock_lock_free alone, and the pairs at 1 and 64 threads with a
+ * handle made per pair), and hand-off
  * latency (16 threads on one name), against the server in REDIS_URL. Prints one JSON object
  * per line for bench/report.py. Usage: bench [seconds]. BENCH_SHORT=1 (make bench-short): 100
  * hand-off acquisitions instead of 2000, and 0.5 s pairs runs when no seconds are given. */
@@ -35,6 +37,37 @@ static void *pairs_thread(void *arg) {
     return NULL;
 }
 
+/* The same pairs with a handle made and freed around every pair, as a program that does not
+ * keep its handles would (issue 46: what a handle costs per call). */
+static void *pairs_fresh_handle_thread(void *arg) {
+    char name[64];
+    snprintf(name, sizeof name, "bench:c:fresh:%ld", (long)(size_t)arg);
+    long n = 0;
+    while (pairs_running()) {
+        rlock_lock *lock;
+        if (rlock_lock_new(client, name, RLOCK_LOCK, &lock) != RLOCK_OK) die("rlock_lock_new");
+        if (rlock_lock_acquire(lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL) != RLOCK_OK)
+            die("rlock_lock_acquire");
+        if (rlock_lock_release(lock, RLOCK_THREAD, NULL) != RLOCK_OK) die("rlock_lock_release");
+        rlock_lock_free(lock);
+        n++;
+    }
+    pairs_add(n);
+    return NULL;
+}
+
+/* Nanoseconds of one rlock_lock_new + rlock_lock_free on one thread (nothing goes to Redis). */
+static double handle_ns(void) {
+    const long rounds = 200000;
+    double start = now();
+    for (long i = 0; i < rounds; i++) {
+        rlock_lock *lock;
+        if (rlock_lock_new(client, "bench:c:handle", RLOCK_LOCK, &lock) != RLOCK_OK) die("rlock_lock_new");
+        rlock_lock_free(lock);
+    }
+    return (now() - start) / (double)rounds * 1e9;
+}
+
 /* Hand-off owners: the calling threads themselves (holds belong to the thread). */
 static void *handoff_open(long id) {
     (void)id;
@@ -67,9 +100,25 @@ int main(int argc, char **argv) {
     rlock_options_free(options);
     if (rlock_lock_new(client, "bench:c:handoff", RLOCK_LOCK, &handoff_lock) != RLOCK_OK) die("rlock_lock_new");
     const int owners[] = {1, 16, 64, 256};
+    /* BENCH_ONLY_OWNERS=N: the pairs with N threads only, then exit (for a profiler). */
+    const char *only = getenv("BENCH_ONLY_OWNERS");
+    if (only) {
+        int n = atoi(only);
+        printf("{\"bench\":\"pairs\",\"surface\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n", n,
+               run_pairs(n, pairs_thread));
+        return 0;
+    }
     for (size_t k = 0; k < sizeof owners / sizeof owners[0]; k++) {
         double rate = run_pairs(owners[k], pairs_thread);
         printf("{\"bench\":\"pairs\",\"surface\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n", owners[k], rate);
+        fflush(stdout);
+    }
+    printf("{\"bench\":\"handle\",\"surface\":\"c\",\"new_free_ns\":%.0f}\n", handle_ns());
+    const int fresh_owners[] = {1, 64};
+    for (size_t k = 0; k < sizeof fresh_owners / sizeof fresh_owners[0]; k++) {
+        double rate = run_pairs(fresh_owners[k], pairs_fresh_handle_thread);
+        printf("{\"bench\":\"pairs\",\"surface\":\"c (handle per pair)\",\"owners\":%d,\"pairs_per_s\":%.0f}\n",
+               fresh_owners[k], rate);
         fflush(stdout);
     }
     static const struct handoff_ops ops = {handoff_open, handoff_acquire, handoff_release, handoff_close};

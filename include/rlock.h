@@ -1065,9 +1065,11 @@ enum rlock_result rlock_options_set_command_connections(struct rlock_options *op
 // API) to a single server over plain TCP or a Unix socket: a thread's commands are then
 // written and their replies read on the thread itself, with no hand-off to the runtime's
 // worker. At most this many threads of a client have one at a time, each from its
-// second blocking call on; other threads, and async calls, use the shared connection.
-// 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS,
-// Cluster and Sentinel.
+// second blocking call on, and they use them only while at most this many threads of the
+// process are inside blocking calls at once: past that, every command goes on the shared
+// connection, pipelined with the others (cheaper for Redis with many threads). Other
+// threads, and async calls, use the shared connection. 0 turns them off (0 to 1024).
+// Default 32. Ignored with `command_connections` > 1, TLS, Cluster and Sentinel.
 //
 // Errors: `RLOCK_INVALID_ARGUMENT` for NULL options or a bad value
 // (the previous value is kept). Thread-safe.

@@ -398,10 +398,12 @@ options! {
     /// API) to a single server over plain TCP or a Unix socket: a thread's commands are then
     /// written and their replies read on the thread itself, with no hand-off to the runtime's
     /// worker. At most this many threads of a client have one at a time, each from its
-    /// second blocking call on; other threads, and async calls, use the shared connection.
-    /// 0 turns them off (0 to 1024). Default 64. Ignored with `command_connections` > 1, TLS,
-    /// Cluster and Sentinel.
-    thread_connections, with_thread_connections: usize = 64;
+    /// second blocking call on, and they use them only while at most this many threads of the
+    /// process are inside blocking calls at once: past that, every command goes on the shared
+    /// connection, pipelined with the others (cheaper for Redis with many threads). Other
+    /// threads, and async calls, use the shared connection. 0 turns them off (0 to 1024).
+    /// Default 32. Ignored with `command_connections` > 1, TLS, Cluster and Sentinel.
+    thread_connections, with_thread_connections: usize = 32;
     /// How long a fair-lock waiter may go without re-trying before the other waiters drop it
     /// from the queue (so a crashed waiter holds up those behind it at most this long), when
     /// its acquire has no wait time of its own. Default 300 s (Redisson's

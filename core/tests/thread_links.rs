@@ -15,6 +15,15 @@ use rlock::surface::THREAD_LINK_NAME;
 use rlock::{Client, ClientOptions, ErrorKind, Released};
 use tokio::runtime::{Handle, Runtime};
 
+/// Whether a thread uses its connection depends on how many threads of the process are in
+/// blocking calls: the tests here run one at a time (each holds this), so that another test's
+/// threads never count.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
 }
@@ -40,6 +49,7 @@ fn connect(rt: &Runtime, server: &Server, options: ClientOptions) -> Client {
 
 #[test]
 fn a_thread_gets_its_own_connection_from_its_second_blocking_call_until_it_ends() {
+    let _serial = serial();
     let server = Server::start().unwrap();
     let rt = runtime();
     let client = connect(&rt, &server, ClientOptions::default());
@@ -72,6 +82,7 @@ fn a_thread_gets_its_own_connection_from_its_second_blocking_call_until_it_ends(
 
 #[test]
 fn thread_links_keep_a_contended_lock_exact() {
+    let _serial = serial();
     let server = Server::start().unwrap();
     let rt = runtime();
     let client = connect(&rt, &server, ClientOptions::default());
@@ -102,6 +113,7 @@ fn thread_links_keep_a_contended_lock_exact() {
 
 #[test]
 fn thread_connections_caps_how_many_threads_have_one_and_0_turns_them_off() {
+    let _serial = serial();
     let server = Server::start().unwrap();
     let rt = runtime();
     let bad =
@@ -111,12 +123,16 @@ fn thread_connections_caps_how_many_threads_have_one_and_0_turns_them_off() {
         let client = connect(&rt, &server, ClientOptions::default().with_thread_connections(cap));
         let h = rt.handle().clone();
         let (all_called, counted) = (Barrier::new(5), Barrier::new(5));
+        // One thread in a call at a time: with more than `cap` threads in calls at once,
+        // none uses (or opens) its connection (the next test).
+        let one_at_a_time = std::sync::Mutex::new(());
         std::thread::scope(|s| {
             for i in 0..4 {
                 let (h, lock, me) = (&h, client.lock(&format!("tl-cap-{i}")).unwrap(), client.new_owner());
-                let (all_called, counted) = (&all_called, &counted);
+                let (all_called, counted, one_at_a_time) = (&all_called, &counted, &one_at_a_time);
                 s.spawn(move || {
                     for _ in 0..3 {
+                        let _turn = one_at_a_time.lock().unwrap();
                         call(h, lock.acquire(&me)).unwrap();
                         call(h, lock.release(&me)).unwrap();
                     }
@@ -132,8 +148,68 @@ fn thread_connections_caps_how_many_threads_have_one_and_0_turns_them_off() {
     }
 }
 
+/// With more than `thread_connections` threads inside blocking calls at once, a thread's
+/// commands go on the shared connection, pipelined with the others, not on its own (which
+/// costs Redis a read and a write per command); with that many or fewer, on its own. Seen
+/// through a killed connection: a thread that uses its own replaces it before its command.
+#[test]
+fn past_thread_connections_threads_in_calls_every_command_takes_the_shared_connection() {
+    let _serial = serial();
+    let server = Server::start().unwrap();
+    let rt = runtime();
+    let client = connect(&rt, &server, ClientOptions::default().with_thread_connections(2));
+    let h = rt.handle().clone();
+    let (held, holder) = (client.lock("tl-busy").unwrap(), client.new_owner());
+    rt.block_on(held.acquire(&holder)).unwrap();
+    let (lock, me) = (client.lock("tl-busy-own").unwrap(), client.new_owner());
+    std::thread::scope(|s| {
+        // This thread's connection, made on its second call.
+        call(&h, lock.acquire(&me)).unwrap();
+        call(&h, lock.release(&me)).unwrap();
+        for (waiters, on_own) in [(1usize, true), (2, false)] {
+            let own = links(&server);
+            assert_eq!(own.len(), 1, "{waiters} waiter(s): this thread's connection is up");
+            let _: () =
+                redis::cmd("CLIENT").arg("KILL").arg("ID").arg(own[0]).query(&mut server.conn()).unwrap();
+            wait_for(Duration::from_secs(5), "the connection to close", || links(&server).is_empty());
+            let started = Arc::new(AtomicUsize::new(0));
+            let waiting: Vec<_> = (0..waiters)
+                .map(|_| {
+                    let (h, held, started, me) = (&h, &held, started.clone(), client.new_owner());
+                    s.spawn(move || {
+                        call(h, async {
+                            started.fetch_add(1, Ordering::SeqCst);
+                            held.acquire(&me).await.unwrap();
+                            held.release(&me).await.unwrap();
+                        })
+                    })
+                })
+                .collect();
+            wait_for(Duration::from_secs(5), "the waiters to be in their calls", || {
+                started.load(Ordering::SeqCst) == waiters
+            });
+            // This thread in calls too: 1 + waiters threads in calls, against the cap of 2.
+            let acquired = call(&h, lock.acquire(&me));
+            let released = call(&h, lock.release(&me));
+            let after = links(&server).len();
+            // Asserted once the waiters are gone (a failed assertion in the scope would wait
+            // for them for good).
+            rt.block_on(held.release(&holder)).unwrap();
+            for w in waiting {
+                w.join().unwrap();
+            }
+            rt.block_on(held.acquire(&holder)).unwrap();
+            assert!(acquired.is_ok() && released.is_ok());
+            let (expected, way) =
+                if on_own { (1, "its own connection, replaced") } else { (0, "the shared one") };
+            assert_eq!(after, expected, "{} threads in calls: {way}", 1 + waiters);
+        }
+    });
+}
+
 #[test]
 fn a_thread_link_the_server_closed_is_replaced_before_the_next_command() {
+    let _serial = serial();
     let server = Server::start().unwrap();
     let rt = runtime();
     // No retries: a command that failed on a dead connection would fail the call.
@@ -170,6 +246,7 @@ fn a_thread_link_the_server_closed_is_replaced_before_the_next_command() {
 
 #[test]
 fn a_gone_clients_link_closes_at_its_threads_next_blocking_call() {
+    let _serial = serial();
     let server = Server::start().unwrap();
     let rt = runtime();
     let first = connect(&rt, &server, ClientOptions::default());

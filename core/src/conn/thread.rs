@@ -19,7 +19,15 @@
 //!
 //! When: a thread gets a link for a client on a command of its second blocking call or later
 //! (a thread that makes one call never pays for a connection), while the client has fewer than
-//! `thread_connections` links; a thread over that number uses the shared connection. The link
+//! `thread_connections` links; a thread over that number uses the shared connection. And only
+//! while at most `thread_connections` threads of the process are inside blocking calls at
+//! once: past that, every command goes on the shared connection (a link stays open, unused,
+//! until the threads in calls are few again). On one socket each, every command is a read and
+//! a write of its own for Redis, which bounds many threads by the server's CPU; on the shared
+//! connection their commands come pipelined, and Redis' work per pair halves while the client
+//! pays a hop through the runtime per reply. Measured on two cores with the server beside the
+//! client (bench/README.md, 2026-12-05): links ahead up to about 32 to 48 threads in calls, the
+//! shared connection ahead from 48 to 64; default 32. The link
 //! is a socket of its own (`TCP_NODELAY`, the client's `command_timeout` on reads and writes)
 //! with the handshake the client's URL asks for (HELLO 3 for RESP3, AUTH, SELECT) and the name
 //! [`THREAD_LINK_NAME`]; replies are read with the `redis` crate's parser.
@@ -43,7 +51,7 @@ use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 #[cfg(unix)]
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -78,8 +86,22 @@ pub fn blocking<R>(call: impl FnOnce() -> R) -> R {
             IN_CALL.with(|c| c.set(self.0));
         }
     }
+    /// Counts the thread out of [`BLOCKED`] when its outermost blocking call ends.
+    struct Counted(bool);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            if self.0 {
+                BLOCKED.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
     CALLS.with(|c| c.set(c.get().saturating_add(1)));
-    let _reset = Reset(IN_CALL.with(|c| c.replace(true)));
+    let nested = IN_CALL.with(|c| c.replace(true));
+    if !nested {
+        BLOCKED.fetch_add(1, Ordering::Relaxed);
+    }
+    let _counted = Counted(!nested);
+    let _reset = Reset(nested);
     call()
 }
 
@@ -259,11 +281,17 @@ impl Link {
     }
 }
 
+/// How many threads of this process are inside a blocking call ([`blocking`]) now.
+static BLOCKED: AtomicUsize = AtomicUsize::new(0);
+
 /// `cmd` on this thread's link of `route`, when this thread is in a blocking call and has (or
 /// may now open) one; `None` (nothing sent) otherwise: the caller uses the shared connection.
 /// Blocks the thread until the reply.
 pub(crate) fn query(route: &Arc<Route>, cmd: &Cmd) -> Option<RedisResult<Value>> {
-    if route.thread_cap == 0 || !IN_CALL.with(Cell::get) {
+    // Past `thread_cap` threads in blocking calls at once, every command goes on the shared
+    // connection, where the threads' commands come and go pipelined (see the module's doc).
+    if route.thread_cap == 0 || !IN_CALL.with(Cell::get) || BLOCKED.load(Ordering::Relaxed) > route.thread_cap
+    {
         return None;
     }
     LINKS.with(|links| {

@@ -89,7 +89,7 @@ static void handoff_close(void *owner) { (void)owner; }
 
 int main(int argc, char **argv) {
     harness_args(argc, argv);
-    /* BENCH_THREAD_CONNECTIONS: the client's thread_connections (default 64; 0 puts every
+    /* BENCH_THREAD_CONNECTIONS: the client's thread_connections (default 32; 0 puts every
      * thread on the shared connection), for comparing the two (bench/README.md). */
     rlock_options *options = rlock_options_new();
     if (!options) die("rlock_options_new");
@@ -104,6 +104,10 @@ int main(int argc, char **argv) {
     const char *only = getenv("BENCH_ONLY_OWNERS");
     if (only) {
         int n = atoi(only);
+        if (n < 1 || n > 4096) {
+            fprintf(stderr, "bench.c: BENCH_ONLY_OWNERS must be a thread count from 1 to 4096, not '%s'\n", only);
+            return 2;
+        }
         printf("{\"bench\":\"pairs\",\"surface\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n", n,
                run_pairs(n, pairs_thread));
         return 0;

@@ -7,9 +7,9 @@
 //! thread's own: a command of a blocking call is written and its reply read on that thread,
 //! inside the poll of the call's future, and the kernel wakes the thread when the reply
 //! arrives. Measured on two cores against the shared connection (acquire + release pairs,
-//! alternating runs): C +12% with 1 thread, +50% with 16, level with 64 (where Redis pays for
-//! one read per command on 64 connections instead of pipelined batches on one); Python threads
-//! +15%, +50% and +40%; hand-off p50 -20% (bench/README.md).
+//! alternating runs): C +12% with 1 thread, +50% with 16; Python threads +15% and +50%;
+//! hand-off p50 -20% (bench/README.md). With many threads in calls the shared connection wins
+//! (see "When" below).
 //!
 //! Which commands: those of a future polled inside [`blocking`] (the surfaces' blocking entry
 //! points wrap their wait in it) for a one-server client over plain TCP or a Unix socket (the
@@ -98,6 +98,7 @@ pub fn blocking<R>(call: impl FnOnce() -> R) -> R {
     CALLS.with(|c| c.set(c.get().saturating_add(1)));
     let nested = IN_CALL.with(|c| c.replace(true));
     if !nested {
+        count_in_children();
         BLOCKED.fetch_add(1, Ordering::Relaxed);
     }
     let _counted = Counted(!nested);
@@ -281,8 +282,27 @@ impl Link {
     }
 }
 
-/// How many threads of this process are inside a blocking call ([`blocking`]) now.
+/// How many threads of this process are inside a blocking call ([`blocking`]) now. Threads
+/// waiting for a lock (a pub/sub wait inside the call) count too.
 static BLOCKED: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes [`BLOCKED`] right in a forked child, once per process: the child has only the forking
+/// thread, so it counts that one if it is inside a call, and no parent thread that was.
+fn count_in_children() {
+    #[cfg(unix)]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        extern "C" fn in_child() {
+            let in_call = IN_CALL.try_with(Cell::get).unwrap_or(false);
+            BLOCKED.store(usize::from(in_call), Ordering::Relaxed);
+        }
+        // SAFETY: registers a handler that only stores to an atomic and reads a const-initialized
+        // thread-local of the forking thread (no allocation, no lock).
+        ONCE.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(in_child));
+        });
+    }
+}
 
 /// `cmd` on this thread's link of `route`, when this thread is in a blocking call and has (or
 /// may now open) one; `None` (nothing sent) otherwise: the caller uses the shared connection.
@@ -290,14 +310,16 @@ static BLOCKED: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn query(route: &Arc<Route>, cmd: &Cmd) -> Option<RedisResult<Value>> {
     // Past `thread_cap` threads in blocking calls at once, every command goes on the shared
     // connection, where the threads' commands come and go pipelined (see the module's doc).
-    if route.thread_cap == 0 || !IN_CALL.with(Cell::get) || BLOCKED.load(Ordering::Relaxed) > route.thread_cap
-    {
+    if route.thread_cap == 0 || !IN_CALL.with(Cell::get) {
         return None;
     }
     LINKS.with(|links| {
         let mut links = links.try_borrow_mut().ok()?;
         // The links of clients that are gone close here.
         links.retain(|e| e.route.strong_count() > 0);
+        if BLOCKED.load(Ordering::Relaxed) > route.thread_cap {
+            return None;
+        }
         // Every entry's route is alive now, so its address names it.
         let i = match links.iter().position(|e| std::ptr::eq(e.route.as_ptr(), Arc::as_ptr(route))) {
             Some(i) => i,

@@ -34,20 +34,11 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn release(&self, owner: &Owner) -> Result<Released> {
-        self.inner.shared.check_owner(owner)?;
-        self.inner.shared.check_open()?;
-        let lock = self.clone();
-        let owner = owner.clone();
-        let r =
-            Finish::new(self.inner.shared.cleanups(), async move { lock.release_now(&owner).await }).await;
-        self.inner.shared.counted(r)
+        self.release_member(owner).await.0
     }
 
-    pub(super) async fn release_now(&self, owner: &Owner) -> Result<Released> {
-        self.release_call(owner, true, false).await.0
-    }
-
-    /// [`Self::release_now`], retried after transient errors when `retry`, else tried once.
+    /// One release of `owner`'s level, retried after transient errors when `retry`, else tried
+    /// once.
     pub(super) async fn release_tries(&self, owner: &Owner, retry: bool) -> Result<Released> {
         self.release_call(owner, retry, false).await.0
     }
@@ -59,8 +50,8 @@ impl Lock {
         self.release_call(owner, true, true).await.0
     }
 
-    /// [`Self::release`] of a RedLock member: also the hold it left tracked (a level left, or
-    /// the release failed), which the RedLock ends by lease once its own hold is over.
+    /// [`Self::release`], with the hold it left tracked (a level left, or the release failed):
+    /// a RedLock ends its members' by lease once its own hold is over.
     pub(crate) async fn release_member(&self, owner: &Owner) -> (Result<Released>, Option<Remaining>) {
         let shared = &self.inner.shared;
         if let Err(e) = shared.check_owner(owner).and_then(|()| shared.check_open()) {

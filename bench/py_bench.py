@@ -41,7 +41,9 @@ def emit(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def threads_pairs(make_lock, owners):
+def threads_pairs(make_lock, owners, handle_per_pair=False):
+    """Pairs/s of `owners` threads, thread i on make_lock(i): made once, or for every pair when
+    handle_per_pair (what a program that does not keep its handles pays)."""
     stop = time.monotonic() + SECS
     counts = [0] * owners
 
@@ -49,30 +51,8 @@ def threads_pairs(make_lock, owners):
         lock = make_lock(i)
         n = 0
         while time.monotonic() < stop:
-            lock.acquire()
-            lock.release()
-            n += 1
-        counts[i] = n
-
-    ts = [threading.Thread(target=run, args=(i,)) for i in range(owners)]
-    start = time.monotonic()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return sum(counts) / (time.monotonic() - start)
-
-
-def threads_pairs_fresh(client, owners):
-    """threads_pairs with a handle made for every pair."""
-    stop = time.monotonic() + SECS
-    counts = [0] * owners
-
-    def run(i):
-        name = f"bench:py:fresh:{i}"
-        n = 0
-        while time.monotonic() < stop:
-            lock = client.lock(name)
+            if handle_per_pair:
+                lock = make_lock(i)
             lock.acquire()
             lock.release()
             n += 1
@@ -164,7 +144,7 @@ def main():
         client.lock("bench:py:handle")
     emit(bench="handle", surface="python", new_ns=(time.perf_counter() - start) / rounds * 1e9)
     for owners in (1, 64):
-        rate = threads_pairs_fresh(client, owners)
+        rate = threads_pairs(lambda i: client.lock(f"bench:py:fresh:{i}"), owners, handle_per_pair=True)
         emit(bench="pairs", surface="python-threads (handle per pair)", owners=owners, pairs_per_s=rate)
     # asyncio also with 256 tasks: one thread carries them all, as one process would.
     for owners in owner_counts + (256,):

@@ -20,39 +20,39 @@ static void die(const char *what) {
     exit(1);
 }
 
-static void *pairs_thread(void *arg) {
-    char name[64];
-    snprintf(name, sizeof name, "bench:c:pairs:%ld", (long)(size_t)arg);
+static rlock_lock *new_lock(const char *name) {
     rlock_lock *lock;
     if (rlock_lock_new(client, name, RLOCK_LOCK, &lock) != RLOCK_OK) die("rlock_lock_new");
+    return lock;
+}
+
+/* One pairs thread on its own name: acquire + release until the run ends, on a handle made
+ * once, or made and freed around every pair when `handle_per_pair` (as a program that does
+ * not keep its handles would; issue 46: what a handle costs per call). */
+static void pairs_loop(long i, int handle_per_pair) {
+    char name[64];
+    snprintf(name, sizeof name, "bench:c:%s:%ld", handle_per_pair ? "fresh" : "pairs", i);
+    rlock_lock *lock = handle_per_pair ? NULL : new_lock(name);
     long n = 0;
     while (pairs_running()) {
+        if (handle_per_pair) lock = new_lock(name);
         if (rlock_lock_acquire(lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL) != RLOCK_OK)
             die("rlock_lock_acquire");
         if (rlock_lock_release(lock, RLOCK_THREAD, NULL) != RLOCK_OK) die("rlock_lock_release");
+        if (handle_per_pair) rlock_lock_free(lock);
         n++;
     }
-    rlock_lock_free(lock);
+    if (!handle_per_pair) rlock_lock_free(lock);
     pairs_add(n);
+}
+
+static void *pairs_thread(void *arg) {
+    pairs_loop((long)(size_t)arg, 0);
     return NULL;
 }
 
-/* The same pairs with a handle made and freed around every pair, as a program that does not
- * keep its handles would (issue 46: what a handle costs per call). */
 static void *pairs_fresh_handle_thread(void *arg) {
-    char name[64];
-    snprintf(name, sizeof name, "bench:c:fresh:%ld", (long)(size_t)arg);
-    long n = 0;
-    while (pairs_running()) {
-        rlock_lock *lock;
-        if (rlock_lock_new(client, name, RLOCK_LOCK, &lock) != RLOCK_OK) die("rlock_lock_new");
-        if (rlock_lock_acquire(lock, RLOCK_THREAD, RLOCK_FOREVER, RLOCK_FOREVER, NULL) != RLOCK_OK)
-            die("rlock_lock_acquire");
-        if (rlock_lock_release(lock, RLOCK_THREAD, NULL) != RLOCK_OK) die("rlock_lock_release");
-        rlock_lock_free(lock);
-        n++;
-    }
-    pairs_add(n);
+    pairs_loop((long)(size_t)arg, 1);
     return NULL;
 }
 
@@ -61,9 +61,7 @@ static double handle_ns(void) {
     const long rounds = 200000;
     double start = now();
     for (long i = 0; i < rounds; i++) {
-        rlock_lock *lock;
-        if (rlock_lock_new(client, "bench:c:handle", RLOCK_LOCK, &lock) != RLOCK_OK) die("rlock_lock_new");
-        rlock_lock_free(lock);
+        rlock_lock_free(new_lock("bench:c:handle"));
     }
     return (now() - start) / (double)rounds * 1e9;
 }
@@ -98,25 +96,25 @@ int main(int argc, char **argv) {
         die("rlock_options_set_thread_connections");
     if (rlock_client_new(NULL, options, &client) != RLOCK_OK) die("rlock_client_new");
     rlock_options_free(options);
-    if (rlock_lock_new(client, "bench:c:handoff", RLOCK_LOCK, &handoff_lock) != RLOCK_OK) die("rlock_lock_new");
-    const int owners[] = {1, 16, 64, 256};
+    handoff_lock = new_lock("bench:c:handoff");
+    int owners[] = {1, 16, 64, 256};
+    size_t counts = sizeof owners / sizeof owners[0];
     /* BENCH_ONLY_OWNERS=N: the pairs with N threads only, then exit (for a profiler). */
     const char *only = getenv("BENCH_ONLY_OWNERS");
     if (only) {
-        int n = atoi(only);
-        if (n < 1 || n > 4096) {
+        owners[0] = atoi(only);
+        counts = 1;
+        if (owners[0] < 1 || owners[0] > 4096) {
             fprintf(stderr, "bench.c: BENCH_ONLY_OWNERS must be a thread count from 1 to 4096, not '%s'\n", only);
             return 2;
         }
-        printf("{\"bench\":\"pairs\",\"surface\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n", n,
-               run_pairs(n, pairs_thread));
-        return 0;
     }
-    for (size_t k = 0; k < sizeof owners / sizeof owners[0]; k++) {
+    for (size_t k = 0; k < counts; k++) {
         double rate = run_pairs(owners[k], pairs_thread);
         printf("{\"bench\":\"pairs\",\"surface\":\"c\",\"owners\":%d,\"pairs_per_s\":%.0f}\n", owners[k], rate);
         fflush(stdout);
     }
+    if (only) return 0;
     printf("{\"bench\":\"handle\",\"surface\":\"c\",\"new_free_ns\":%.0f}\n", handle_ns());
     const int fresh_owners[] = {1, 64};
     for (size_t k = 0; k < sizeof fresh_owners / sizeof fresh_owners[0]; k++) {

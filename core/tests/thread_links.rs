@@ -43,6 +43,16 @@ fn links(server: &Server) -> Vec<u64> {
         .collect()
 }
 
+/// Has the server end link `id`, then lets it stay idle past the check a link gets before its
+/// next command once it has been idle 5 ms (a link in steady use skips it), so that its thread
+/// finds the end before sending.
+fn kill_idle_link(server: &Server, id: u64) {
+    let n: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query(&mut server.conn()).unwrap();
+    assert_eq!(n, 1);
+    wait_for(Duration::from_secs(5), "the connection to close", || !links(server).contains(&id));
+    std::thread::sleep(Duration::from_millis(20));
+}
+
 fn connect(rt: &Runtime, server: &Server, options: ClientOptions) -> Client {
     rt.block_on(Client::connect(&server.url(), options)).unwrap()
 }
@@ -169,11 +179,7 @@ fn past_thread_connections_threads_in_calls_every_command_takes_the_shared_conne
         for (waiters, on_own) in [(1usize, true), (2, false)] {
             let own = links(&server);
             assert_eq!(own.len(), 1, "{waiters} waiter(s): this thread's connection is up");
-            let _: () =
-                redis::cmd("CLIENT").arg("KILL").arg("ID").arg(own[0]).query(&mut server.conn()).unwrap();
-            wait_for(Duration::from_secs(5), "the connection to close", || links(&server).is_empty());
-            // Idle past the check a link gets before its next command (5 ms), as in use.
-            std::thread::sleep(Duration::from_millis(20));
+            kill_idle_link(&server, own[0]);
             // Lets the waiters go however this round ends (a failure in the scope would
             // otherwise wait for them for good).
             struct LetGo<'a>(&'a Runtime, &'a rlock::Lock, &'a rlock::Owner);
@@ -235,16 +241,7 @@ fn a_thread_link_the_server_closed_is_replaced_before_the_next_command() {
             }
             let killed = links(server_ref);
             assert_eq!(killed.len(), 1);
-            let n: i64 = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("ID")
-                .arg(killed[0])
-                .query(&mut server_ref.conn())
-                .unwrap();
-            assert_eq!(n, 1);
-            // A link is checked for an end the server sent once it has been idle 5 ms (a link
-            // in steady use skips the check): this one is idle longer than that.
-            std::thread::sleep(Duration::from_millis(20));
+            kill_idle_link(server_ref, killed[0]);
             call(&h, lock.acquire(&me)).unwrap();
             assert!(call(&h, lock.release(&me)).unwrap().is_unlocked());
             let now = links(server_ref);

@@ -308,8 +308,6 @@ fn count_in_children() {
 /// may now open) one; `None` (nothing sent) otherwise: the caller uses the shared connection.
 /// Blocks the thread until the reply.
 pub(crate) fn query(route: &Arc<Route>, cmd: &Cmd) -> Option<RedisResult<Value>> {
-    // Past `thread_cap` threads in blocking calls at once, every command goes on the shared
-    // connection, where the threads' commands come and go pipelined (see the module's doc).
     if route.thread_cap == 0 || !IN_CALL.with(Cell::get) {
         return None;
     }
@@ -317,6 +315,8 @@ pub(crate) fn query(route: &Arc<Route>, cmd: &Cmd) -> Option<RedisResult<Value>>
         let mut links = links.try_borrow_mut().ok()?;
         // The links of clients that are gone close here.
         links.retain(|e| e.route.strong_count() > 0);
+        // Past `thread_cap` threads in blocking calls at once, every command goes on the shared
+        // connection, where the threads' commands come and go pipelined (see the module's doc).
         if BLOCKED.load(Ordering::Relaxed) > route.thread_cap {
             return None;
         }

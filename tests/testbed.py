@@ -18,8 +18,10 @@ else redis-server on PATH; the environment passes through, so every suite honour
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 from typing import IO, Any, Dict, List, Optional
@@ -34,11 +36,58 @@ def binary() -> str:
     return path
 
 
-def free_port() -> int:
-    """A port nothing listens on a moment ago, outside the ephemeral range (for "nothing is
-    there" addresses)."""
+def _port() -> Dict[str, Any]:
     out = subprocess.run([binary(), "port"], check=True, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    return int(json.loads(out.stdout)["port"])
+    return dict(json.loads(out.stdout))
+
+
+class HeldPort:
+    """A port outside the ephemeral range that no other test takes until close(): for something
+    this process starts listening on (a toxiproxy, a proxy it adds, a small service), or an
+    address where nothing listens.
+
+    rlock-testbed claims the ports of its servers with an exclusive flock on one file per port
+    and releases a `port` answer's claim as it exits; this claims that same file again, so test
+    binaries and suites running side by side never choose it while it is in use. A port taken
+    between the two (another process claimed it, or something listens there) is passed over."""
+
+    def __init__(self) -> None:
+        self._fd: Optional[int] = None
+        for _ in range(50):
+            answer = _port()
+            fd = os.open(str(answer["lock"]), os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            port = int(answer["port"])
+            with socket.socket() as probe:
+                try:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    os.close(fd)
+                    continue
+            self.port: int = port
+            self._fd = fd
+            return
+        raise TestbedError("no port could be held after 50 tries")
+
+    def close(self) -> None:
+        """Lets other tests have the port (once nothing here listens on it any more)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __enter__(self) -> "HeldPort":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class TestbedError(RuntimeError):

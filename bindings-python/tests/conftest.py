@@ -17,9 +17,9 @@ import rlock
 
 # tests/testbed.py at the repository root, shared with tests/chaos.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from testbed import Testbed, free_port  # noqa: E402
+from testbed import HeldPort, Testbed  # noqa: E402
 
-__all__ = ["Testbed", "free_port"]
+__all__ = ["HeldPort", "Testbed"]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 import rlock
-from conftest import Testbed, free_port
+from conftest import HeldPort, Testbed
 
 
 def test_exception_tree() -> None:
@@ -88,9 +88,8 @@ def test_bad_urls_and_options(url: str) -> None:
 
 
 def test_unreachable_server_is_connection_error() -> None:
-    port = free_port()  # nothing listens there
-    with pytest.raises(rlock.ConnectionError) as info:
-        rlock.Client(f"redis://127.0.0.1:{port}", connect_timeout=2.0)
+    with HeldPort() as dead, pytest.raises(rlock.ConnectionError) as info:  # nothing listens there
+        rlock.Client(f"redis://127.0.0.1:{dead.port}", connect_timeout=2.0)
     assert isinstance(info.value, builtins.ConnectionError)
 
 

@@ -16,7 +16,7 @@ import redis
 
 import rlock
 
-from conftest import Testbed, free_port, wait_until
+from conftest import HeldPort, Testbed, wait_until
 
 USER = "keeper"
 # A password with characters a URL must escape: neither its escaped nor its plain form may leak.
@@ -72,9 +72,10 @@ def test_no_error_path_repeats_the_password(
     server: Testbed, keeper: str, raw: redis.Redis, records: Records, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = server.port
+    dead = HeldPort()  # nothing listens there while held
     paths = {
         "a wrong password": f"redis://{USER}:{WRONG}@127.0.0.1:{port}/",
-        "an unreachable server": f"redis://{USER}:{ESCAPED}@127.0.0.1:{free_port()}/",
+        "an unreachable server": f"redis://{USER}:{ESCAPED}@127.0.0.1:{dead.port}/",
         "a port that is not a number": f"redis://{USER}:{ESCAPED}@127.0.0.1:notaport/",
         "an unknown scheme": f"bogus://{USER}:{ESCAPED}@127.0.0.1:{port}/",
         "a cluster seed that is not a number": f"redis+cluster://{USER}:{ESCAPED}@127.0.0.1:x/",
@@ -89,6 +90,7 @@ def test_no_error_path_repeats_the_password(
         with pytest.raises(rlock.RLockError) as err:
             rlock.Client(connect_timeout=1.0)
         clean_error(err.value, f"{what} (REDIS_URL)")
+    dead.close()
     monkeypatch.setenv("REDIS_URL", keeper)
     # A record the logger gets for certain: the eviction warning at connect, which names the
     # server. Other warnings (the rebuilt connections) may not come: core passes a message

@@ -194,8 +194,9 @@ fn replicas_without_wait_warn_and_with_wait_ask_for_replica_sync() {
 
 #[test]
 fn an_endpoint_nobody_answers_exits_69() {
-    let port = rlock_testbed::ports::free_port().unwrap();
-    let o = doctor(&format!("redis://127.0.0.1:{port}"));
+    // Held, so no server of a test running beside this one starts there meanwhile.
+    let dead = rlock_testbed::ports::reserve(1).unwrap();
+    let o = doctor(&format!("redis://127.0.0.1:{}", dead.ports()[0]));
     assert_eq!(o.status.code(), Some(69), "{o:?}");
     assert!(o.stdout.is_empty());
 }

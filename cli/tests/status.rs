@@ -123,10 +123,10 @@ fn status_shows_who_holds_and_list_finds_names() {
 
 #[test]
 fn unreachable_redis_is_69() {
-    // A free port on loopback where nothing listens.
-    let port = rlock_testbed::ports::free_port().unwrap();
+    // A port on loopback where nothing listens, held so no other test's server starts there.
+    let dead = rlock_testbed::ports::reserve(1).unwrap();
     let o = Command::new(RLOCK)
-        .args(["status", "x", "--url", &format!("redis://127.0.0.1:{port}/")])
+        .args(["status", "x", "--url", &format!("redis://127.0.0.1:{}/", dead.ports()[0])])
         .env_remove("REDIS_URL")
         .output()
         .unwrap();

@@ -599,9 +599,10 @@ async fn bad_input_is_rejected_and_changes_nothing() {
         let e = Client::connect(url, ClientOptions::default()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}: {e}");
     }
-    let dead_port = rlock_testbed::ports::free_port().unwrap();
+    // Held, so no other test's server starts there meanwhile.
+    let dead = rlock_testbed::ports::reserve(1).unwrap();
     let quick = ClientOptions::default().with_retry_attempts(0).with_connect_timeout(Duration::from_secs(2));
-    let e = Client::connect(&format!("redis://127.0.0.1:{dead_port}/"), quick).await.unwrap_err();
+    let e = Client::connect(&format!("redis://127.0.0.1:{}/", dead.ports()[0]), quick).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
 
     // A closed client fails with Closed and releases nothing.

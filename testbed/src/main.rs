@@ -38,7 +38,8 @@ topologies:
              CLIENT): url is the proxy's, nodes are shard0 and shard1
   restricted one server with WAIT, WAITAOF (where it has it), CONFIG and CLIENT renamed away
   evicting   one server with maxmemory 4mb and maxmemory-policy volatile-lru
-  port       print {\"port\": N}, a free port outside the ephemeral range, and exit
+  port       print {\"port\": N, \"lock\": PATH}, a free port outside the ephemeral range and
+             its lock file (flock it exclusively to keep the port from other tests), and exit
   probe      start each topology once and print what the server supports, then exit:
              {\"program\", \"server\", \"version\", \"modes\": {\"single\", \"tls\", \"cluster\",
              \"sentinel\"}, \"commands\": {\"ssubscribe\", \"waitaof\"}, \"errors\": {MODE: why}}
@@ -320,7 +321,10 @@ fn run(argv: &[String]) -> Result<()> {
             return Ok(());
         }
         "port" => {
-            say(&mut stdout, &json!({"port": ports::free_port()?}));
+            // The lock file lets a caller that listens on the port claim it the same way (see
+            // ports::claim) before another process can: tests/testbed.py's HeldPort.
+            let port = ports::free_port()?;
+            say(&mut stdout, &json!({"port": port, "lock": ports::lock_path(port)}));
             return Ok(());
         }
         "probe" => {

@@ -123,6 +123,11 @@ pub fn lock_dir() -> PathBuf {
     std::env::temp_dir().join("rlock-testbed-ports")
 }
 
+/// The lock file of `port` in [`lock_dir`].
+pub fn lock_path(port: u16) -> PathBuf {
+    lock_dir().join(port.to_string())
+}
+
 /// Claims `port` across processes: an exclusive, non-blocking `flock` on its lock file. The
 /// kernel drops the lock when the file is closed or the process dies, so nothing is left over.
 pub fn claim(port: u16) -> Claim {
@@ -130,8 +135,7 @@ pub fn claim(port: u16) -> Claim {
     if std::fs::create_dir_all(&dir).is_err() {
         return Claim::Unavailable;
     }
-    let Ok(file) = File::options().create(true).truncate(false).write(true).open(dir.join(port.to_string()))
-    else {
+    let Ok(file) = File::options().create(true).truncate(false).write(true).open(lock_path(port)) else {
         return Claim::Unavailable;
     };
     // SAFETY: flock on a file descriptor this function owns (it lives as long as `file`).

@@ -9,6 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -60,9 +61,16 @@ impl Cut {
 
 /// A running proxy to `127.0.0.1:<upstream>`; stops (all its connections closed) when dropped.
 pub struct Proxy {
-    port: Reserved,
     state: Arc<State>,
+    /// The listening socket, shut down on drop to end the accept loop.
+    listening: TcpListener,
+    accept: Option<thread::JoinHandle<()>>,
+    /// Dropped last: the port goes back to other tests only once nothing here listens on it.
+    port: Reserved,
 }
+
+/// How many ports [`Proxy::start`] tries.
+const ATTEMPTS: usize = 20;
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,12 +82,26 @@ impl Proxy {
     /// Starts a proxy on a free port outside the ephemeral range, forwarding to
     /// `127.0.0.1:upstream` (one upstream connection per accepted one).
     pub fn start(upstream: u16) -> Result<Proxy> {
-        let port = ports::reserve(1)?;
-        let listen = *port.ports().first().ok_or_else(|| Error::new("no port reserved"))?;
-        let listener = TcpListener::bind((HOST, listen))?;
+        let mut taken = Vec::new();
+        for _ in 0..ATTEMPTS {
+            let port = ports::reserve(1)?;
+            let listen = *port.ports().first().ok_or_else(|| Error::new("no port reserved"))?;
+            match TcpListener::bind((HOST, listen)) {
+                Ok(listener) => return Proxy::serve(port, listener, upstream),
+                // A program that does not claim its ports as the testbed does (ports::claim)
+                // bound it after the check: another port.
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => taken.push(listen),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::new(format!("no proxy port could be bound: {taken:?} were in use once reserved")))
+    }
+
+    fn serve(port: Reserved, listener: TcpListener, upstream: u16) -> Result<Proxy> {
+        let listening = listener.try_clone()?;
         let state = Arc::new(State::default());
         let st = state.clone();
-        thread::Builder::new().name("testbed-proxy".into()).spawn(move || {
+        let accept = thread::Builder::new().name("testbed-proxy".into()).spawn(move || {
             for conn in listener.incoming() {
                 if st.stop.load(Ordering::SeqCst) {
                     return;
@@ -93,7 +115,7 @@ impl Proxy {
                 }
             }
         })?;
-        Ok(Proxy { port, state })
+        Ok(Proxy { state, listening, accept: Some(accept), port })
     }
 
     /// The port clients connect to.
@@ -225,8 +247,13 @@ impl Drop for Proxy {
         self.state.stop.store(true, Ordering::SeqCst);
         self.cut(false);
         self.cut_replies(false);
-        // Wakes the accept loop, which then sees the stop flag.
-        let _ = TcpStream::connect((HOST, self.port()));
+        // Wakes the accept loop (accept fails on a listening socket shut down), which then
+        // sees the stop flag; joined, so its socket is closed before the port is released.
+        // SAFETY: shutdown(2) on a descriptor `self.listening` owns and keeps open.
+        unsafe { libc::shutdown(self.listening.as_raw_fd(), libc::SHUT_RDWR) };
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
         for s in self.state.sockets.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }

@@ -217,3 +217,31 @@ fn the_binary_starts_a_cluster_and_quits_on_command() {
         assert!(!resp::answers_ping(u16::try_from(p).unwrap(), Duration::from_millis(300)));
     }
 }
+
+#[test]
+fn a_proxy_gives_its_port_back_only_once_nothing_listens_there() {
+    use rlock_testbed::ports::{claim, is_free, Claim};
+    let s = Server::start().unwrap();
+    for _ in 0..20 {
+        let p = rlock_testbed::Proxy::start(s.port()).unwrap();
+        let port = p.port();
+        // A connection through it, so its accept loop has served one.
+        assert_eq!(resp::query(port, None, &["PING"]).unwrap(), Reply::Simple("PONG".into()));
+        assert!(matches!(claim(port), Claim::Taken), "the port is claimed while the proxy runs");
+        drop(p);
+        assert!(is_free(port), "port {port} still in use after the proxy was dropped");
+        assert!(matches!(claim(port), Claim::Held(_)), "port {port} still claimed");
+    }
+}
+
+#[test]
+fn the_binarys_port_names_a_lock_file_a_caller_can_claim() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rlock-testbed")).arg("port").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let port = u16::try_from(v["port"].as_u64().unwrap()).unwrap();
+    outside_ephemeral(port);
+    assert_eq!(Path::new(v["lock"].as_str().unwrap()), rlock_testbed::ports::lock_path(port));
+    let held = rlock_testbed::ports::claim(port);
+    assert!(matches!(held, rlock_testbed::ports::Claim::Held(_)), "{held:?}");
+}

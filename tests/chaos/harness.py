@@ -22,7 +22,7 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from testbed import Testbed, free_port  # noqa: E402
+from testbed import HeldPort, Testbed  # noqa: E402, F401 (HeldPort: for netfaults)
 SURFACES = ("rust", "python", "node", "c")
 # Where each surface's waiter comes from in the holder/waiter cases: never its own surface.
 NEXT = {"rust": "python", "python": "node", "node": "c", "c": "rust"}

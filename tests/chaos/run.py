@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import redis
 
 import red_lock  # noqa: E402
-from testbed import free_port  # noqa: E402
+from testbed import HeldPort  # noqa: E402
 from harness import (  # noqa: E402
     ROOT,
     SURFACES,
@@ -434,7 +434,8 @@ def case_bad_input(ctx: Ctx) -> str:
     check(len(snapshot) == 1 and list(snapshot.values()) == ["2"], f"guard is {snapshot}")
     r.set(wrongtype, "not a lock")
     wrong_pw = f"redis://:wrong-password@127.0.0.1:{srv.port}"
-    dead = f"redis://127.0.0.1:{free_port()}"
+    dead_port = HeldPort()  # nothing listens there while held: closed with this frame
+    dead = f"redis://127.0.0.1:{dead_port.port}"
     rows: List[Tuple[str, str, str, str, bool, str]] = []
     for surface in ("c", "python", "node"):
         w = ctx.worker(surface, srv, f"{surface}-bad")

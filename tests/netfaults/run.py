@@ -75,7 +75,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "chaos"))
 from harness import (  # noqa: E402
-    NEXT, ROOT, SURFACES, CaseTimeout, Ctx, Fail, Testbed, Worker, check, eventually, free_port, run_mx,
+    NEXT, ROOT, SURFACES, CaseTimeout, Ctx, Fail, HeldPort, Testbed, Worker, check, eventually, run_mx,
 )
 import redis  # noqa: E402
 from history import CHECKED, HISTORIES, FencedStore, History, Hold, write  # noqa: E402
@@ -98,7 +98,10 @@ class Toxiproxy:
     """A toxiproxy server on loopback, driven through its HTTP API."""
 
     def __init__(self, tmp: Path) -> None:
-        self.port = free_port()
+        # Its port and its proxies' stay held until stop(): suites and test binaries running
+        # side by side choose ports too, and a port chosen but not yet listened on is not free.
+        self._held = [HeldPort()]
+        self.port = self._held[0].port
         self.log = tmp / "toxiproxy.log"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
@@ -128,7 +131,9 @@ class Toxiproxy:
 
     def proxy(self, name: str, upstream: int) -> int:
         """A proxy to 127.0.0.1:`upstream`; its listening port."""
-        port = free_port()
+        held = HeldPort()
+        self._held.append(held)
+        port = held.port
         self._call("POST", "/proxies", {"name": name, "listen": f"127.0.0.1:{port}",
                                         "upstream": f"127.0.0.1:{upstream}", "enabled": True})
         return port
@@ -146,6 +151,8 @@ class Toxiproxy:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        for held in self._held:
+            held.close()
 
 
 def proxied(ctx: Ctx, tox: Toxiproxy, srv: Any, proxy: str, surface: str, label: str, **options: Any) -> Worker:
@@ -571,12 +578,14 @@ def main(argv: List[str]) -> int:
         ctx = Ctx(tmp)
         tox: Optional[Toxiproxy] = None
         store: Optional[FencedStore] = None
+        store_port: Optional[HeldPort] = None
         began = time.monotonic()
         ok, detail = False, ""
         try:
             signal.setitimer(signal.ITIMER_REAL, limit)
             tox = Toxiproxy(tmp)
-            store = FencedStore(free_port())
+            store_port = HeldPort()
+            store = FencedStore(store_port.port)
             detail = fn(ctx, tox, store)
             ok = True
         except CaseTimeout:
@@ -589,6 +598,8 @@ def main(argv: List[str]) -> int:
             signal.setitimer(signal.ITIMER_REAL, 0)
             if store is not None:
                 store.close()
+            if store_port is not None:
+                store_port.close()
             if not ok:
                 detail += "".join(w.stderr_tail() for w in ctx.workers)
             ctx.cleanup()

@@ -4,6 +4,9 @@
 # four of tools/dist-targets, x86_64 and aarch64, each with glibc and with musl):
 #   rlock-V-cp39-abi3-manylinux_2_17_A.manylinux2014_A.whl   Python, abi3, glibc 2.17 (A: x86_64, aarch64)
 #   rlock-V-cp39-abi3-musllinux_1_2_A.whl                    Python, abi3, musl 1.2
+#   rlock-V-cp314-cp314t-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+#                                                            Python, free-threaded CPython 3.14
+#                                                            (x86_64 glibc only)
 #   rlock-V.tar.gz                                           Python sdist
 #   rlock-V.tgz                                              npm: the package (JS, types), naming
 #                                                            the addon packages built as optional
@@ -145,6 +148,20 @@ for t in $TARGETS; do
     python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$WHEEL" "$f" ||
       { echo "dist: the wheel has no $f"; exit 1; }
   done
+  # Free-threaded CPython has no abi3 before 3.15 (PEP 803's abi3t), so it gets a wheel of its
+  # own, built by the interpreter it is for (tools/cpython-ft.sh): x86_64 glibc only, the one
+  # free-threaded CPython this machine can build and dist-check can run.
+  if [ "$t" = x86_64-unknown-linux-gnu ] && [ "$(uname -m)" = x86_64 ]; then
+    echo "== dist: $t: Python wheel (free-threaded CPython 3.14, cp314t, $AUDIT_TAG) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
+    ft_python=$(bash tools/cpython-ft.sh)
+    maturin build --quiet --release --zig --compatibility "$COMPAT" --target "$t" -i "$ft_python" \
+      -m bindings-python/Cargo.toml -o "$STAGE/wheels-ft-$t"
+    FT_WHEEL=$OUT/rlock-$V-cp314-cp314t-$WHEEL_TAG.whl
+    mv "$(ls "$STAGE/wheels-ft-$t"/rlock-"$V"-cp314-cp314t-*.whl)" "$FT_WHEEL"
+    auditwheel show "$FT_WHEEL" | tee "$STAGE/auditwheel-ft-$t.txt"
+    grep -q "$AUDIT_TAG" "$STAGE/auditwheel-ft-$t.txt" ||
+      { echo "dist: auditwheel does not find the free-threaded wheel consistent with $AUDIT_TAG"; exit 1; }
+  fi
 
   echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
   env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node

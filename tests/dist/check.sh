@@ -4,7 +4,8 @@
 # README's example for that surface against a private redis-server:
 #   Python: a fresh venv per CPython 3.9 to 3.13 (pyenv's), `pip install dist/rlock-*.whl`,
 #         `with rlock.lock(...)` and `async with`; the whole Python suite on the wheel on
-#         CPython 3.14 and 3.15 (Debian sid's, tests/dist/check-sid.sh);
+#         CPython 3.14 and 3.15 (Debian sid's, tests/dist/check-sid.sh); the cp314t wheel's
+#         whole suite on a free-threaded CPython 3.14 with the GIL off (tests/dist/check-ft.sh);
 #   Node: an empty npm project, `npm install` of the two tarballs, `await lock.acquire()` from
 #         CommonJS and from ESM, on Node 22, 24 and 26, Bun and Deno (from the npm registry);
 #   C: the tarball unpacked to a prefix, `cc example.c $(pkg-config --cflags --libs rlock)`
@@ -94,9 +95,18 @@ done
 
 # The whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh) runs beside the checks
 # below: it mostly waits on leases, they mostly on installs.
-echo "== dist-check: the whole Python suite on the wheel, CPython 3.14 and 3.15 (beside what follows)"
-bash tests/dist/check-sid.sh >"$WORK/sid.log" 2>&1 &
-sid=$!
+echo "== dist-check: the whole Python suite on the wheel, CPython 3.14 and 3.15, then on the cp314t wheel, free-threaded CPython 3.14 (beside what follows)"
+# The free-threaded run (tests/dist/check-ft.sh: the GIL off, no Rust toolchain reachable) comes
+# after sid's two, as three suites at once on 2 cores would load the short leases some tests use.
+# The exit status: 1 when sid's failed, 2 when the free-threaded one did, 3 both.
+python_suites() {
+  local status=0
+  bash tests/dist/check-sid.sh >"$WORK/sid.log" 2>&1 || status=1
+  "${NORUST[@]}" bash tests/dist/check-ft.sh >"$WORK/ft.log" 2>&1 || status=$((status + 2))
+  return "$status"
+}
+python_suites &
+suites=$!
 
 echo "== dist-check: npm packages in an empty project (CommonJS and ESM)"
 mkdir -p "$WORK/node"
@@ -241,9 +251,13 @@ if built aarch64-unknown-linux-gnu && built aarch64-unknown-linux-musl; then
   REDIS_URL=$REDIS_URL bash tests/dist/check-arm64.sh
 fi
 
-echo "== dist-check: the whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh)"
-wait "$sid" || { cat "$WORK/sid.log"; echo "dist-check: the Python suite on sid's CPythons failed (above)"; exit 1; }
+echo "== dist-check: the whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh), then free-threaded 3.14 (tests/dist/check-ft.sh)"
+suites_status=0
+wait "$suites" || suites_status=$?
+[ $((suites_status & 1)) = 0 ] || { cat "$WORK/sid.log"; echo "dist-check: the Python suite on sid's CPythons failed (above)"; exit 1; }
 cat "$WORK/sid.log"
+[ $((suites_status & 2)) = 0 ] || { cat "$WORK/ft.log"; echo "dist-check: the Python suite on free-threaded CPython 3.14 failed (above)"; exit 1; }
+grep -E "free-threaded, GIL off|[0-9]+ passed|dist-check ft" "$WORK/ft.log"
 
 echo "== dist-check: the sdist builds a wheel (a source build: Rust is used here)"
 # pip from make dist's tool venv (a Debian python3 may come without pip).

@@ -363,3 +363,60 @@ pub(crate) fn query(route: &Arc<Route>, cmd: &Cmd) -> Option<RedisResult<Value>>
         Some(reply)
     })
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// The count a child forked by this thread sees (its exit code): `libc::_exit` right after
+    /// reading an atomic, as little as a child of a threaded process may do.
+    fn blocked_in_a_child() -> i32 {
+        // SAFETY: the child only reads an atomic and calls `_exit`, both async-signal-safe.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let n = BLOCKED.load(Ordering::Relaxed);
+            // SAFETY: ends the child at once (no destructors, no atexit handlers).
+            unsafe { libc::_exit(i32::try_from(n.min(100)).unwrap_or(100)) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "the child did not exit: {status}");
+        libc::WEXITSTATUS(status)
+    }
+
+    #[test]
+    fn a_forked_child_counts_only_its_own_thread_among_the_threads_in_calls() {
+        // Three threads inside blocking calls, each until told to go on.
+        let (entered_tx, entered) = mpsc::channel();
+        let mut go = Vec::new();
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let (go_tx, go_rx) = mpsc::channel::<()>();
+                go.push(go_tx);
+                let entered_tx = entered_tx.clone();
+                std::thread::spawn(move || {
+                    blocking(|| {
+                        let _ = entered_tx.send(());
+                        let _ = go_rx.recv();
+                    })
+                })
+            })
+            .collect();
+        for _ in 0..3 {
+            entered.recv().unwrap_or_default();
+        }
+        assert!(BLOCKED.load(Ordering::Relaxed) >= 3);
+        // The child has only the forking thread: outside a call it counts none, inside one one
+        // (the parent's three would keep a child past a small thread_connections for good).
+        let outside = blocked_in_a_child();
+        let inside = blocking(blocked_in_a_child);
+        drop(go);
+        for t in threads {
+            t.join().unwrap_or_default();
+        }
+        assert_eq!((outside, inside), (0, 1));
+    }
+}

@@ -96,8 +96,8 @@ once-check:
 unify-check:
 	python3 tools/unify-check.py
 
-# The surface files derived from core's options and error kinds (tools/generate, crate rlock-generate).
-generated: ## Regenerate the C option setters, Python ClientOptions and exception classes, Node option/error types, the parity table's docs
+# The surface files derived from core's options, error kinds and records (tools/generate, crate rlock-generate).
+generated: ## Regenerate the C option setters, Python ClientOptions, exception classes and record TypedDicts, Node option/error types and record interfaces, the parity table's docs
 	$(CARGO) run --release --quiet -p rlock-generate
 	python3 tools/parity.py render
 

@@ -408,128 +408,171 @@ export declare class HeldLock implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-/** Who a client is, from its holder record (written while it holds something). */
+// BEGIN GENERATED records (make generated)
+/** Who a client is, from its holder record (`rlock:client:<uuid>`). */
 export interface ClientRecord {
-  /** The client's UUID (the first part of its owners). */
+  /** The client's UUID. */
   clientId: string
-  /** The host name the client runs on. */
+  /** The host it runs on. */
   host: string
-  /** The process id. */
+  /** Its process id. */
   pid: number
-  /** Its `appName` option. */
+  /** The application name its client was given (the `app_name` option, as each surface spells it); `null` when unset. */
   app: string | null
-  /** The rlock version. */
+  /** Its rlock version. */
   version: string
-  /** When the record was last written, Unix ms. */
+  /** When the record was last written (the client's clock). */
   writtenMs: number
 }
 
-/** An owner holding a lock. */
+/** One owner holding a lock. */
 export interface Holder {
-  /** As stored in Redis: `<client uuid>:<id>`. */
+  /** The owner as stored in Redis: `<client uuid>:<id>`. */
   owner: string
-  /** The client's UUID (the first part of its owners). */
+  /** Its client's UUID (the owner up to the last `:`). */
   clientId: string
-  /** `'read'` or `'write'` for a read-write lock, else null. */
+  /** `"read"` or `"write"` for a read-write lock; `null` for the other locks. */
   mode: 'read' | 'write' | null
   /** The hold count (re-entries included). */
   count: number
-  /** How long the hold lasts unless renewed, ms. */
+  /** How long the hold lasts unless renewed: the lock's TTL, or for read holds the longest of the owner's read-hold keys; `null` when unknown or never expiring. */
   ttlMs: number | null
-  /** Since when it is held (Unix ms) and for how long (ms), from the holder record. */
+  /** Since when it is held (from the client's holder record). */
   sinceMs: number | null
-  /** How long it has been held, in ms (null when not known). */
+  /** How long it has been held (`now - since`). */
   heldForMs: number | null
-  /** Null for a client without a record (Redisson, records off). */
+  /** The holder record of its client; `null` when there is none (not an rlock client, e.g. Redisson; records switched off; or written within a second of the acquire). */
   record: ClientRecord | null
 }
 
 /** A waiter in a fair lock's queue. */
 export interface QueuedWaiter {
-  /** The owner as stored in Redis (`<client uuid>:<id>`). */
+  /** The waiting owner: `<client uuid>:<id>`. */
   owner: string
-  /** The client's UUID (the first part of its owners). */
+  /** Its client's UUID. */
   clientId: string
-  /** Its deadline, Unix ms (null: none). */
+  /** Its deadline (the waiter is dropped from the queue after it, unless it tries again); `null` when it has none. */
   deadlineMs: number | null
-  /** Milliseconds until the deadline, 0 once passed (null: no deadline). */
+  /** Time left until that deadline (zero once it passed). */
   deadlineInMs: number | null
-  /** Its client's holder record (null: not an rlock client, records off, or not yet written). */
+  /** The holder record of its client, when there is one (a client that only waits and holds nothing has none: records exist while a client holds something). */
   record: ClientRecord | null
 }
 
 /** A held permit of a permit-expirable semaphore. */
 export interface HeldPermit {
-  /** 32 lowercase hex characters. */
+  /** The permit id: 32 lowercase hex characters. */
   id: string
-  /** Expiry (Unix ms) and time left (ms); null for a permit without a lease. */
+  /** When it expires; `null` for a permit without a lease (Redisson's 922337203685477). */
   expiresMs: number | null
-  /** Milliseconds until it expires, 0 once expired (null: no lease). */
+  /** Time left until it expires (zero: expired, given back at the next call). */
   expiresInMs: number | null
-  /** The owner as stored in Redis (`<client uuid>:<id>`). */
+  /** The owner its client lists it under (`<client uuid>:0`); `null` when no record lists it (Redisson's permits; rlock permits with a lease, which the watchdog does not track). */
   owner: string | null
-  /** Since when it is held, Unix ms (null when not known). */
+  /** Since when it is held (from the client's record). */
   sinceMs: number | null
-  /** How long it has been held, in ms (null when not known). */
+  /** How long it has been held. */
   heldForMs: number | null
-  /** Its client's holder record (null: not an rlock client, records off, or not yet written). */
+  /** The holder record of its client: the one listing it, or for a permit with a lease the client whose UUID begins its id (rlock ids start with 8 bytes of their client's UUID); `null` when there is none (Redisson's permits have random ids). */
   record: ClientRecord | null
 }
 
-/** A channel of the name and its subscribers (waiting connections). */
+/** A channel of the name and its subscribers. */
 export interface Channel {
-  /** The channel name. */
+  /** The channel name, e.g. `redisson_lock__channel:{orders}`. */
   channel: string
-  /** Its subscribers. */
+  /** Its subscribers (classic and sharded pub/sub together; summed over a cluster's nodes). */
   subscribers: number
 }
 
-/**
- * What lives under a name: core's shape in Node's spelling (camelCase keys, every key present,
- * null where it does not apply; times in Unix ms and durations in ms, under keys ending `Ms`).
- */
+/** What lives under one name: a snapshot, read without changing anything. In Node's spelling: camelCase keys, every key present (`null` where it does not apply), times in Unix ms and durations in ms under keys ending `Ms`. */
 export interface Description {
-  /** The name (also the Redis key). */
+  /** The name (the Redis key of the primitive). */
   name: string
-  /** The kind of primitive found. */
+  /** The kind found, or the one the caller asked for (Rust's `Client.describe_as`). */
   kind: Kind
-  /** The Redis type of the key `name` (`'none'` when missing). */
+  /** The Redis type of the key `name`: `"hash"`, `"string"`, ..., `"none"` when missing. */
   redisType: string
-  /** Time to live in ms; null when missing or never expiring. */
+  /** The key's remaining time to live; `null` when it does not exist or never expires. */
   ttlMs: number | null
-  /** The Redis server's clock when read, Unix ms. */
+  /** The Redis server's clock when the keys were read. */
   nowMs: number
-  /** Who holds it, with hold counts. */
+  /** The owners holding a lock, with their hold counts (empty for other kinds). */
   holders: Holder[]
-  /** Subscribers of all the name's channels. */
+  /** Subscribers of all the name's channels together: waiting connections (one per waiting client and name, not per waiting thread or task). */
   waiters: number
-  /** Its channels with their subscribers. */
+  /** Every channel of the name, with its subscribers (classic and sharded pub/sub together). */
   channels: Channel[]
-  /** A fair lock's queue, in order. */
+  /** The fair lock's queue in order, with deadlines (at most 1000 listed). */
   queue: QueuedWaiter[]
-  /** The fair queue's length (null when not a fair lock). */
+  /** The queue's full length; `null` when there is no queue. */
   queueLength: number | null
-  /** A fenced lock's last token. */
+  /** The fenced lock's counter: the last token given out; `null` for other kinds. */
   token: number | null
-  /** A semaphore's free permits. */
+  /** Free permits of a semaphore (missing key: 0); `null` for other kinds. */
   availablePermits: number | null
-  /** A count-down latch's count. */
+  /** A count-down latch's count (0: open); `null` for other kinds. */
   count: number | null
-  /** Held permits with their expiries. */
+  /** The held permits of a permit-expirable semaphore (at most 1000 listed). */
   permits: HeldPermit[]
-  /** How many permits are held (null when not a permit-expirable semaphore). */
+  /** How many permits are held; `null` for other kinds (a plain semaphore does not track its holders). */
   permitsHeld: number | null
-  /** Remarks: what could not be told apart, what was left out. */
+  /** Remarks in plain words: what could not be told apart, what was left out. */
   notes: string[]
 }
 
-/** A name found by `list`. */
+/** A name found by `Client.list`, with the kind found under it. */
 export interface Listed {
-  /** The name (also the Redis key). */
+  /** The name (the primitive's Redis key). */
   name: string
-  /** The kind of primitive found. */
+  /** What it is. */
   kind: Kind
 }
+
+/** A summary of one histogram of durations. */
+export interface StatsSummary {
+  /** How many durations were recorded. */
+  count: number
+  /** Their sum. */
+  sumMs: number
+  /** The median: the upper bound of its bucket (at most 25% over), never above the maximum. */
+  p50Ms: number
+  /** The 99th percentile, as the median. */
+  p99Ms: number
+  /** The largest. */
+  maxMs: number
+}
+
+/** A client's figures since it connected (all zero with the `metrics` option off): what `stats()` returns on every surface. In Node's spelling: camelCase keys, every key present (`null` where it does not apply), times in Unix ms and durations in ms under keys ending `Ms`. */
+export interface Stats {
+  /** Acquires that succeeded (locks of every kind, semaphore and permit acquires; each re-entry counts). */
+  acquires: number
+  /** Of those, the ones that found the lock (or permits) taken at first and waited. */
+  contendedAcquires: number
+  /** Acquires whose wait ran out. */
+  acquireTimeouts: number
+  /** Final releases of locks and permits, and semaphore releases. */
+  releases: number
+  /** Holds the watchdog renewed (one per hold per renewal). */
+  renewals: number
+  /** Holds whose renewal failed (Redis erroring or unreachable; retried while the lease lasts). */
+  renewalFailures: number
+  /** Holds the watchdog lost (found gone, or not renewed within the lease). */
+  lostHolds: number
+  /** Waiters woken by a pub/sub message (not by a timeout). */
+  wakeups: number
+  /** Times the connection to Redis dropped, or was replaced (a Sentinel failover, a rebuilt cluster connection). */
+  reconnects: number
+  /** How long successful acquires waited (uncontended ones included). */
+  wait: StatsSummary
+  /** How long holds lasted, from acquire to final release. */
+  hold: StatsSummary
+  /** Errors returned by acquires, releases and other calls that reached Redis, by kind (`"timeout"`, `"not_held"`, ...); every kind is present. */
+  errors: Record<string, number>
+  /** The server's `maxmemory-policy` when it may evict keys under memory pressure (anything but `noeviction`: a held lock's key can then be evicted, and another owner takes the lock), as read with `CONFIG GET` at connect (on a cluster, slot 0's master's); `null` for `noeviction`, or where `CONFIG` is refused. Set whether or not `metrics` is on. */
+  evictionPolicy: string | null
+}
+// END GENERATED
 
 /** A connection to Redis that makes locks; see the constructor. */
 export declare class Client {
@@ -590,50 +633,6 @@ export declare class Client {
    * Any integer string counts as `'semaphore_or_latch'`.
    */
   list(pattern?: string | null, options?: { limit?: number }): Promise<Listed[]>
-}
-
-/** One histogram of durations, summarized; every time in milliseconds. */
-export interface StatsSummary {
-  /** How many durations were recorded. */
-  count: number
-  /** Their sum. */
-  sumMs: number
-  /** The median: the upper bound of its bucket (at most 25% over), never above the maximum. */
-  p50Ms: number
-  /** The 99th percentile, as the median. */
-  p99Ms: number
-  /** The largest. */
-  maxMs: number
-}
-
-/** A client's figures (core's `Stats`, in camelCase; times in milliseconds). */
-export interface Stats {
-  /** Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too). */
-  acquires: number
-  /** Of those, the ones that found the lock or permits taken and waited. */
-  contendedAcquires: number
-  /** Acquires whose wait ran out. */
-  acquireTimeouts: number
-  /** Final releases of locks and permits, and semaphore releases. */
-  releases: number
-  /** Holds the watchdog renewed (one per hold per renewal). */
-  renewals: number
-  /** Hold renewals that failed (retried while the lease lasts). */
-  renewalFailures: number
-  /** Holds the watchdog lost. */
-  lostHolds: number
-  /** Waiters woken by a pub/sub message. */
-  wakeups: number
-  /** Times the connection to Redis dropped or was replaced (failover, cluster reconnect). */
-  reconnects: number
-  /** How long successful acquires waited. */
-  wait: StatsSummary
-  /** How long holds lasted, acquire to final release. */
-  hold: StatsSummary
-  /** Errors returned by acquires and releases, by kind as core names it (`timeout`, `not_held`, ...). */
-  errors: Record<string, number>
-  /** The server's `maxmemory-policy` when it may evict a held lock's key (anything but `noeviction`), as read at connect; null for `noeviction` or where `CONFIG` is refused. */
-  evictionPolicy: string | null
 }
 
 /** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version the addon was built from). */

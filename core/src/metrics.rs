@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::ErrorKind;
@@ -95,29 +96,37 @@ impl Histogram {
     }
 }
 
-/// A summary of one histogram of durations (serialized in fractional milliseconds, each key
-/// with the suffix `_ms`: `sum_ms`, `p50_ms`, ...).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// A summary of one histogram of durations.
+///
+/// Serialized in fractional milliseconds, each key with the suffix `_ms`: `sum_ms`, `p50_ms`,
+/// ...; the surfaces call it `StatsSummary`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "StatsSummary")]
 #[non_exhaustive]
 pub struct Summary {
     /// How many durations were recorded.
     pub count: u64,
     /// Their sum.
     #[serde(rename = "sum_ms", serialize_with = "millis::ser::float_ms")]
+    #[schemars(with = "f64")]
     pub sum: Duration,
     /// The median: the upper bound of its bucket (at most 25% over), never above the maximum.
     #[serde(rename = "p50_ms", serialize_with = "millis::ser::float_ms")]
+    #[schemars(with = "f64")]
     pub p50: Duration,
     /// The 99th percentile, as the median.
     #[serde(rename = "p99_ms", serialize_with = "millis::ser::float_ms")]
+    #[schemars(with = "f64")]
     pub p99: Duration,
     /// The largest.
     #[serde(rename = "max_ms", serialize_with = "millis::ser::float_ms")]
+    #[schemars(with = "f64")]
     pub max: Duration,
 }
 
-/// A client's figures since it connected: what `stats()` returns on every surface.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// A client's figures since it connected (all zero with the `metrics` option off): what
+/// `stats()` returns on every surface.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Stats {
     /// Acquires that succeeded (locks of every kind, semaphore and permit acquires; each

@@ -10,8 +10,9 @@ from ._typing import TypedDict
 __all__ = ["Stats", "StatsSummary"]
 
 
+# BEGIN GENERATED records (make generated)
 class StatsSummary(TypedDict):
-    """One histogram of durations, summarized; every time in float seconds."""
+    """A summary of one histogram of durations."""
 
     count: int
     """How many durations were recorded."""
@@ -26,12 +27,14 @@ class StatsSummary(TypedDict):
 
 
 class Stats(TypedDict):
-    """A client's figures since it connected (all zero with ``metrics=False``)."""
+    """A client's figures since it connected (all zero with the ``metrics`` option off): what
+    ``stats()`` returns on every surface."""
 
     acquires: int
-    """Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too)."""
+    """Acquires that succeeded (locks of every kind, semaphore and permit acquires; each re-entry
+    counts)."""
     contended_acquires: int
-    """Of those, the ones that found the lock or permits taken and waited."""
+    """Of those, the ones that found the lock (or permits) taken at first and waited."""
     acquire_timeouts: int
     """Acquires whose wait ran out."""
     releases: int
@@ -39,20 +42,24 @@ class Stats(TypedDict):
     renewals: int
     """Holds the watchdog renewed (one per hold per renewal)."""
     renewal_failures: int
-    """Hold renewals that failed (retried while the lease lasts)."""
+    """Holds whose renewal failed (Redis erroring or unreachable; retried while the lease lasts)."""
     lost_holds: int
-    """Holds the watchdog lost."""
+    """Holds the watchdog lost (found gone, or not renewed within the lease)."""
     wakeups: int
-    """Waiters woken by a pub/sub message."""
+    """Waiters woken by a pub/sub message (not by a timeout)."""
     reconnects: int
-    """Times the connection to Redis dropped or was replaced (failover, cluster reconnect)."""
+    """Times the connection to Redis dropped, or was replaced (a Sentinel failover, a rebuilt
+    cluster connection)."""
     wait: StatsSummary
-    """How long successful acquires waited."""
+    """How long successful acquires waited (uncontended ones included)."""
     hold: StatsSummary
-    """How long holds lasted, acquire to final release."""
+    """How long holds lasted, from acquire to final release."""
     errors: Dict[str, int]
-    """Errors returned by acquires and releases, by kind (``"timeout"``, ``"not_held"``, ...)."""
+    """Errors returned by acquires, releases and other calls that reached Redis, by kind
+    (``"timeout"``, ``"not_held"``, ...); every kind is present."""
     eviction_policy: Optional[str]
-    """The server's ``maxmemory-policy`` when it may evict a held lock's key (anything but
-    ``noeviction``), as read at connect; ``None`` for ``noeviction`` or where ``CONFIG`` is
-    refused."""
+    """The server's ``maxmemory-policy`` when it may evict keys under memory pressure (anything
+    but ``noeviction``: a held lock's key can then be evicted, and another owner takes the lock),
+    as read with ``CONFIG GET`` at connect (on a cluster, slot 0's master's); ``None`` for
+    ``noeviction``, or where ``CONFIG`` is refused. Set whether or not ``metrics`` is on."""
+# END GENERATED

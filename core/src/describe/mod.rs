@@ -12,6 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, SystemTime};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -34,7 +35,7 @@ const SCAN_COUNT: usize = 1000;
 
 /// The kind of primitive found under a name (snake_case in JSON: `"lock"`, `"fenced_lock"`,
 /// ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Kind {
@@ -163,27 +164,31 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// What lives under one name: a snapshot, read without changing anything. Durations are
-/// [`Duration`]s and instants [`SystemTime`]s. Serialized (serde) with snake_case keys, every
+/// What lives under one name: a snapshot, read without changing anything.
+///
+/// Durations are [`Duration`]s and instants [`SystemTime`]s. Serialized (serde) with snake_case keys, every
 /// key always present (`null` where it does not apply), instants in Unix milliseconds and
 /// durations in milliseconds, each key with the suffix `_ms` (`ttl_ms`, `now_ms`,
 /// `held_for_ms`, ...; see [`to_json`]). Relative times use the Redis server's clock (`now`);
 /// holder records and fair deadlines were written with their clients' clocks, so those assume
 /// synchronized clocks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Description {
     /// The name (the Redis key of the primitive).
     pub name: String,
-    /// The kind found (or the one asked for with [`Client::describe_as`](crate::Client::describe_as)).
+    /// The kind found, or the one the caller asked for (Rust's
+    /// [`Client::describe_as`](crate::Client::describe_as)).
     pub kind: Kind,
     /// The Redis type of the key `name`: `"hash"`, `"string"`, ..., `"none"` when missing.
     pub redis_type: String,
     /// The key's remaining time to live; `None` when it does not exist or never expires.
     #[serde(rename = "ttl_ms", serialize_with = "millis::ser::opt_ms")]
+    #[schemars(with = "Option<u64>")]
     pub ttl: Option<Duration>,
     /// The Redis server's clock when the keys were read.
     #[serde(rename = "now_ms", serialize_with = "millis::ser::unix_ms")]
+    #[schemars(with = "u64")]
     pub now: SystemTime,
     /// The owners holding a lock, with their hold counts (empty for other kinds).
     pub holders: Vec<Holder>,
@@ -212,7 +217,7 @@ pub struct Description {
 }
 
 /// One owner holding a lock.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Holder {
     /// The owner as stored in Redis: `<client uuid>:<id>`.
@@ -220,18 +225,22 @@ pub struct Holder {
     /// Its client's UUID (the owner up to the last `:`).
     pub client_id: String,
     /// `"read"` or `"write"` for a read-write lock; `null` for the other locks.
+    #[schemars(extend("enum" = ["read", "write", null]))]
     pub mode: Option<String>,
     /// The hold count (re-entries included).
     pub count: u64,
     /// How long the hold lasts unless renewed: the lock's TTL, or for read holds the longest
     /// of the owner's read-hold keys; `None` when unknown or never expiring.
     #[serde(rename = "ttl_ms", serialize_with = "millis::ser::opt_ms")]
+    #[schemars(with = "Option<u64>")]
     pub ttl: Option<Duration>,
     /// Since when it is held (from the client's holder record).
     #[serde(rename = "since_ms", serialize_with = "millis::ser::opt_unix_ms")]
+    #[schemars(with = "Option<u64>")]
     pub since: Option<SystemTime>,
     /// How long it has been held (`now - since`).
     #[serde(rename = "held_for_ms", serialize_with = "millis::ser::opt_ms")]
+    #[schemars(with = "Option<u64>")]
     pub held_for: Option<Duration>,
     /// The holder record of its client; `null` when there is none (not an rlock client, e.g.
     /// Redisson; records switched off; or written within a second of the acquire).
@@ -239,7 +248,7 @@ pub struct Holder {
 }
 
 /// Who a client is, from its holder record (`rlock:client:<uuid>`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct ClientRecord {
     /// The client's UUID.
@@ -248,17 +257,19 @@ pub struct ClientRecord {
     pub host: String,
     /// Its process id.
     pub pid: u32,
-    /// Its `app_name` option; `null` when unset.
+    /// The application name its client was given (the `app_name` option, as each surface
+    /// spells it); `null` when unset.
     pub app: Option<String>,
     /// Its rlock version.
     pub version: String,
     /// When the record was last written (the client's clock).
     #[serde(rename = "written_ms", serialize_with = "millis::ser::unix_ms")]
+    #[schemars(with = "u64")]
     pub written: SystemTime,
 }
 
 /// A waiter in a fair lock's queue.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct QueuedWaiter {
     /// The waiting owner: `<client uuid>:<id>`.
@@ -268,9 +279,11 @@ pub struct QueuedWaiter {
     /// Its deadline (the waiter is dropped from the queue after it, unless it tries again);
     /// `None` when it has none.
     #[serde(rename = "deadline_ms", serialize_with = "millis::ser::opt_unix_ms")]
+    #[schemars(with = "Option<u64>")]
     pub deadline: Option<SystemTime>,
     /// Time left until that deadline (zero once it passed).
     #[serde(rename = "deadline_in_ms", serialize_with = "millis::ser::opt_ms")]
+    #[schemars(with = "Option<u64>")]
     pub deadline_in: Option<Duration>,
     /// The holder record of its client, when there is one (a client that only waits and holds
     /// nothing has none: records exist while a client holds something).
@@ -278,25 +291,29 @@ pub struct QueuedWaiter {
 }
 
 /// A held permit of a permit-expirable semaphore.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct HeldPermit {
     /// The permit id: 32 lowercase hex characters.
     pub id: String,
     /// When it expires; `None` for a permit without a lease (Redisson's 922337203685477).
     #[serde(rename = "expires_ms", serialize_with = "millis::ser::opt_unix_ms")]
+    #[schemars(with = "Option<u64>")]
     pub expires: Option<SystemTime>,
     /// Time left until it expires (zero: expired, given back at the next call).
     #[serde(rename = "expires_in_ms", serialize_with = "millis::ser::opt_ms")]
+    #[schemars(with = "Option<u64>")]
     pub expires_in: Option<Duration>,
     /// The owner its client lists it under (`<client uuid>:0`); `null` when no record lists it
     /// (Redisson's permits; rlock permits with a lease, which the watchdog does not track).
     pub owner: Option<String>,
     /// Since when it is held (from the client's record).
     #[serde(rename = "since_ms", serialize_with = "millis::ser::opt_unix_ms")]
+    #[schemars(with = "Option<u64>")]
     pub since: Option<SystemTime>,
     /// How long it has been held.
     #[serde(rename = "held_for_ms", serialize_with = "millis::ser::opt_ms")]
+    #[schemars(with = "Option<u64>")]
     pub held_for: Option<Duration>,
     /// The holder record of its client: the one listing it, or for a permit with a lease the
     /// client whose UUID begins its id (rlock ids start with 8 bytes of their client's UUID);
@@ -305,7 +322,7 @@ pub struct HeldPermit {
 }
 
 /// A channel of the name and its subscribers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Channel {
     /// The channel name, e.g. `redisson_lock__channel:{orders}`.
@@ -315,7 +332,7 @@ pub struct Channel {
 }
 
 /// A name found by [`Client::list`](crate::Client::list), with the kind found under it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Listed {
     /// The name (the primitive's Redis key).

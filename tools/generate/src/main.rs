@@ -1,11 +1,15 @@
 //! Writes (or, with `--check`, checks) the surface files derived from core's one list of
 //! client options and error kinds: the C option setters, the Python `ClientOptions` typed
 //! dict, Python's exception classes (and the names `rlock` imports and exports), the describe
-//! kinds (Python's `Kind` literal, Node's `Kind` union), and the Node option and error-code types. `make generated` writes them; `make test`
+//! kinds (Python's `Kind` literal, Node's `Kind` union), the records of describe, list and stats
+//! (Python `TypedDict`s, Node interfaces: `records`), and the Node option and error-code types.
+//! `make generated` writes them; `make test`
 //! runs `make generated-check`, which fails when one drifted from core. The version macros
 //! come from this crate's version, which is the workspace's (`version.workspace = true`), as
 //! core's is.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+mod records;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -242,10 +246,11 @@ fn python_init(current: &str) -> String {
 }
 
 /// `current` with the lines between marker `begin` and the next `END GENERATED` line (its
-/// indentation as the marker's) replaced by `block`.
+/// indentation and comment sign, `#` or `//`, as the marker's) replaced by `block`.
 fn splice_marked(current: &str, begin: &str, block: &str, path: &str) -> String {
     let indent = &begin[..begin.len() - begin.trim_start().len()];
-    let end = format!("{indent}# END GENERATED\n");
+    let sign = if begin.trim_start().starts_with("//") { "//" } else { "#" };
+    let end = format!("{indent}{sign} END GENERATED\n");
     let found = current.find(begin).and_then(|b| current[b..].find(&end).map(|e| (b, b + e)));
     let Some((b, e)) = found else {
         eprintln!("the generated markers {begin:?} are missing in {path}");
@@ -300,14 +305,35 @@ fn main() {
         &python_kinds(),
         "bindings-python/python/rlock/_describe.py",
     );
+    let describe_records = splice_marked(
+        &kinds,
+        "# BEGIN GENERATED records (make generated)\n",
+        &records::python(&root, false),
+        "bindings-python/python/rlock/_describe.py",
+    );
+    let stats = root.join("bindings-python/python/rlock/_stats.py");
+    let stats_now = std::fs::read_to_string(&stats).expect("bindings-python/python/rlock/_stats.py");
+    let stats_records = splice_marked(
+        &stats_now,
+        "# BEGIN GENERATED records (make generated)\n",
+        &records::python(&root, true),
+        "bindings-python/python/rlock/_stats.py",
+    );
+    let dts_records = splice_marked(
+        &splice(&dts_now, &node_types()),
+        "// BEGIN GENERATED records (make generated)\n",
+        &records::node(&root),
+        "bindings-node/rlock.d.ts",
+    );
     let files = [
         (root.join("core/src/ffi/options.rs"), c_setters()),
         (root.join("core/src/ffi/version.rs"), c_version()),
         (root.join("bindings-python/python/rlock/_options.py"), python_options()),
         (root.join("bindings-python/python/rlock/_errors.py"), python_errors()),
         (init, python_init(&init_now)),
-        (describe, kinds),
-        (dts, splice(&dts_now, &node_types())),
+        (describe, describe_records),
+        (stats, stats_records),
+        (dts, dts_records),
     ];
     let mut drifted = false;
     for (path, want) in files {

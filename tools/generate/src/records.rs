@@ -1,0 +1,306 @@
+//! The records core hands every surface as JSON (`describe`, `list` and `stats` results), as
+//! Python `TypedDict`s and Node interfaces: their keys, types and docs come from core's JSON
+//! Schema of each record (`schemars`, from the structs and their doc comments), each in its
+//! surface's spelling (core's `spelling` module: Python drops `_ms` and has float seconds, Node
+//! camelCases). A JSON Schema object keeps no key order, so the order is read from the structs'
+//! source, which must name the same keys.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// The records, in the order the surfaces list them: (core's file, struct, surface name).
+/// A record's nested records come before it.
+const RECORDS: [(&str, &str, &str); 9] = [
+    ("core/src/describe/mod.rs", "ClientRecord", "ClientRecord"),
+    ("core/src/describe/mod.rs", "Holder", "Holder"),
+    ("core/src/describe/mod.rs", "QueuedWaiter", "QueuedWaiter"),
+    ("core/src/describe/mod.rs", "HeldPermit", "HeldPermit"),
+    ("core/src/describe/mod.rs", "Channel", "Channel"),
+    ("core/src/describe/mod.rs", "Description", "Description"),
+    ("core/src/describe/mod.rs", "Listed", "Listed"),
+    ("core/src/metrics.rs", "Summary", "StatsSummary"),
+    ("core/src/metrics.rs", "Stats", "Stats"),
+];
+
+/// One field of a record.
+struct Field {
+    /// Core's JSON key.
+    key: String,
+    schema: Value,
+    doc: String,
+}
+
+/// One record: its surface name, first doc paragraph and fields in core's order.
+struct Record {
+    name: &'static str,
+    doc: String,
+    fields: Vec<Field>,
+}
+
+/// Every schema definition of the records, by the name the schema gives it (the surface name).
+fn definitions() -> Map<String, Value> {
+    let mut defs = Map::new();
+    for root in [
+        schemars::schema_for!(rlock::Description),
+        schemars::schema_for!(rlock::Listed),
+        schemars::schema_for!(rlock::Stats),
+    ] {
+        let mut v = root.to_value();
+        if let Some(Value::Object(nested)) = v.as_object_mut().and_then(|o| o.remove("$defs")) {
+            defs.extend(nested);
+        }
+        let title = v.get("title").and_then(Value::as_str).unwrap_or_default().to_owned();
+        defs.insert(title, v);
+    }
+    defs
+}
+
+/// The JSON keys of struct `name` in `file`, in declaration order (serde's `rename` applied).
+fn key_order(root: &Path, file: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| fail(&format!("{file}: {e}")));
+    let parsed = syn::parse_file(&text).unwrap_or_else(|e| fail(&format!("{file}: {e}")));
+    let found = parsed.items.iter().find_map(|item| match item {
+        syn::Item::Struct(s) if s.ident == name => Some(s),
+        _ => None,
+    });
+    let Some(s) = found else { fail(&format!("no struct {name} in {file}")) };
+    s.fields
+        .iter()
+        .map(|f| {
+            let renamed = f.attrs.iter().filter(|a| a.path().is_ident("serde")).find_map(|a| {
+                let mut to = None;
+                let _ = a.parse_nested_meta(|m| {
+                    if m.path.is_ident("rename") {
+                        to = Some(m.value()?.parse::<syn::LitStr>()?.value());
+                    } else if m.input.peek(syn::Token![=]) {
+                        let _ = m.value()?.parse::<syn::Expr>()?;
+                    }
+                    Ok(())
+                });
+                to
+            });
+            renamed.unwrap_or_else(|| f.ident.as_ref().map(ToString::to_string).unwrap_or_default())
+        })
+        .collect()
+}
+
+fn fail(why: &str) -> ! {
+    eprintln!("tools/generate (records): {why}");
+    std::process::exit(2);
+}
+
+/// The records, read from core.
+fn records(root: &Path) -> Vec<Record> {
+    let defs = definitions();
+    RECORDS
+        .iter()
+        .map(|&(file, strukt, name)| {
+            let Some(def) = defs.get(name) else { fail(&format!("no schema named {name}")) };
+            let props = def.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            let order = key_order(root, file, strukt);
+            let mut keys: Vec<&String> = props.keys().collect();
+            keys.sort();
+            let mut ordered: Vec<&String> = order.iter().collect();
+            ordered.sort();
+            if keys != ordered {
+                fail(&format!("{strukt}: the schema has keys {keys:?}, the struct {ordered:?}"));
+            }
+            let fields = order
+                .iter()
+                .map(|k| {
+                    let schema = props.get(k).cloned().unwrap_or_default();
+                    let doc =
+                        schema.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    if doc.is_empty() {
+                        fail(&format!("{strukt}.{k} has no doc comment"));
+                    }
+                    Field { key: k.clone(), schema, doc }
+                })
+                .collect();
+            let doc = def.get("description").and_then(Value::as_str).unwrap_or_default();
+            let first = doc.split("\n\n").next().unwrap_or_default().to_owned();
+            Record { name, doc: first, fields }
+        })
+        .collect()
+}
+
+/// A doc comment's text for `surface` ("python" or "node"): one line, intra-doc links reduced
+/// to their text, Rust's `None` spelled as the surface spells it, `Client::x` as `Client.x`.
+fn doc_text(doc: &str, python: bool) -> String {
+    let mut s = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    // [`X`](path) and [`X`] -> `X`
+    while let Some(b) = s.find("[`") {
+        let Some(e) = s[b..].find("`]").map(|e| b + e) else { break };
+        let label = s[b + 1..e + 1].to_owned();
+        let mut end = e + 2;
+        if s[end..].starts_with('(') {
+            end = s[end..].find(')').map_or(end, |p| end + p + 1);
+        }
+        s.replace_range(b..end, &label);
+    }
+    s = s.replace("Client::", "Client.");
+    if python {
+        s = s.replace("`null`", "`None`");
+        // reStructuredText literals: double backticks.
+        s.replace('`', "``").replace("````", "``")
+    } else {
+        s.replace("`None`", "`null`")
+    }
+}
+
+/// A field's type, in Python's spelling (`python`) or TypeScript's.
+fn type_of(schema: &Value, ms: bool, python: bool) -> String {
+    // An optional record: anyOf [the record, null].
+    if let Some(Value::Array(any)) = schema.get("anyOf") {
+        let null = serde_json::json!({"type": "null"});
+        let others: Vec<&Value> = any.iter().filter(|s| **s != null).collect();
+        if let [one] = others.as_slice() {
+            let t = type_of(one, ms, python);
+            return if others.len() < any.len() {
+                if python {
+                    format!("Optional[{t}]")
+                } else {
+                    format!("{t} | null")
+                }
+            } else {
+                t
+            };
+        }
+    }
+    let nullable = match schema.get("type") {
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
+        _ => false,
+    };
+    let wrap = |t: String| match (nullable, python) {
+        (false, _) => t,
+        (true, true) => format!("Optional[{t}]"),
+        (true, false) => format!("{t} | null"),
+    };
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        let named: Vec<String> = values
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|v| if python { format!("{v:?}") } else { format!("'{v}'") })
+            .collect();
+        return if python { wrap(format!("Literal[{}]", named.join(", "))) } else { wrap(named.join(" | ")) };
+    }
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        return r.rsplit('/').next().unwrap_or_default().to_owned();
+    }
+    let kind = match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => {
+            ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or_default().to_owned()
+        }
+        _ => String::new(),
+    };
+    let base = match (kind.as_str(), python) {
+        ("array", _) => {
+            let item = type_of(schema.get("items").unwrap_or(&Value::Null), false, python);
+            if python {
+                format!("List[{item}]")
+            } else {
+                format!("{item}[]")
+            }
+        }
+        ("object", _) => {
+            let value = type_of(schema.get("additionalProperties").unwrap_or(&Value::Null), false, python);
+            if python {
+                format!("Dict[str, {value}]")
+            } else {
+                format!("Record<string, {value}>")
+            }
+        }
+        ("integer" | "number", true) if ms => "float".to_owned(),
+        ("integer", true) => "int".to_owned(),
+        ("number", true) => "float".to_owned(),
+        ("integer" | "number", false) => "number".to_owned(),
+        ("string", true) => "str".to_owned(),
+        ("string", false) => "string".to_owned(),
+        ("boolean", true) => "bool".to_owned(),
+        ("boolean", false) => "boolean".to_owned(),
+        _ => fail(&format!("a schema the generator does not know: {schema}")),
+    };
+    wrap(base)
+}
+
+/// `text` as a Python docstring indented by four spaces, wrapped at 100 columns.
+fn docstring(text: &str) -> String {
+    let mut lines = vec![String::from("    \"\"\"")];
+    for word in text.split(' ') {
+        let last = lines.last_mut().unwrap_or_else(|| fail("no line"));
+        let fresh = last.trim_end().ends_with("\"\"\"") && last.trim() == "\"\"\"";
+        if !fresh && last.len() + 1 + word.len() > 100 - 3 {
+            lines.push(format!("    {word}"));
+        } else {
+            if !fresh {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    format!("{}\"\"\"\n", lines.join("\n"))
+}
+
+/// The generated block of `_describe.py` (`stats`: false) or `_stats.py` (true).
+pub fn python(root: &Path, stats: bool) -> String {
+    let mut out = String::new();
+    for r in records(root).into_iter().filter(|r| r.name.starts_with("Stats") == stats) {
+        let _ = write!(out, "\n\nclass {}(TypedDict):\n{}\n", r.name, docstring(&doc_text(&r.doc, true)));
+        for f in &r.fields {
+            let (key, ms) = match f.key.strip_suffix("_ms") {
+                Some(stem) => (stem, true),
+                None => (f.key.as_str(), false),
+            };
+            let _ = write!(
+                out,
+                "    {key}: {}\n{}",
+                type_of(&f.schema, ms, true),
+                docstring(&doc_text(&f.doc, true))
+            );
+        }
+    }
+    out.trim_start_matches('\n').to_owned()
+}
+
+/// `snake_case` as Node spells it.
+fn camel(key: &str) -> String {
+    let mut out = String::new();
+    let mut up = false;
+    for c in key.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The generated block of `rlock.d.ts` with the records.
+pub fn node(root: &Path) -> String {
+    let mut out = String::new();
+    for r in records(root) {
+        let mut doc = doc_text(&r.doc, false);
+        if matches!(r.name, "Description" | "Stats") {
+            doc.push_str(" In Node's spelling: camelCase keys, every key present (`null` where it does not apply), times in Unix ms and durations in ms under keys ending `Ms`.");
+        }
+        let _ = write!(out, "\n/** {doc} */\nexport interface {} {{\n", r.name);
+        for f in &r.fields {
+            let _ = writeln!(
+                out,
+                "  /** {} */\n  {}: {}",
+                doc_text(&f.doc, false),
+                camel(&f.key),
+                type_of(&f.schema, false, false)
+            );
+        }
+        out.push_str("}\n");
+    }
+    out.trim_start_matches('\n').to_owned()
+}

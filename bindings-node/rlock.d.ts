@@ -239,19 +239,21 @@ export interface PermitAcquireOptions {
   signal?: AbortSignal
 }
 
+// BEGIN GENERATED lost (make generated)
 /** A hold the watchdog lost: the same fields on every surface. */
 export interface LostEvent {
   /** The lock (or semaphore) name. */
   name: string
-  /** `'lock'` (reentrant, fenced, fair, spin and non-reentrant locks), `'read'`, `'write'`, `'permit'` (a permit of a permit-expirable semaphore), or `'red_lock'` (a RedLock left with fewer than a majority of its servers). */
+  /** The kind of hold: `"lock"` (reentrant, fenced, fair, spin and non-reentrant locks), `"read"`, `"write"`, `"permit"` (a permit of a permit-expirable semaphore), or `"red_lock"` (a RedLock left with fewer than a majority of its servers). */
   kind: 'lock' | 'read' | 'write' | 'permit' | 'red_lock'
-  /** The owner whose hold was lost, as stored in Redis (`<client uuid>:<id>`; for a permit, the client's owner 0). */
+  /** The owner whose hold was lost, as stored in Redis (`<client uuid>:<id>`; for a permit, the client's owner 0, since permits have no owner). */
   owner: string
-  /** `'gone'` (confirmed: expired, force-unlocked, released elsewhere, deleted), `'lease_doubt'` (no renewal confirmed in time: the lease may end within `leaseDoubtMarginMs`; told before another owner can take it) or `'lease_ending'` (a lease nobody renews ends within that margin). */
+  /** What happened. One of: `"gone"` (confirmed: a renewal found the lock no longer held by this owner (expired, force-unlocked, deleted)); `"lease_doubt"` (not confirmed: no renewal was confirmed in time (Redis unreachable, slow or erroring), so the lease may end on the server within the lease-doubt margin); `"lease_ending"` (a lease nobody renews (an explicit lease, or one past `max_hold`) ends within the lease-doubt margin). */
   reason: 'gone' | 'lease_doubt' | 'lease_ending'
-  /** The permit id (32 hex characters) for a permit; null otherwise. */
+  /** The permit id (32 hex characters) for a permit of a permit-expirable semaphore; `null` for other holds. */
   permitId: string | null
 }
+// END GENERATED
 
 /** A permit the watchdog lost (a `LostEvent` of kind `'permit'`). */
 export type PermitLostEvent = LostEvent

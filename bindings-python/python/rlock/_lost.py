@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol
+from typing import Any, Callable, Literal, Optional, Protocol, cast
 
 _log = logging.getLogger("rlock")
 
@@ -16,22 +16,26 @@ class LostEvent:
     :meth:`PermitExpirableSemaphore.on_lost` and :meth:`Client.on_lost`. The same fields as on
     every surface."""
 
+    # BEGIN GENERATED fields (make generated)
     #: The lock (or semaphore) name.
     name: str
     #: The kind of hold: ``"lock"`` (reentrant, fenced, fair, spin and non-reentrant locks),
     #: ``"read"``, ``"write"``, ``"permit"`` (a permit of a permit-expirable semaphore), or
-    #: ``"red_lock"`` (a :class:`RedLock` left with fewer than a majority of its servers).
-    kind: str
-    #: The owner whose hold was lost, as stored in Redis (``"<client uuid>:<id>"``; for a
-    #: permit, the client's owner 0, since permits have no owner).
+    #: ``"red_lock"`` (a RedLock left with fewer than a majority of its servers).
+    kind: Literal["lock", "read", "write", "permit", "red_lock"]
+    #: The owner whose hold was lost, as stored in Redis (``<client uuid>:<id>``; for a permit, the
+    #: client's owner 0, since permits have no owner).
     owner: str
-    #: ``"gone"`` (confirmed: the hold was no longer there: expired, force-unlocked, released
-    #: elsewhere, deleted), ``"lease_doubt"`` (no renewal was confirmed in time, so the lease
-    #: may end within ``lease_doubt_margin``: told before another owner can take it) or
-    #: ``"lease_ending"`` (a lease nobody renews ends within that margin).
-    reason: str
-    #: The permit id (32 hex characters) for a permit; None for other holds.
+    #: What happened. One of: ``"gone"`` (confirmed: a renewal found the lock no longer held by this
+    #: owner (expired, force-unlocked, deleted)); ``"lease_doubt"`` (not confirmed: no renewal was
+    #: confirmed in time (Redis unreachable, slow or erroring), so the lease may end on the server
+    #: within the lease-doubt margin); ``"lease_ending"`` (a lease nobody renews (an explicit lease,
+    #: or one past ``max_hold``) ends within the lease-doubt margin).
+    reason: Literal["gone", "lease_doubt", "lease_ending"]
+    #: The permit id (32 hex characters) for a permit of a permit-expirable semaphore; ``None`` for
+    #: other holds.
     permit_id: Optional[str] = None
+    # END GENERATED
 
 
 LostCallback = Callable[[LostEvent], object]
@@ -48,7 +52,10 @@ def _listen(native: _LostListeners, callback: LostCallback, what: str) -> Callab
 
     def call(name: str, kind: str, owner: str, reason: str, permit_id: Optional[str]) -> None:
         try:
-            callback(LostEvent(name=name, kind=kind, owner=owner, reason=reason, permit_id=permit_id))
+            # The native listener passes core's kinds and reasons, the values LostEvent names.
+            event = LostEvent(name=name, kind=cast(Any, kind), owner=owner, reason=cast(Any, reason),
+                              permit_id=permit_id)
+            callback(event)
         except Exception:
             _log.exception("rlock: on_lost callback for %s %r raised", what, name)
 

@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use redis::RedisResult;
+use schemars::JsonSchema;
 use tokio::time::Instant;
 
 use crate::conn::Commands;
@@ -49,8 +50,9 @@ pub(crate) mod acquire;
 pub(crate) mod release;
 pub(crate) mod renew;
 
-/// Why a hold was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a hold was lost (its JSON Schema names each as [`LostReason::as_str`] does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
+#[schemars(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LostReason {
     /// Confirmed: a renewal found the lock no longer held by this owner (expired,
@@ -82,22 +84,30 @@ impl LostReason {
     }
 }
 
-/// A hold the watchdog lost. Delivered to every listener registered with
-/// [`Client::on_lost`](crate::Client::on_lost) whose filter matches.
-#[derive(Debug, Clone)]
+/// A hold the watchdog lost: the same fields on every surface.
+///
+/// Delivered to every listener registered with [`Client::on_lost`](crate::Client::on_lost)
+/// whose filter matches. Its JSON Schema is what tools/generate writes each surface's event type
+/// from (strings for the name, owner and permit id).
+#[derive(Debug, Clone, JsonSchema)]
 pub struct LostEvent {
     /// The lock (or semaphore) name.
+    #[schemars(with = "String")]
     pub name: Arc<str>,
-    /// The kind of hold: `"lock"` (reentrant, fenced, fair, spin and non-reentrant locks), `"read"`, `"write"`, or
-    /// `"permit"` (a permit of a permit-expirable semaphore).
+    /// The kind of hold: `"lock"` (reentrant, fenced, fair, spin and non-reentrant locks),
+    /// `"read"`, `"write"`, `"permit"` (a permit of a permit-expirable semaphore), or
+    /// `"red_lock"` (a RedLock left with fewer than a majority of its servers).
+    #[schemars(with = "String", extend("enum" = ["lock", "read", "write", "permit", "red_lock"]))]
     pub kind: &'static str,
-    /// The owner whose hold was lost.
+    /// The owner whose hold was lost, as stored in Redis (`<client uuid>:<id>`; for a permit,
+    /// the client's owner 0, since permits have no owner).
+    #[schemars(with = "String")]
     pub owner: Owner,
     /// What happened.
     pub reason: LostReason,
-    /// The permit id (32 hex characters) when the hold was a permit of a permit-expirable
-    /// semaphore (kind `"permit"`; `owner` is then the client's owner 0, since permits have
-    /// no owner).
+    /// The permit id (32 hex characters) for a permit of a permit-expirable semaphore; `None`
+    /// for other holds.
+    #[schemars(with = "Option<String>")]
     pub permit_id: Option<Arc<str>>,
 }
 

@@ -325,6 +325,20 @@ fn main() {
         &records::node(&root),
         "bindings-node/rlock.d.ts",
     );
+    let dts_lost = splice_marked(
+        &dts_records,
+        "// BEGIN GENERATED lost (make generated)\n",
+        &records::node_lost(&root),
+        "bindings-node/rlock.d.ts",
+    );
+    let lost = root.join("bindings-python/python/rlock/_lost.py");
+    let lost_now = std::fs::read_to_string(&lost).expect("bindings-python/python/rlock/_lost.py");
+    let lost_fields = splice_marked(
+        &lost_now,
+        "    # BEGIN GENERATED fields (make generated)\n",
+        &records::python_lost(&root),
+        "bindings-python/python/rlock/_lost.py",
+    );
     let files = [
         (root.join("core/src/ffi/options.rs"), c_setters()),
         (root.join("core/src/ffi/version.rs"), c_version()),
@@ -333,7 +347,8 @@ fn main() {
         (init, python_init(&init_now)),
         (describe, describe_records),
         (stats, stats_records),
-        (dts, dts_records),
+        (dts, dts_lost),
+        (lost, lost_fields),
     ];
     let mut drifted = false;
     for (path, want) in files {

@@ -46,6 +46,7 @@ fn definitions() -> Map<String, Value> {
         schemars::schema_for!(rlock::Description),
         schemars::schema_for!(rlock::Listed),
         schemars::schema_for!(rlock::Stats),
+        schemars::schema_for!(rlock::LostEvent),
     ] {
         let mut v = root.to_value();
         if let Some(Value::Object(nested)) = v.as_object_mut().and_then(|o| o.remove("$defs")) {
@@ -93,9 +94,13 @@ fn fail(why: &str) -> ! {
 
 /// The records, read from core.
 fn records(root: &Path) -> Vec<Record> {
+    read(root, &RECORDS)
+}
+
+/// The records `list` names, read from core.
+fn read(root: &Path, list: &[(&str, &str, &'static str)]) -> Vec<Record> {
     let defs = definitions();
-    RECORDS
-        .iter()
+    list.iter()
         .map(|&(file, strukt, name)| {
             let Some(def) = defs.get(name) else { fail(&format!("no schema named {name}")) };
             let props = def.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -111,10 +116,20 @@ fn records(root: &Path) -> Vec<Record> {
                 .iter()
                 .map(|k| {
                     let schema = props.get(k).cloned().unwrap_or_default();
-                    let doc =
+                    let mut doc =
                         schema.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
                     if doc.is_empty() {
                         fail(&format!("{strukt}.{k} has no doc comment"));
+                    }
+                    // An enum of core's (but Kind, documented where the surfaces name it): each
+                    // value with the first sentence of its doc.
+                    let named = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.rsplit('/').next());
+                    if let Some(values) = named.filter(|n| *n != "Kind").and_then(|n| enum_values(&defs, n)) {
+                        let each: Vec<String> = values
+                            .iter()
+                            .map(|(v, d)| format!("`\"{v}\"` ({})", first_sentence(d)))
+                            .collect();
+                        doc = format!("{doc} One of: {}.", each.join("; "));
                     }
                     Field { key: k.clone(), schema, doc }
                 })
@@ -124,6 +139,15 @@ fn records(root: &Path) -> Vec<Record> {
             Record { name, doc: first, fields }
         })
         .collect()
+}
+
+/// The first sentence of `doc`, without its period.
+fn first_sentence(doc: &str) -> String {
+    let one = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = one.split(". ").next().unwrap_or_default().trim_end_matches('.');
+    // Lower case to begin, as it follows the value in parentheses.
+    let mut chars = first.chars();
+    chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// A doc comment's text for `surface` ("python" or "node"): one line, intra-doc links reduced
@@ -152,12 +176,31 @@ fn doc_text(doc: &str, python: bool) -> String {
 
 /// A field's type, in Python's spelling (`python`) or TypeScript's.
 fn type_of(schema: &Value, ms: bool, python: bool) -> String {
+    type_in(schema, ms, python, &definitions())
+}
+
+/// The values of the enum definition `name` (a `oneOf` of `const`s), with their docs.
+fn enum_values(defs: &Map<String, Value>, name: &str) -> Option<Vec<(String, String)>> {
+    let one_of = defs.get(name)?.get("oneOf")?.as_array()?;
+    one_of
+        .iter()
+        .map(|v| {
+            let value = v.get("const")?.as_str()?.to_owned();
+            let doc = v.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+            Some((value, doc))
+        })
+        .collect()
+}
+
+/// [`type_of`] with the definitions at hand: an enum other than `Kind` (which both surfaces
+/// name) is spelled out as its values.
+fn type_in(schema: &Value, ms: bool, python: bool, defs: &Map<String, Value>) -> String {
     // An optional record: anyOf [the record, null].
     if let Some(Value::Array(any)) = schema.get("anyOf") {
         let null = serde_json::json!({"type": "null"});
         let others: Vec<&Value> = any.iter().filter(|s| **s != null).collect();
         if let [one] = others.as_slice() {
-            let t = type_of(one, ms, python);
+            let t = type_in(one, ms, python, defs);
             return if others.len() < any.len() {
                 if python {
                     format!("Optional[{t}]")
@@ -187,7 +230,17 @@ fn type_of(schema: &Value, ms: bool, python: bool) -> String {
         return if python { wrap(format!("Literal[{}]", named.join(", "))) } else { wrap(named.join(" | ")) };
     }
     if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
-        return r.rsplit('/').next().unwrap_or_default().to_owned();
+        let name = r.rsplit('/').next().unwrap_or_default();
+        if name != "Kind" {
+            if let Some(values) = enum_values(defs, name) {
+                let quoted: Vec<String> = values
+                    .iter()
+                    .map(|(v, _)| if python { format!("{v:?}") } else { format!("'{v}'") })
+                    .collect();
+                return if python { format!("Literal[{}]", quoted.join(", ")) } else { quoted.join(" | ") };
+            }
+        }
+        return name.to_owned();
     }
     let kind = match schema.get("type") {
         Some(Value::String(t)) => t.clone(),
@@ -198,7 +251,7 @@ fn type_of(schema: &Value, ms: bool, python: bool) -> String {
     };
     let base = match (kind.as_str(), python) {
         ("array", _) => {
-            let item = type_of(schema.get("items").unwrap_or(&Value::Null), false, python);
+            let item = type_in(schema.get("items").unwrap_or(&Value::Null), false, python, defs);
             if python {
                 format!("List[{item}]")
             } else {
@@ -206,7 +259,8 @@ fn type_of(schema: &Value, ms: bool, python: bool) -> String {
             }
         }
         ("object", _) => {
-            let value = type_of(schema.get("additionalProperties").unwrap_or(&Value::Null), false, python);
+            let value =
+                type_in(schema.get("additionalProperties").unwrap_or(&Value::Null), false, python, defs);
             if python {
                 format!("Dict[str, {value}]")
             } else {
@@ -282,25 +336,81 @@ fn camel(key: &str) -> String {
     out
 }
 
+/// `r` as a TypeScript interface.
+fn node_interface(r: &Record, extra: &str) -> String {
+    let mut out = format!("/** {}{extra} */\nexport interface {} {{\n", doc_text(&r.doc, false), r.name);
+    for f in &r.fields {
+        let _ = writeln!(
+            out,
+            "  /** {} */\n  {}: {}",
+            doc_text(&f.doc, false),
+            camel(&f.key),
+            type_of(&f.schema, false, false)
+        );
+    }
+    out.push_str("}\n");
+    out
+}
+
 /// The generated block of `rlock.d.ts` with the records.
 pub fn node(root: &Path) -> String {
     let mut out = String::new();
     for r in records(root) {
-        let mut doc = doc_text(&r.doc, false);
-        if matches!(r.name, "Description" | "Stats") {
-            doc.push_str(" In Node's spelling: camelCase keys, every key present (`null` where it does not apply), times in Unix ms and durations in ms under keys ending `Ms`.");
-        }
-        let _ = write!(out, "\n/** {doc} */\nexport interface {} {{\n", r.name);
-        for f in &r.fields {
-            let _ = writeln!(
-                out,
-                "  /** {} */\n  {}: {}",
-                doc_text(&f.doc, false),
-                camel(&f.key),
-                type_of(&f.schema, false, false)
-            );
-        }
-        out.push_str("}\n");
+        let extra = if matches!(r.name, "Description" | "Stats") {
+            " In Node's spelling: camelCase keys, every key present (`null` where it does not apply), times in Unix ms and durations in ms under keys ending `Ms`."
+        } else {
+            ""
+        };
+        let _ = write!(out, "\n{}", node_interface(&r, extra));
     }
     out.trim_start_matches('\n').to_owned()
+}
+
+/// Core's lost event (not JSON: each surface builds its own from the event's fields).
+const LOST: [(&str, &str, &str); 1] = [("core/src/watchdog/mod.rs", "LostEvent", "LostEvent")];
+
+/// The generated block of `rlock.d.ts` with the lost event.
+pub fn node_lost(root: &Path) -> String {
+    read(root, &LOST).iter().map(|r| node_interface(r, "")).collect()
+}
+
+/// The generated fields of Python's `LostEvent` dataclass (`rlock/_lost.py`): each with its
+/// doc as `#:` comments; the optional ones default to `None` and must come last.
+pub fn python_lost(root: &Path) -> String {
+    let mut out = String::new();
+    let mut optional_seen = false;
+    for r in read(root, &LOST) {
+        for f in &r.fields {
+            let ty = type_of(&f.schema, false, true);
+            let optional = ty.starts_with("Optional[");
+            if optional_seen && !optional {
+                fail(&format!(
+                    "LostEvent.{} comes after an optional field: a dataclass needs defaults last",
+                    f.key
+                ));
+            }
+            optional_seen |= optional;
+            for line in wrap(&doc_text(&f.doc, true), 100 - 7) {
+                let _ = writeln!(out, "    #: {line}");
+            }
+            let default = if optional { " = None" } else { "" };
+            let _ = writeln!(out, "    {}: {ty}{default}", f.key);
+        }
+    }
+    out
+}
+
+/// `text` in lines of at most `width` characters (a longer word gets a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(last) if last.len() + 1 + word.len() <= width => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
 }

@@ -445,8 +445,12 @@ enum rlock_result rlock_count_down_latch_delete(const struct rlock_count_down_la
 // (a key of another shape), `"none"`. Each holder: `{"owner", "client_id", "mode", "count",
 // "ttl_ms", "since_ms", "held_for_ms", "record"}`, `record` being `{"client_id", "host",
 // "pid", "app", "version", "written_ms"}` from the holder's client, or null (not an rlock
-// client). Times in Unix ms, durations in ms; every key is always present (null where it does
-// not apply). The README's `rlock status` section shows a full example.
+// client). Each channel: `{"channel", "subscribers"}`. Each fair-queue waiter: `{"owner",
+// "client_id", "deadline_ms", "deadline_in_ms", "record"}`. Each held permit: `{"id",
+// "expires_ms", "expires_in_ms", "owner", "since_ms", "held_for_ms", "record"}`. Times in Unix
+// ms, durations in ms; every key is always present (null where it does not apply). The keys
+// are core's (`make generated-check` compares them); the README's `rlock status` section shows
+// a full example.
 //
 // Blocks until Redis answered. Thread-safe. Errors: `RLOCK_INVALID_ARGUMENT` (NULL client,
 // name or json_out; an empty name, one over 64 KiB, or on a cluster one with an empty `{}`;

@@ -414,3 +414,45 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     }
     lines
 }
+
+/// The describe family's records C documents by their keys, in core's order.
+const C_DOCUMENTED: [&str; 7] =
+    ["Description", "Holder", "ClientRecord", "QueuedWaiter", "HeldPermit", "Channel", "Listed"];
+
+/// What is wrong with the C doc comments of `core/src/ffi/describe.rs`: C hands on core's JSON as
+/// it is, so its docs name each record's keys (`{"name", "kind", ...}`), which must be core's, in
+/// core's order. Empty when they are.
+pub fn c_describe_doc_drift(root: &Path) -> Vec<String> {
+    let file = "core/src/ffi/describe.rs";
+    let text = std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| fail(&format!("{file}: {e}")));
+    let doc: String = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("///"))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Every `{"a", "b", ...}` group of the doc.
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut rest = doc.as_str();
+    while let Some(b) = rest.find("{\"") {
+        let Some(e) = rest[b..].find('}').map(|e| b + e) else { break };
+        let keys = rest[b + 1..e].split(',').map(|k| k.trim().trim_matches('"').to_owned()).collect();
+        groups.push(keys);
+        rest = &rest[e + 1..];
+    }
+    read(root, &RECORDS)
+        .iter()
+        .filter(|r| C_DOCUMENTED.contains(&r.name))
+        .filter_map(|r| {
+            let keys: Vec<String> = r.fields.iter().map(|f| f.key.clone()).collect();
+            (!groups.contains(&keys)).then(|| {
+                let shown: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+                format!(
+                    "{file}: its doc does not name {}'s keys as core has them: {{{}}}",
+                    r.name,
+                    shown.join(", ")
+                )
+            })
+        })
+        .collect()
+}

@@ -270,9 +270,10 @@ typedef struct rlock_stats_summary {
 
 // A client's figures since it was created (all zero with the `metrics` option off).
 typedef struct rlock_stats {
-  // Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too).
+  // Acquires that succeeded (locks of every kind, semaphore and permit acquires; each re-entry
+  // counts).
   uint64_t acquires;
-  // Of those, the ones that found the lock or permits taken and waited.
+  // Of those, the ones that found the lock (or permits) taken at first and waited.
   uint64_t contended_acquires;
   // Acquires whose wait ran out.
   uint64_t acquire_timeouts;
@@ -280,17 +281,18 @@ typedef struct rlock_stats {
   uint64_t releases;
   // Holds the watchdog renewed (one per hold per renewal).
   uint64_t renewals;
-  // Hold renewals that failed (retried while the lease lasts).
+  // Holds whose renewal failed (Redis erroring or unreachable; retried while the lease lasts).
   uint64_t renewal_failures;
-  // Holds the watchdog lost.
+  // Holds the watchdog lost (found gone, or not renewed within the lease).
   uint64_t lost_holds;
-  // Waiters woken by a pub/sub message.
+  // Waiters woken by a pub/sub message (not by a timeout).
   uint64_t wakeups;
-  // Times the connection to Redis dropped or was replaced (failover, cluster reconnect).
+  // Times the connection to Redis dropped, or was replaced (a Sentinel failover, a rebuilt
+  // cluster connection).
   uint64_t reconnects;
-  // How long successful acquires waited.
+  // How long successful acquires waited (uncontended ones included).
   struct rlock_stats_summary wait;
-  // How long holds lasted, acquire to final release.
+  // How long holds lasted, from acquire to final release.
   struct rlock_stats_summary hold;
   // Errors returned by acquires and releases, by result code: `errors[RLOCK_TIMEOUT]` is
   // the number of timeouts.

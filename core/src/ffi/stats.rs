@@ -47,9 +47,10 @@ impl From<Summary> for rlock_stats_summary {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct rlock_stats {
-    /// Acquires that succeeded (every lock kind, semaphore and permit acquires; re-entries too).
+    /// Acquires that succeeded (locks of every kind, semaphore and permit acquires; each re-entry
+    /// counts).
     pub acquires: u64,
-    /// Of those, the ones that found the lock or permits taken and waited.
+    /// Of those, the ones that found the lock (or permits) taken at first and waited.
     pub contended_acquires: u64,
     /// Acquires whose wait ran out.
     pub acquire_timeouts: u64,
@@ -57,17 +58,18 @@ pub struct rlock_stats {
     pub releases: u64,
     /// Holds the watchdog renewed (one per hold per renewal).
     pub renewals: u64,
-    /// Hold renewals that failed (retried while the lease lasts).
+    /// Holds whose renewal failed (Redis erroring or unreachable; retried while the lease lasts).
     pub renewal_failures: u64,
-    /// Holds the watchdog lost.
+    /// Holds the watchdog lost (found gone, or not renewed within the lease).
     pub lost_holds: u64,
-    /// Waiters woken by a pub/sub message.
+    /// Waiters woken by a pub/sub message (not by a timeout).
     pub wakeups: u64,
-    /// Times the connection to Redis dropped or was replaced (failover, cluster reconnect).
+    /// Times the connection to Redis dropped, or was replaced (a Sentinel failover, a rebuilt
+    /// cluster connection).
     pub reconnects: u64,
-    /// How long successful acquires waited.
+    /// How long successful acquires waited (uncontended ones included).
     pub wait: rlock_stats_summary,
-    /// How long holds lasted, acquire to final release.
+    /// How long holds lasted, from acquire to final release.
     pub hold: rlock_stats_summary,
     /// Errors returned by acquires and releases, by result code: `errors[RLOCK_TIMEOUT]` is
     /// the number of timeouts.

@@ -351,8 +351,9 @@ fn main() {
         (lost, lost_fields),
     ];
     let mut drifted = false;
-    // C hands core's JSON on as it is; its docs name the records' keys, checked here.
-    for why in records::c_describe_doc_drift(&root) {
+    // C hands core's JSON on as it is (its docs name the records' keys) and holds the stats in
+    // structs of its own: both checked here.
+    for why in records::c_describe_doc_drift(&root).into_iter().chain(records::c_stats_drift(&root)) {
         println!("{why}");
         drifted = true;
     }

@@ -456,3 +456,55 @@ pub fn c_describe_doc_drift(root: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// The doc comment of a field, on one line.
+fn field_doc(f: &syn::Field) -> String {
+    let lines: Vec<String> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// C's stats structs (`core/src/ffi/stats.rs`) against core's records: the same fields in the
+/// same order, and the same doc for each field C holds as core does (all but `errors`, slots by
+/// result code, and `eviction_policy`, a fixed-size string). Empty when they agree.
+pub fn c_stats_drift(root: &Path) -> Vec<String> {
+    let file = "core/src/ffi/stats.rs";
+    let text = std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| fail(&format!("{file}: {e}")));
+    let parsed = syn::parse_file(&text).unwrap_or_else(|e| fail(&format!("{file}: {e}")));
+    let mut drift = Vec::new();
+    for (c_name, record) in [("rlock_stats_summary", "StatsSummary"), ("rlock_stats", "Stats")] {
+        let Some(c) = parsed.items.iter().find_map(|i| match i {
+            syn::Item::Struct(s) if s.ident == c_name => Some(s),
+            _ => None,
+        }) else {
+            fail(&format!("no struct {c_name} in {file}"))
+        };
+        let Some(core) = read(root, &RECORDS).into_iter().find(|r| r.name == record) else {
+            fail(&format!("no record {record}"))
+        };
+        let c_keys: Vec<String> =
+            c.fields.iter().map(|f| f.ident.as_ref().map(ToString::to_string).unwrap_or_default()).collect();
+        let core_keys: Vec<String> = core.fields.iter().map(|f| f.key.clone()).collect();
+        if c_keys != core_keys {
+            drift.push(format!("{file}: {c_name} has fields {c_keys:?}, core's {record} {core_keys:?}"));
+            continue;
+        }
+        for (cf, f) in c.fields.iter().zip(&core.fields) {
+            let core_doc = f.doc.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !matches!(f.key.as_str(), "errors" | "eviction_policy") && field_doc(cf) != core_doc {
+                drift.push(format!("{file}: the doc of {c_name}.{} is not core's: {core_doc:?}", f.key));
+            }
+        }
+    }
+    drift
+}

@@ -55,19 +55,28 @@ class HeldPort:
         self._fd: Optional[int] = None
         for _ in range(50):
             answer = _port()
-            fd = os.open(str(answer["lock"]), os.O_WRONLY | os.O_CREAT, 0o644)
+            # flock needs only a descriptor: read-only opens a lock file another user made too.
+            # Where none can be opened the port goes unclaimed (as rlock-testbed's own claim
+            # does then), checked free by binding it.
+            fd: Optional[int]
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fd = os.open(str(answer["lock"]), os.O_RDONLY | os.O_CREAT, 0o644)
             except OSError:
-                os.close(fd)
-                continue
+                fd = None
+            if fd is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    continue
             port = int(answer["port"])
             with socket.socket() as probe:
                 try:
                     probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     probe.bind(("127.0.0.1", port))
                 except OSError:
-                    os.close(fd)
+                    if fd is not None:
+                        os.close(fd)
                     continue
             self.port: int = port
             self._fd = fd

@@ -161,6 +161,10 @@ for t in $TARGETS; do
     auditwheel show "$FT_WHEEL" | tee "$STAGE/auditwheel-ft-$t.txt"
     grep -q "$AUDIT_TAG" "$STAGE/auditwheel-ft-$t.txt" ||
       { echo "dist: auditwheel does not find the free-threaded wheel consistent with $AUDIT_TAG"; exit 1; }
+    for f in rlock/py.typed rlock/_native.pyi rlock/__init__.py; do
+      python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$FT_WHEEL" "$f" ||
+        { echo "dist: the free-threaded wheel has no $f"; exit 1; }
+    done
   fi
 
   echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"

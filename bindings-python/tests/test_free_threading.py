@@ -62,7 +62,11 @@ class Tally:
 def test_64_threads_share_one_client_its_lock_objects_and_a_semaphore(
     url: str, raw: redis.Redis, name: str
 ) -> None:
-    client = rlock.Client(url)
+    with rlock.Client(url) as client:
+        run_the_workers(client, raw, name)
+
+
+def run_the_workers(client: rlock.Client, raw: redis.Redis, name: str) -> None:
     shared = client.lock(f"{name}:shared")
     sem = client.semaphore(f"{name}:sem")
     assert sem.try_set_permits(PERMITS)
@@ -104,8 +108,9 @@ def test_64_threads_share_one_client_its_lock_objects_and_a_semaphore(
     workers += [threading.Thread(target=in_loop) for _ in range(LOOPS)]
     for w in workers:
         w.start()
+    deadline = time.monotonic() + 120
     for w in workers:
-        w.join(120)
+        w.join(max(0.0, deadline - time.monotonic()))
     assert not [w for w in workers if w.is_alive()], "a worker hung"
     assert not errors, errors
 
@@ -127,4 +132,3 @@ def test_64_threads_share_one_client_its_lock_objects_and_a_semaphore(
     acquires = sum(expected.values())
     assert (stats["acquires"], stats["releases"]) == (acquires, acquires), stats
     assert stats["lost_holds"] == 0, stats
-    client.close()

@@ -72,10 +72,17 @@ def test_no_error_path_repeats_the_password(
     server: Testbed, keeper: str, raw: redis.Redis, records: Records, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = server.port
-    dead = HeldPort()  # nothing listens there while held
+    with HeldPort() as dead:  # nothing listens there while held
+        check_connect_errors(port, dead.port, monkeypatch)
+    monkeypatch.setenv("REDIS_URL", keeper)
+    check_runtime_errors(raw, records)
+
+
+def check_connect_errors(port: int, dead_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connect paths: no error names the password, given in the URL or through REDIS_URL."""
     paths = {
         "a wrong password": f"redis://{USER}:{WRONG}@127.0.0.1:{port}/",
-        "an unreachable server": f"redis://{USER}:{ESCAPED}@127.0.0.1:{dead.port}/",
+        "an unreachable server": f"redis://{USER}:{ESCAPED}@127.0.0.1:{dead_port}/",
         "a port that is not a number": f"redis://{USER}:{ESCAPED}@127.0.0.1:notaport/",
         "an unknown scheme": f"bogus://{USER}:{ESCAPED}@127.0.0.1:{port}/",
         "a cluster seed that is not a number": f"redis+cluster://{USER}:{ESCAPED}@127.0.0.1:x/",
@@ -90,8 +97,11 @@ def test_no_error_path_repeats_the_password(
         with pytest.raises(rlock.RLockError) as err:
             rlock.Client(connect_timeout=1.0)
         clean_error(err.value, f"{what} (REDIS_URL)")
-    dead.close()
-    monkeypatch.setenv("REDIS_URL", keeper)
+
+
+def check_runtime_errors(raw: redis.Redis, records: Records) -> None:
+    """The paths after a connect (with REDIS_URL the keeper's URL): refused commands, timeouts,
+    warnings in the log."""
     # A record the logger gets for certain: the eviction warning at connect, which names the
     # server. Other warnings (the rebuilt connections) may not come: core passes a message
     # repeated within 30 s on once, and an earlier test may have had it. A policy no other test

@@ -126,7 +126,7 @@ pub mod surface {
     pub use crate::records::{record_key, RECORD_PREFIX};
     pub use crate::red_lock::{quorum_of, red_lock};
     pub use crate::semaphore::count_arg;
-    pub use crate::spelling::to_json_for;
+    pub use crate::spelling::{key_for, to_json_for};
 }
 
 #[doc(hidden)]

@@ -34,15 +34,21 @@ fn respell(surface: Surface, v: Value) -> Value {
     }
 }
 
-fn key(surface: Surface, k: String, x: Value) -> (String, Value) {
+/// Core's JSON key `key` as `surface` spells it: Python drops the suffix `_ms` (its value is in
+/// seconds), Node camelCases, C and Rust keep it. tools/generate names the surfaces' typed
+/// fields with it.
+pub fn key_for(surface: Surface, key: &str) -> String {
     match surface {
-        Surface::Python => match k.strip_suffix("_ms") {
-            Some(stem) => (stem.to_owned(), x.as_f64().map_or(x, |ms| Value::from(ms / 1000.0))),
-            None => (k, x),
-        },
-        Surface::Node => (camel_case(&k), x),
-        Surface::C | Surface::Rust => (k, x),
+        Surface::Python => key.strip_suffix("_ms").unwrap_or(key).to_owned(),
+        Surface::Node => camel_case(key),
+        Surface::C | Surface::Rust => key.to_owned(),
     }
+}
+
+fn key(surface: Surface, k: String, x: Value) -> (String, Value) {
+    let seconds = surface == Surface::Python && k.ends_with("_ms");
+    let x = if seconds { x.as_f64().map_or(x, |ms| Value::from(ms / 1000.0)) } else { x };
+    (key_for(surface, &k), x)
 }
 
 #[cfg(test)]

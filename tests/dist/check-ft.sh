@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 V=$(python3 tools/version.py)
-WHEEL=$(ls "$ROOT"/dist/rlock-"$V"-cp314-cp314t-manylinux_2_17_x86_64*.whl 2>/dev/null | head -n 1)
-[ -n "$WHEEL" ] || { echo "check-ft: no cp314t wheel in dist/ (run 'make dist')"; exit 1; }
+WHEEL=$ROOT/dist/rlock-$V-cp314-cp314t-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+[ -f "$WHEEL" ] || { echo "check-ft: missing $WHEEL (run 'make dist')"; exit 1; }
 PY=$(bash tools/cpython-ft.sh)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

@@ -53,8 +53,8 @@ def _listen(native: _LostListeners, callback: LostCallback, what: str) -> Callab
     def call(name: str, kind: str, owner: str, reason: str, permit_id: Optional[str]) -> None:
         try:
             # The native listener passes core's kinds and reasons, the values LostEvent names.
-            event = LostEvent(name=name, kind=cast(Any, kind), owner=owner, reason=cast(Any, reason),
-                              permit_id=permit_id)
+            kind_, reason_ = cast(Any, kind), cast(Any, reason)
+            event = LostEvent(name, kind_, owner, reason_, permit_id)
             callback(event)
         except Exception:
             _log.exception("rlock: on_lost callback for %s %r raised", what, name)

@@ -44,6 +44,8 @@ use crate::watchdog::release::Remaining;
 use crate::watchdog::{ListenerId, LostEvent};
 
 mod fenced;
+#[cfg(test)]
+mod kinds_test;
 mod strays;
 
 pub use fenced::FencedRedLock;

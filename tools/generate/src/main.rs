@@ -264,7 +264,8 @@ const END: &str = "// END GENERATED\n";
 
 /// `current` with the text between the markers replaced by `block`.
 fn splice(current: &str, block: &str) -> String {
-    let (Some(b), Some(e)) = (current.find(BEGIN), current.find(END)) else {
+    let b = current.find(BEGIN);
+    let (Some(b), Some(e)) = (b, b.and_then(|b| current[b..].find(END).map(|e| b + e))) else {
         eprintln!("the generated markers are missing in bindings-node/rlock.d.ts");
         std::process::exit(2);
     };

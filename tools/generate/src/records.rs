@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use rlock::surface::{key_for, Surface};
 use serde_json::{Map, Value};
 
 /// The records, in the order the surfaces list them: (core's file, struct, surface name).
@@ -240,6 +241,12 @@ fn type_in(schema: &Value, ms: bool, python: bool, defs: &Map<String, Value>) ->
                 return if python { format!("Literal[{}]", quoted.join(", ")) } else { quoted.join(" | ") };
             }
         }
+        // Else a type both surfaces name: Kind, or one of the records generated here.
+        if name != "Kind" && !RECORDS.iter().any(|&(_, _, record)| record == name) {
+            fail(&format!(
+                "a reference to {name}, which no surface names (an enum needs a doc comment on every value)"
+            ));
+        }
         return name.to_owned();
     }
     let kind = match schema.get("type") {
@@ -304,10 +311,7 @@ pub fn python(root: &Path, stats: bool) -> String {
     for r in records(root).into_iter().filter(|r| r.name.starts_with("Stats") == stats) {
         let _ = write!(out, "\n\nclass {}(TypedDict):\n{}\n", r.name, docstring(&doc_text(&r.doc, true)));
         for f in &r.fields {
-            let (key, ms) = match f.key.strip_suffix("_ms") {
-                Some(stem) => (stem, true),
-                None => (f.key.as_str(), false),
-            };
+            let (key, ms) = (key_for(Surface::Python, &f.key), f.key.ends_with("_ms"));
             let _ = write!(
                 out,
                 "    {key}: {}\n{}",
@@ -319,23 +323,6 @@ pub fn python(root: &Path, stats: bool) -> String {
     out.trim_start_matches('\n').to_owned()
 }
 
-/// `snake_case` as Node spells it.
-fn camel(key: &str) -> String {
-    let mut out = String::new();
-    let mut up = false;
-    for c in key.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.extend(c.to_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `r` as a TypeScript interface.
 fn node_interface(r: &Record, extra: &str) -> String {
     let mut out = format!("/** {}{extra} */\nexport interface {} {{\n", doc_text(&r.doc, false), r.name);
@@ -344,7 +331,7 @@ fn node_interface(r: &Record, extra: &str) -> String {
             out,
             "  /** {} */\n  {}: {}",
             doc_text(&f.doc, false),
-            camel(&f.key),
+            key_for(Surface::Node, &f.key),
             type_of(&f.schema, false, false)
         );
     }

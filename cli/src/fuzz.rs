@@ -26,13 +26,15 @@ pub const TARGETS: &[(&str, Target)] = &[("cli_args", args)];
 pub fn args(data: &[u8]) {
     let argv: Vec<OsString> = data.split(|b| *b == 0).map(|a| OsString::from_vec(a.to_vec())).collect();
     if let Err(e) = parse(&argv) {
-        let text = e.render().to_string();
+        // As the command prints it (crate::refusal).
+        let text = crate::refusal::text(&e, &argv);
         if let Some(secret) = url_password(&argv) {
             // A password that is also fixed text of the message (a word of the usage) is not a
             // leak: the same line with the password masked shows it too.
             let masked: Vec<OsString> = argv.iter().map(|a| mask(a, secret)).collect();
-            let fixed =
-                parse(&masked).err().is_some_and(|m| contains(m.render().to_string().as_bytes(), secret));
+            let fixed = parse(&masked)
+                .err()
+                .is_some_and(|m| contains(crate::refusal::text(&m, &masked).as_bytes(), secret));
             assert!(
                 fixed || !contains(text.as_bytes(), secret),
                 "{argv:?}: the refusal shows the --url password:\n{text}"

@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 mod doctor;
 #[doc(hidden)]
 pub mod fuzz;
+mod refusal;
 mod run;
 mod status;
 mod sweep;
@@ -203,10 +204,14 @@ fn confirm(question: &str) -> bool {
     std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes" | "YES")
 }
 
-/// The `rlock` command: parses the process's arguments (clap prints usage errors and exits
-/// with [`exit::USAGE`]), runs the subcommand, and gives its exit code.
+/// The `rlock` command: parses the process's arguments (a refusal is printed as clap renders
+/// it, passwords masked, with [`exit::USAGE`]), runs the subcommand, and gives its exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) => return refusal::exit(&e, &argv),
+    };
     // Core's warnings (an evicting server, a give-back that failed) on stderr, each line
     // marked with its level; stdout stays the command's output.
     rlock::set_log_sink(Some(std::sync::Arc::new(|level, _target: &str, message: &str| {

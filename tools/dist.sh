@@ -118,6 +118,19 @@ for a in $(for t in $TARGETS; do echo "${t%%-*}"; done | sort -u); do
   install -m 755 "$DIST_TARGET/$a-unknown-linux-musl/release/rlock" "$OUT/rlock-cli-$V-$a-linux"
 done
 
+# A wheel as auditwheel sees it (consistent with the target's platform tag, $AUDIT_TAG) and with
+# the package's typing files; LABEL names its report in the stage.
+check_wheel() { # WHEEL LABEL
+  auditwheel show "$1" | tee "$STAGE/auditwheel-$2.txt"
+  grep -q "$AUDIT_TAG" "$STAGE/auditwheel-$2.txt" ||
+    { echo "dist: auditwheel does not find $(basename "$1") consistent with $AUDIT_TAG"; exit 1; }
+  local f
+  for f in rlock/py.typed rlock/_native.pyi rlock/__init__.py; do
+    python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$1" "$f" ||
+      { echo "dist: $(basename "$1") has no $f"; exit 1; }
+  done
+}
+
 optional_deps=()
 # maturin packs every file under bindings-python/python/rlock, so a module `make dev-python`
 # left there would ride along in each wheel; the wheels get only the one maturin builds.
@@ -141,13 +154,7 @@ for t in $TARGETS; do
     built=$(ls "$STAGE/wheels-$t"/rlock-"$V"-cp39-abi3-*.whl)
   fi
   mv "$built" "$WHEEL"
-  auditwheel show "$WHEEL" | tee "$STAGE/auditwheel-$t.txt"
-  grep -q "$AUDIT_TAG" "$STAGE/auditwheel-$t.txt" ||
-    { echo "dist: auditwheel does not find the wheel consistent with $AUDIT_TAG"; exit 1; }
-  for f in rlock/py.typed rlock/_native.pyi rlock/__init__.py; do
-    python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$WHEEL" "$f" ||
-      { echo "dist: the wheel has no $f"; exit 1; }
-  done
+  check_wheel "$WHEEL" "$t"
   # Free-threaded CPython has no abi3 before 3.15 (PEP 803's abi3t), so it gets a wheel of its
   # own, built by the interpreter it is for (tools/cpython-ft.sh): x86_64 glibc only, the one
   # free-threaded CPython this machine can build and dist-check can run.
@@ -158,13 +165,7 @@ for t in $TARGETS; do
       -m bindings-python/Cargo.toml -o "$STAGE/wheels-ft-$t"
     FT_WHEEL=$OUT/rlock-$V-cp314-cp314t-$WHEEL_TAG.whl
     mv "$(ls "$STAGE/wheels-ft-$t"/rlock-"$V"-cp314-cp314t-*.whl)" "$FT_WHEEL"
-    auditwheel show "$FT_WHEEL" | tee "$STAGE/auditwheel-ft-$t.txt"
-    grep -q "$AUDIT_TAG" "$STAGE/auditwheel-ft-$t.txt" ||
-      { echo "dist: auditwheel does not find the free-threaded wheel consistent with $AUDIT_TAG"; exit 1; }
-    for f in rlock/py.typed rlock/_native.pyi rlock/__init__.py; do
-      python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$FT_WHEEL" "$f" ||
-        { echo "dist: the free-threaded wheel has no $f"; exit 1; }
-    done
+    check_wheel "$FT_WHEEL" "ft-$t"
   fi
 
   echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"

@@ -12,7 +12,7 @@
 mod records;
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rlock::surface::{OptionKind, Surface, OPTIONS};
 use rlock::{ErrorKind, Kind};
@@ -259,6 +259,22 @@ fn splice_marked(current: &str, begin: &str, block: &str, path: &str) -> String 
     format!("{}{begin}{block}{}", &current[..b], &current[e..])
 }
 
+/// `current` with each block spliced in after its marker (`begin` + ` (make generated)`): see
+/// [`splice_marked`].
+fn splice_blocks(current: &str, blocks: &[(&str, String)], path: &str) -> String {
+    blocks.iter().fold(current.to_owned(), |text, (begin, block)| {
+        splice_marked(&text, &format!("{begin} (make generated)\n"), block, path)
+    })
+}
+
+/// The file `path` (from the workspace root) as it should be, with `blocks` spliced in.
+fn with_blocks(root: &Path, path: &str, blocks: &[(&str, String)]) -> (PathBuf, String) {
+    let file = root.join(path);
+    let now = std::fs::read_to_string(&file).expect(path);
+    let want = splice_blocks(&now, blocks, path);
+    (file, want)
+}
+
 const BEGIN: &str = "// BEGIN GENERATED (make generated)\n";
 const END: &str = "// END GENERATED\n";
 
@@ -298,47 +314,31 @@ fn main() {
     let dts_now = std::fs::read_to_string(&dts).expect("bindings-node/rlock.d.ts");
     let init = root.join("bindings-python/python/rlock/__init__.py");
     let init_now = std::fs::read_to_string(&init).expect("bindings-python/python/rlock/__init__.py");
-    let describe = root.join("bindings-python/python/rlock/_describe.py");
-    let describe_now = std::fs::read_to_string(&describe).expect("bindings-python/python/rlock/_describe.py");
-    let kinds = splice_marked(
-        &describe_now,
-        "# BEGIN GENERATED kinds (make generated)\n",
-        &python_kinds(),
+    let describe = with_blocks(
+        &root,
         "bindings-python/python/rlock/_describe.py",
+        &[
+            ("# BEGIN GENERATED kinds", python_kinds()),
+            ("# BEGIN GENERATED records", records::python(&root, false)),
+        ],
     );
-    let describe_records = splice_marked(
-        &kinds,
-        "# BEGIN GENERATED records (make generated)\n",
-        &records::python(&root, false),
-        "bindings-python/python/rlock/_describe.py",
-    );
-    let stats = root.join("bindings-python/python/rlock/_stats.py");
-    let stats_now = std::fs::read_to_string(&stats).expect("bindings-python/python/rlock/_stats.py");
-    let stats_records = splice_marked(
-        &stats_now,
-        "# BEGIN GENERATED records (make generated)\n",
-        &records::python(&root, true),
+    let stats = with_blocks(
+        &root,
         "bindings-python/python/rlock/_stats.py",
+        &[("# BEGIN GENERATED records", records::python(&root, true))],
     );
-    let dts_records = splice_marked(
-        &splice(&dts_now, &node_types()),
-        "// BEGIN GENERATED records (make generated)\n",
-        &records::node(&root),
-        "bindings-node/rlock.d.ts",
-    );
-    let dts_lost = splice_marked(
-        &dts_records,
-        "// BEGIN GENERATED lost (make generated)\n",
-        &records::node_lost(&root),
-        "bindings-node/rlock.d.ts",
-    );
-    let lost = root.join("bindings-python/python/rlock/_lost.py");
-    let lost_now = std::fs::read_to_string(&lost).expect("bindings-python/python/rlock/_lost.py");
-    let lost_fields = splice_marked(
-        &lost_now,
-        "    # BEGIN GENERATED fields (make generated)\n",
-        &records::python_lost(&root),
+    let lost = with_blocks(
+        &root,
         "bindings-python/python/rlock/_lost.py",
+        &[("    # BEGIN GENERATED fields", records::python_lost(&root))],
+    );
+    let dts_blocks = splice_blocks(
+        &splice(&dts_now, &node_types()),
+        &[
+            ("// BEGIN GENERATED records", records::node(&root)),
+            ("// BEGIN GENERATED lost", records::node_lost(&root)),
+        ],
+        "bindings-node/rlock.d.ts",
     );
     let files = [
         (root.join("core/src/ffi/options.rs"), c_setters()),
@@ -346,10 +346,10 @@ fn main() {
         (root.join("bindings-python/python/rlock/_options.py"), python_options()),
         (root.join("bindings-python/python/rlock/_errors.py"), python_errors()),
         (init, python_init(&init_now)),
-        (describe, describe_records),
-        (stats, stats_records),
-        (dts, dts_lost),
-        (lost, lost_fields),
+        describe,
+        stats,
+        (dts, dts_blocks),
+        lost,
     ];
     let mut drifted = false;
     // C hands core's JSON on as it is (its docs name the records' keys) and holds the stats in

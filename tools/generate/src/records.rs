@@ -40,8 +40,14 @@ struct Record {
     fields: Vec<Field>,
 }
 
-/// Every schema definition of the records, by the name the schema gives it (the surface name).
-fn definitions() -> Map<String, Value> {
+/// Every schema definition of the records, by the name the schema gives it (the surface name);
+/// made once.
+fn definitions() -> &'static Map<String, Value> {
+    static DEFS: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    DEFS.get_or_init(make_definitions)
+}
+
+fn make_definitions() -> Map<String, Value> {
     let mut defs = Map::new();
     for root in [
         schemars::schema_for!(rlock::Description),
@@ -125,7 +131,7 @@ fn read(root: &Path, list: &[(&str, &str, &'static str)]) -> Vec<Record> {
                     // An enum of core's (but Kind, documented where the surfaces name it): each
                     // value with the first sentence of its doc.
                     let named = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.rsplit('/').next());
-                    if let Some(values) = named.filter(|n| *n != "Kind").and_then(|n| enum_values(&defs, n)) {
+                    if let Some(values) = named.filter(|n| *n != "Kind").and_then(|n| enum_values(defs, n)) {
                         let each: Vec<String> = values
                             .iter()
                             .map(|(v, d)| format!("`\"{v}\"` ({})", first_sentence(d)))
@@ -175,11 +181,6 @@ fn doc_text(doc: &str, python: bool) -> String {
     }
 }
 
-/// A field's type, in Python's spelling (`python`) or TypeScript's.
-fn type_of(schema: &Value, ms: bool, python: bool) -> String {
-    type_in(schema, ms, python, &definitions())
-}
-
 /// The values of the enum definition `name` (a `oneOf` of `const`s), with their docs.
 fn enum_values(defs: &Map<String, Value>, name: &str) -> Option<Vec<(String, String)>> {
     let one_of = defs.get(name)?.get("oneOf")?.as_array()?;
@@ -193,15 +194,17 @@ fn enum_values(defs: &Map<String, Value>, name: &str) -> Option<Vec<(String, Str
         .collect()
 }
 
-/// [`type_of`] with the definitions at hand: an enum other than `Kind` (which both surfaces
-/// name) is spelled out as its values.
-fn type_in(schema: &Value, ms: bool, python: bool, defs: &Map<String, Value>) -> String {
+/// A field's type, in Python's spelling (`python`) or TypeScript's (`ms`: a key ending `_ms`,
+/// float seconds in Python). An enum other than `Kind` (which both surfaces name) is spelled
+/// out as its values.
+fn type_of(schema: &Value, ms: bool, python: bool) -> String {
+    let defs = definitions();
     // An optional record: anyOf [the record, null].
     if let Some(Value::Array(any)) = schema.get("anyOf") {
         let null = serde_json::json!({"type": "null"});
         let others: Vec<&Value> = any.iter().filter(|s| **s != null).collect();
         if let [one] = others.as_slice() {
-            let t = type_in(one, ms, python, defs);
+            let t = type_of(one, ms, python);
             return if others.len() < any.len() {
                 if python {
                     format!("Optional[{t}]")
@@ -258,7 +261,7 @@ fn type_in(schema: &Value, ms: bool, python: bool, defs: &Map<String, Value>) ->
     };
     let base = match (kind.as_str(), python) {
         ("array", _) => {
-            let item = type_in(schema.get("items").unwrap_or(&Value::Null), false, python, defs);
+            let item = type_of(schema.get("items").unwrap_or(&Value::Null), false, python);
             if python {
                 format!("List[{item}]")
             } else {
@@ -266,8 +269,7 @@ fn type_in(schema: &Value, ms: bool, python: bool, defs: &Map<String, Value>) ->
             }
         }
         ("object", _) => {
-            let value =
-                type_in(schema.get("additionalProperties").unwrap_or(&Value::Null), false, python, defs);
+            let value = type_of(schema.get("additionalProperties").unwrap_or(&Value::Null), false, python);
             if python {
                 format!("Dict[str, {value}]")
             } else {
@@ -289,20 +291,9 @@ fn type_in(schema: &Value, ms: bool, python: bool, defs: &Map<String, Value>) ->
 
 /// `text` as a Python docstring indented by four spaces, wrapped at 100 columns.
 fn docstring(text: &str) -> String {
-    let mut lines = vec![String::from("    \"\"\"")];
-    for word in text.split(' ') {
-        let last = lines.last_mut().unwrap_or_else(|| fail("no line"));
-        let fresh = last.trim_end().ends_with("\"\"\"") && last.trim() == "\"\"\"";
-        if !fresh && last.len() + 1 + word.len() > 100 - 3 {
-            lines.push(format!("    {word}"));
-        } else {
-            if !fresh {
-                last.push(' ');
-            }
-            last.push_str(word);
-        }
-    }
-    format!("{}\"\"\"\n", lines.join("\n"))
+    // Lines of at most 97 columns: the opening quotes take 7 of the first, the indent 4 of the
+    // others.
+    format!("    \"\"\"{}\"\"\"\n", wrap(text, 97 - 7, 97 - 4).join("\n    "))
 }
 
 /// The generated block of `_describe.py` (`stats`: false) or `_stats.py` (true).
@@ -377,7 +368,7 @@ pub fn python_lost(root: &Path) -> String {
                 ));
             }
             optional_seen |= optional;
-            for line in wrap(&doc_text(&f.doc, true), 100 - 7) {
+            for line in wrap(&doc_text(&f.doc, true), 100 - 7, 100 - 7) {
                 let _ = writeln!(out, "    #: {line}");
             }
             let default = if optional { " = None" } else { "" };
@@ -387,12 +378,14 @@ pub fn python_lost(root: &Path) -> String {
     out
 }
 
-/// `text` in lines of at most `width` characters (a longer word gets a line of its own).
-fn wrap(text: &str, width: usize) -> Vec<String> {
+/// `text` in lines of at most `width` characters, the first at most `first` (a longer word gets
+/// a line of its own).
+fn wrap(text: &str, first: usize, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for word in text.split(' ') {
+        let room = if lines.len() == 1 { first } else { width };
         match lines.last_mut() {
-            Some(last) if last.len() + 1 + word.len() <= width => {
+            Some(last) if last.len() + 1 + word.len() <= room => {
                 last.push(' ');
                 last.push_str(word);
             }

@@ -219,22 +219,6 @@ fn the_binary_starts_a_cluster_and_quits_on_command() {
 }
 
 #[test]
-fn a_proxy_gives_its_port_back_only_once_nothing_listens_there() {
-    use rlock_testbed::ports::{claim, is_free, Claim};
-    let s = Server::start().unwrap();
-    for _ in 0..20 {
-        let p = rlock_testbed::Proxy::start(s.port()).unwrap();
-        let port = p.port();
-        // A connection through it, so its accept loop has served one.
-        assert_eq!(resp::query(port, None, &["PING"]).unwrap(), Reply::Simple("PONG".into()));
-        assert!(matches!(claim(port), Claim::Taken), "the port is claimed while the proxy runs");
-        drop(p);
-        assert!(is_free(port), "port {port} still in use after the proxy was dropped");
-        assert!(matches!(claim(port), Claim::Held(_)), "port {port} still claimed");
-    }
-}
-
-#[test]
 fn the_binarys_port_names_a_lock_file_a_caller_can_claim() {
     let out = Command::new(env!("CARGO_BIN_EXE_rlock-testbed")).arg("port").output().unwrap();
     assert!(out.status.success(), "{out:?}");

@@ -5,6 +5,13 @@
 #   static   linked against target/release/librlock.a, under valgrind memcheck
 #   asan     linked against the AddressSanitizer build of librlock.a that `make sanitize-c` makes
 #            (target/asan/...), the tests built with -fsanitize=address,undefined; no valgrind
+#   tsan     the multi-threaded stress alone (tests/c/stress.c), linked against the
+#            ThreadSanitizer build of librlock.a that `make sanitize-c` makes (target/tsan/...)
+#            and built with -fsanitize=thread; run once with a race planted in the program,
+#            which must be reported, then clean
+# Every kind also runs the stress (tests/c/stress.c, a program of its own): natively for dynamic
+# and static (valgrind runs threads one at a time, which is not a stress), under the sanitizers
+# for asan and tsan.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . examples/redis.sh
@@ -18,18 +25,32 @@ for kind in "${kinds[@]}"; do
   case $kind in
     dynamic)
       gcc "${CFLAGS[@]}" tests/c/test_*.c -o "$out/test_dynamic" -Ltarget/release -lrlock -Wl,-rpath,"$PWD/target/release" -lpthread
-      run=("${VALGRIND[@]}" "$out/test_dynamic") how="under valgrind" ;;
+      gcc "${CFLAGS[@]}" tests/c/stress.c -o "$out/stress_dynamic" -Ltarget/release -lrlock -Wl,-rpath,"$PWD/target/release" -lpthread
+      run=("${VALGRIND[@]}" "$out/test_dynamic") stress=("$out/stress_dynamic") how="under valgrind" ;;
     static)
       gcc "${CFLAGS[@]}" tests/c/test_*.c -o "$out/test_static" target/release/librlock.a -lm -ldl -lpthread -lrt
-      run=("${VALGRIND[@]}" "$out/test_static") how="under valgrind" ;;
+      gcc "${CFLAGS[@]}" tests/c/stress.c -o "$out/stress_static" target/release/librlock.a -lm -ldl -lpthread -lrt
+      run=("${VALGRIND[@]}" "$out/test_static") stress=("$out/stress_static") how="under valgrind" ;;
     asan)
       # rustc instruments the library but links no sanitizer runtime into a staticlib; gcc's
       # libasan (ASan API v8, as rustc's LLVM) is the program's one runtime.
-      gcc "${CFLAGS[@]}" -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-        tests/c/test_*.c -o "$out/test_asan" "${RLOCK_ASAN_LIB:?make sanitize-c sets it}" -lm -ldl -lpthread -lrt
+      ASAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+      gcc "${CFLAGS[@]}" "${ASAN[@]}" tests/c/test_*.c -o "$out/test_asan" "${RLOCK_ASAN_LIB:?make sanitize-c sets it}" -lm -ldl -lpthread -lrt
+      gcc "${CFLAGS[@]}" "${ASAN[@]}" tests/c/stress.c -o "$out/stress_asan" "$RLOCK_ASAN_LIB" -lm -ldl -lpthread -lrt
       run=(env ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 "$out/test_asan")
+      stress=("${run[@]:0:3}" "$out/stress_asan")
       how="under AddressSanitizer, LeakSanitizer and (C side) UBSan" ;;
-    *) echo "tests/c/run.sh: unknown kind '$kind' (dynamic, static or asan)" >&2; exit 2 ;;
+    tsan)
+      # gcc's own libtsan (GCC 12) predates the entry points rustc's LLVM instruments with
+      # (__tsan_memcpy, __tsan_memset), so the program links rustc's runtime instead, whole
+      # (its interceptors must replace libc's), and the C file is compiled, not linked, by gcc
+      # with -fsanitize=thread.
+      gcc "${CFLAGS[@]}" -fsanitize=thread -c tests/c/stress.c -o "$out/stress_tsan.o"
+      gcc -o "$out/stress_tsan" "$out/stress_tsan.o" "${RLOCK_TSAN_LIB:?make sanitize-c sets it}" \
+        -Wl,--whole-archive "${RLOCK_TSAN_RT:?make sanitize-c sets it}" -Wl,--no-whole-archive -lm -ldl -lpthread -lrt -lstdc++
+      run=() stress=(env TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$PWD/tests/c/tsan.supp" "$out/stress_tsan")
+      how="under ThreadSanitizer" ;;
+    *) echo "tests/c/run.sh: unknown kind '$kind' (dynamic, static, asan or tsan)" >&2; exit 2 ;;
   esac
   (
     unset REDIS_URL
@@ -44,7 +65,24 @@ for kind in "${kinds[@]}"; do
     export RLOCK_RED_URLS
     start_private_cluster
     redis-cli -u "$REDIS_URL" set wrongtype "not a lock" >/dev/null
-    echo "== C tests, $kind, $how"
-    "${run[@]}"
+    # The stress first: the C tests end by stopping their server (test_server_gone).
+    if [ "$kind" = tsan ]; then
+      # The sanitizer is really there: a race planted in the program is reported (exit 66).
+      echo "== C stress, tsan, a race planted: it must be reported"
+      planted=0
+      RLOCK_STRESS_ROUNDS=4 RLOCK_STRESS_PLANT_RACE=1 "${stress[@]}" >"$out/planted.log" 2>&1 || planted=$?
+      if [ "$planted" -ne 66 ] || ! grep -q 'SUMMARY: ThreadSanitizer: data race .*stress.c.* in shared_worker' "$out/planted.log"; then
+        cat "$out/planted.log"
+        echo "ThreadSanitizer did not report the planted race (exit $planted, log above)" >&2
+        exit 1
+      fi
+      echo "reported (exit 66)"
+    fi
+    echo "== C stress, $kind, ${how/under valgrind/natively}"
+    "${stress[@]}"
+    if [ ${#run[@]} -gt 0 ]; then
+      echo "== C tests, $kind, $how"
+      "${run[@]}"
+    fi
   )
 done

@@ -2,13 +2,16 @@
 # with ThreadSanitizer (-Zsanitizer=..., the standard library rebuilt with it: -Zbuild-std, which
 # needs the rust-src component), and run by tests/c/run.sh against private servers as the
 # valgrind runs are:
+# Both link rustc's runtime of the sanitizer (tests/c/run.sh says why not GCC's).
 # - asan: the C tests and the multi-threaded stress (tests/c/stress.c), built with
 #   -fsanitize=address,undefined. Use-after-free, double free, overflows and leaks on either side
 #   of the boundary stop the run with both stacks.
-# - tsan: the stress, built with -fsanitize=thread and linked with rustc's ThreadSanitizer
-#   runtime. A data race on either side fails it (tests/c/tsan.supp lists the one known false
+# - tsan: the stress, built with -fsanitize=thread. A data race on either side fails it (tests/c/tsan.supp lists the one known false
 #   report, inside tokio, and why); a race planted in the program must be reported first.
 # CI runs it (.ci/run); the nightly toolchain and its rust-src are installed by `nightly-src`.
+# llvm-symbolizer: the sanitizers name functions and lines with it (the planted-race check and
+# tests/c/tsan.supp match on those names).
+APT_PACKAGES += llvm
 SAN_TARGET := x86_64-unknown-linux-gnu
 ASAN_DIR := target/asan
 TSAN_DIR := target/tsan
@@ -27,7 +30,7 @@ sanitize-builds: nightly-src ## The AddressSanitizer and ThreadSanitizer builds 
 	RUSTFLAGS="-Zsanitizer=thread" $(call SAN_BUILD,$(TSAN_DIR))
 
 sanitize-c: deps sanitize-builds testbed ## The C tests and the C stress under AddressSanitizer, the stress under ThreadSanitizer (nightly)
-	RLOCK_C_OUT=build/sanitize RLOCK_ASAN_LIB=$(ASAN_DIR)/$(SAN_TARGET)/release/librlock.a \
-	  RLOCK_TSAN_LIB=$(TSAN_DIR)/$(SAN_TARGET)/release/librlock.a \
-	  RLOCK_TSAN_RT=$$(rustc +nightly --print sysroot)/lib/rustlib/$(SAN_TARGET)/lib/librustc-nightly_rt.tsan.a \
+	rt=$$(rustc +nightly --print sysroot)/lib/rustlib/$(SAN_TARGET)/lib/librustc-nightly_rt; \
+	RLOCK_C_OUT=build/sanitize RLOCK_ASAN_LIB=$(ASAN_DIR)/$(SAN_TARGET)/release/librlock.a RLOCK_ASAN_RT=$$rt.asan.a \
+	  RLOCK_TSAN_LIB=$(TSAN_DIR)/$(SAN_TARGET)/release/librlock.a RLOCK_TSAN_RT=$$rt.tsan.a \
 	  bash tests/c/run.sh asan tsan

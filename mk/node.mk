@@ -1,9 +1,10 @@
-# The Node surface: bindings-node/ (napi-rs v3 addon + hand-written JS wrapper), package `rlock`.
+# The Node surface: bindings-node/ (napi-rs v3 addon + hand-written wrapper, in TypeScript where
+# lib/<name>.ts exists and JavaScript elsewhere), package `rlock`.
 
 NODE_DIR := bindings-node
 NPM ?= npm
 
-.PHONY: build-node dev-node test-node node-deps test-bun test-deno
+.PHONY: build-node dev-node node-ts test-node node-deps test-bun test-deno
 BUILD_TARGETS += build-node
 TEST_TARGETS += test-node test-bun test-deno
 
@@ -27,15 +28,22 @@ build-node: node-deps ## Build the Node addon and regenerate bindings-node/index
 	@mkdir -p build
 	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build
 
+# The wrapper's TypeScript sources (bindings-node/lib/*.ts, tsconfig.json) compiled in place, under
+# --strict, to the CommonJS files the package ships (lib/*.js, committed: edit the .ts).
+node-ts: node-deps ## Compile the Node wrapper's TypeScript (bindings-node/lib/*.ts) to its lib/*.js
+	cd $(NODE_DIR) && node_modules/.bin/tsc -p tsconfig.json
+
 # A contributor's loop: the addon in debug (the generated index.js and index.d.ts are the same);
 # then run one test with `cd bindings-node && node --test test/lock.test.js`.
-dev-node: node-deps ## Rebuild the Node addon in debug (fast); make build-node makes the release one
+dev-node: node-deps node-ts ## Rebuild the Node addon in debug (fast) and compile the wrapper's TypeScript; make build-node makes the release one
 	@mkdir -p build
 	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build:debug
 
-test-node: deps build-node testbed ## Node tests (node --test) against private redis-servers; fails on drift
+test-node: deps build-node node-ts testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \
 	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
+	@git diff --exit-code -- $(patsubst %.ts,%.js,$(wildcard $(NODE_DIR)/lib/*.ts)) || \
+	  { echo "bindings-node/lib/*.js drifted from its TypeScript source (lib/*.ts): run make node-ts and commit"; exit 1; }
 	@# rlock.d.ts compiles under --strict, and the shapes users write type-check (test/types.check.ts).
 	cd $(NODE_DIR) && node_modules/.bin/tsc --noEmit --strict --lib esnext --types node --module nodenext \
 	  --moduleResolution nodenext rlock.d.ts test/types.check.ts

@@ -37,6 +37,8 @@ def files(*globs: str) -> list[Path]:
     out = []
     for g in globs:
         out += [p for p in ROOT.glob(g) if str(p.relative_to(ROOT)) not in GENERATED_FILES]
+    # The Node wrapper's .js beside a .ts is tsc's output of it (make node-ts).
+    out = [p for p in out if not (p.suffix == ".js" and p.with_suffix(".ts").exists())]
     return sorted(set(out))
 
 
@@ -50,6 +52,7 @@ surface = files(
     "bindings-node/src/*.rs",
     "bindings-node/rlock.js",
     "bindings-node/lib/*.js",
+    "bindings-node/lib/*.ts",
     "bindings-node/rlock.mjs",
     "bindings-node/rlock.d.ts",
 )

@@ -51,6 +51,7 @@ surface = files(
     "bindings-python/python/rlock/*.pyi",
     "bindings-node/src/*.rs",
     "bindings-node/rlock.js",
+    "bindings-node/rlock.ts",
     "bindings-node/lib/*.js",
     "bindings-node/lib/*.ts",
     "bindings-node/rlock.mjs",

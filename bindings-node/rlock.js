@@ -25,6 +25,6 @@ Object.defineProperty(exports, "PermitExpirableSemaphore", { enumerable: true, g
 Object.defineProperty(exports, "CountDownLatch", { enumerable: true, get: function () { return semaphores_js_1.CountDownLatch; } });
 const client_js_1 = require("./lib/client.js");
 Object.defineProperty(exports, "Client", { enumerable: true, get: function () { return client_js_1.Client; } });
-/** The rlock version, "MAJOR.MINOR.PATCH" (the addon's; the package's own version is the same). */
+/** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version the addon was built from). */
 const version = common_js_1.native.version();
 exports.version = version;

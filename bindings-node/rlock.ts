@@ -11,7 +11,13 @@ import {
 import { Semaphore, PermitExpirableSemaphore, CountDownLatch } from './lib/semaphores.js'
 import { Client } from './lib/client.js'
 
-/** The rlock version, "MAJOR.MINOR.PATCH" (the addon's; the package's own version is the same). */
+export type {
+  ClientOptions, RLockErrorCode, Codes, Kind, ClientInfo, AcquireOptions, SemaphoreAcquireOptions, PermitAcquireOptions,
+  LostEvent, PermitLostEvent, MultiLockAcquireOptions, ClientRecord, Holder, QueuedWaiter, HeldPermit, Channel,
+  Description, Listed, StatsSummary, Stats
+} from './lib/types.js'
+
+/** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version the addon was built from). */
 const version: string = native.version()
 
 export {

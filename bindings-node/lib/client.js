@@ -105,7 +105,7 @@ class Client {
      */
     readWriteLock(name) {
         const sides = this.#native(name, (c) => c.readWriteLock(name));
-        return new locks_js_1.ReadWriteLock(name, sides);
+        return locks_js_1.ReadWriteLock._new(name, sides);
     }
     #native(name, make) {
         let p;
@@ -127,25 +127,25 @@ class Client {
     }
     /** A new handle on the semaphore `name` (Redisson's RSemaphore). */
     semaphore(name) {
-        return new semaphores_js_1.Semaphore(this.#native(name, (c) => c.semaphore(name)), name);
+        return semaphores_js_1.Semaphore._new(this.#native(name, (c) => c.semaphore(name)), name);
     }
     /** A new handle on the permit-expirable semaphore `name` (Redisson's RPermitExpirableSemaphore). */
     permitExpirableSemaphore(name) {
-        return new semaphores_js_1.PermitExpirableSemaphore(this.#native(name, (c) => c.permitExpirableSemaphore(name)), name);
+        return semaphores_js_1.PermitExpirableSemaphore._new(this.#native(name, (c) => c.permitExpirableSemaphore(name)), name);
     }
     /** A new handle on the count-down latch `name` (Redisson's RCountDownLatch). */
     countDownLatch(name) {
-        return new semaphores_js_1.CountDownLatch(this.#native(name, (c) => c.countDownLatch(name)), name);
+        return semaphores_js_1.CountDownLatch._new(this.#native(name, (c) => c.countDownLatch(name)), name);
     }
     #handle(name, kind) {
         const make = kind === 'fenced' ? locks_js_1.FencedLock : locks_js_1.Lock;
-        return new make(this.#native(name, (c) => c.lock(name, kind)), name, kind);
+        return make._new(this.#native(name, (c) => c.lock(name, kind)), name, kind);
     }
     /** Acquires `name` on a new handle; the result releases with `release()` or `await using`. */
     async acquire(name, options) {
         const lock = this.lock(name);
         await lock.acquire(options);
-        return new locks_js_1.HeldLock(lock);
+        return locks_js_1.HeldLock._new(lock);
     }
     /**
      * Runs `fn(lostSignal)` holding `name` and releases afterwards, also when `fn` throws (its

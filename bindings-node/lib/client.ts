@@ -9,6 +9,7 @@ import {
 } from './common.js'
 import { Lock, HeldLock, FencedLock, ReadWriteLock } from './locks.js'
 import { Semaphore, PermitExpirableSemaphore, CountDownLatch } from './semaphores.js'
+import type { AcquireOptions, ClientInfo, ClientOptions, Description, Listed, LostEvent, Stats } from './types.js'
 
 /** Which lock of the family `client.lock` and its siblings make. */
 type HandleKind = Parameters<NativeClient['lock']>[1]
@@ -24,7 +25,7 @@ class Client {
    * Connecting happens in the background; a bad URL or an unreachable server rejects the first
    * call.
    */
-  constructor(url?: string | null, options?: unknown) {
+  constructor(url?: string | null, options?: ClientOptions) {
     if (url !== undefined && url !== null && typeof url !== 'string') {
       this.#ready = quietReject(invalid(`url must be a string (got ${typeof url})`))
       nativeOfClient.set(this, this.#ready)
@@ -73,8 +74,8 @@ class Client {
    * A new handle on the fenced lock `name`: a `Lock` whose `acquire()` resolves a fencing token,
    * strictly larger than any before for that name (Redisson's RFencedLock).
    */
-  fencedLock(name: string): Lock {
-    return this.#handle(name, 'fenced')
+  fencedLock(name: string): FencedLock {
+    return this.#handle(name, 'fenced') as FencedLock
   }
 
   /**
@@ -120,7 +121,7 @@ class Client {
    */
   readWriteLock(name: string): ReadWriteLock {
     const sides = this.#native(name, (c) => c.readWriteLock(name))
-    return new ReadWriteLock(name, sides)
+    return ReadWriteLock._new(name, sides)
   }
 
   #native<N>(name: unknown, make: (c: NativeClient) => N): Promise<N> {
@@ -142,36 +143,36 @@ class Client {
 
   /** A new handle on the semaphore `name` (Redisson's RSemaphore). */
   semaphore(name: string): Semaphore {
-    return new Semaphore(this.#native(name, (c) => c.semaphore(name)), name)
+    return Semaphore._new(this.#native(name, (c) => c.semaphore(name)), name)
   }
 
   /** A new handle on the permit-expirable semaphore `name` (Redisson's RPermitExpirableSemaphore). */
   permitExpirableSemaphore(name: string): PermitExpirableSemaphore {
-    return new PermitExpirableSemaphore(this.#native(name, (c) => c.permitExpirableSemaphore(name)), name)
+    return PermitExpirableSemaphore._new(this.#native(name, (c) => c.permitExpirableSemaphore(name)), name)
   }
 
   /** A new handle on the count-down latch `name` (Redisson's RCountDownLatch). */
   countDownLatch(name: string): CountDownLatch {
-    return new CountDownLatch(this.#native(name, (c) => c.countDownLatch(name)), name)
+    return CountDownLatch._new(this.#native(name, (c) => c.countDownLatch(name)), name)
   }
 
   #handle(name: string, kind: NonNullable<HandleKind>): Lock {
     const make = kind === 'fenced' ? FencedLock : Lock
-    return new make(this.#native(name, (c): NativeLock => c.lock(name, kind)), name, kind)
+    return make._new(this.#native(name, (c): NativeLock => c.lock(name, kind)), name, kind)
   }
 
   /** Acquires `name` on a new handle; the result releases with `release()` or `await using`. */
-  async acquire(name: string, options?: unknown): Promise<HeldLock> {
+  async acquire(name: string, options?: AcquireOptions): Promise<HeldLock> {
     const lock = this.lock(name)
     await lock.acquire(options)
-    return new HeldLock(lock)
+    return HeldLock._new(lock)
   }
 
   /**
    * Runs `fn(lostSignal)` holding `name` and releases afterwards, also when `fn` throws (its
    * error wins over a failed release). Resolves what `fn` resolves.
    */
-  async withLock<T>(name: string, fn: (lostSignal: AbortSignal) => T | Promise<T>, options?: unknown): Promise<T> {
+  async withLock<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function') throw invalid('withLock needs a function')
     const lock = this.lock(name)
     return holding(lock, () => fn(lock.lostSignal), options)
@@ -192,7 +193,7 @@ class Client {
    * loses any of its holds (locks of every kind, permits); resolves a function that removes the
    * listener. Rejects like every call when the client could not connect.
    */
-  async onLost(callback: (event: unknown) => void): Promise<() => boolean> {
+  async onLost(callback: (event: LostEvent) => void): Promise<() => void> {
     if (typeof callback !== 'function') throw invalid('onLost needs a function')
     return listenLost(await this.#ready, callback)
   }
@@ -202,7 +203,7 @@ class Client {
    * out), releases, renewals and their failures, lost holds, pub/sub wake-ups, reconnects, wait
    * and hold times and errors by kind. All zero with `metrics: false`. Sends nothing to Redis.
    */
-  async stats(): Promise<unknown> {
+  async stats(): Promise<Stats> {
     const c = await this.#ready
     return JSON.parse(c.statsJson())
   }
@@ -234,7 +235,7 @@ class Client {
    * rlock.d.ts `Description`; snake_case keys as in every surface's JSON). Rejects
    * RLOCK_INVALID_ARGUMENT for a bad name (nothing sent); a key of another type is kind 'other'.
    */
-  async describe(name: unknown): Promise<unknown> {
+  async describe(name: string): Promise<Description> {
     if (typeof name !== 'string') throw invalid(`name must be a string (got ${typeof name})`)
     return JSON.parse(await callNative(this.#ready, 'describe', name))
   }
@@ -243,7 +244,7 @@ class Client {
    * Names of locks and synchronizers whose key or helper keys match the Redis glob `pattern`
    * (default: all), found with SCAN on every master, sorted; at most `limit` of them.
    */
-  async list(pattern?: unknown, options?: { limit?: unknown }): Promise<unknown> {
+  async list(pattern?: string | null, options?: { limit?: number }): Promise<Listed[]> {
     const limit = options?.limit
     if (pattern !== undefined && pattern !== null && typeof pattern !== 'string') {
       throw invalid(`pattern must be a string (got ${typeof pattern})`)
@@ -255,7 +256,7 @@ class Client {
   }
 
   /** What the URL named (`'single'`, `'cluster'`, `'sentinel'`) and what was decided at connect. */
-  async info(): Promise<{ topology: 'single' | 'cluster' | 'sentinel', shardedPubsub: boolean, replicaSync: boolean }> {
+  async info(): Promise<ClientInfo> {
     const c = await this.#ready
     return { topology: c.topology, shardedPubsub: c.shardedPubsub, replicaSync: c.replicaSync }
   }

@@ -24,12 +24,17 @@ class Lock {
     kind;
     /** Whether acquires take fencing tokens (a `client.fencedLock`). */
     fenced;
+    /** Made by a `Client` (`lock`, `fencedLock`, `fairLock`, `spinLock`, `nonReentrantLock`, `nonReentrantFairLock`) or a `ReadWriteLock`, not directly. */
     constructor(nativePromise, name, kind = 'lock') {
         this.#native = nativePromise;
         common_js_1.nativeOfLock.set(this, nativePromise);
         this.name = name;
         this.kind = kind;
         this.fenced = kind === 'fenced';
+    }
+    /** @internal A handle of this class (a `FencedLock` when called on it) on `nativePromise`. */
+    static _new(nativePromise, name, kind = 'lock') {
+        return new this(nativePromise, name, kind);
     }
     /**
      * Aborts when the watchdog loses this handle's hold; a new hold after a loss gets a fresh
@@ -154,6 +159,10 @@ class HeldLock {
     constructor(lock) {
         this.lock = lock;
     }
+    /** @internal The hold of `lock`, which holds. */
+    static _new(lock) {
+        return new HeldLock(lock);
+    }
     /** Aborts when the watchdog loses the hold. */
     get signal() {
         return this.lock.lostSignal;
@@ -162,6 +171,7 @@ class HeldLock {
     async release() {
         return this.lock.release();
     }
+    /** Releases the hold at the end of an `await using` block (a lost hold rejects RLOCK_LOST). */
     async [Symbol.asyncDispose]() {
         await this.lock.release();
     }
@@ -225,6 +235,14 @@ exports.MultiLock = MultiLock;
  * whose `tryAcquire()` resolves the token or `false`.
  */
 class FencedLock extends Lock {
+    /** Resolves the new fencing token once this handle holds the lock (re-entries take one too). */
+    acquire(options) {
+        return super.acquire(options);
+    }
+    /** Resolves the new token, or false when `waitMs` (default 0: try once) ran out. */
+    tryAcquire(options) {
+        return super.tryAcquire(options);
+    }
 }
 exports.FencedLock = FencedLock;
 /**
@@ -239,8 +257,12 @@ class ReadWriteLock {
     name;
     constructor(name, sides) {
         this.name = name;
-        this.#read = new Lock(sides.then((s) => s[0]), name, 'read');
-        this.#write = new Lock(sides.then((s) => s[1]), name, 'write');
+        this.#read = Lock._new(sides.then((s) => s[0]), name, 'read');
+        this.#write = Lock._new(sides.then((s) => s[1]), name, 'write');
+    }
+    /** @internal The read-write lock `name` whose two sides `sides` resolves to. */
+    static _new(name, sides) {
+        return new ReadWriteLock(name, sides);
     }
     /** The read side: shared with other readers, excluded by another owner's write hold. */
     readLock() {
@@ -354,8 +376,17 @@ exports.RedLock = RedLock;
  * `redisson_lock_token:{name}`). Tokens are numbers, exact up to 2^53.
  */
 class FencedRedLock extends RedLock {
+    /** A fenced RedLock on `name` over `clients` (an odd number, at least 3, one per server). */
     constructor(name, clients) {
         super(name, clients, true);
+    }
+    /** Takes the lock on a majority; resolves the new token. */
+    acquire(options) {
+        return super.acquire(options);
+    }
+    /** Resolves the new token, or false when `waitMs` (default 0) ran out. */
+    tryAcquire(options) {
+        return super.tryAcquire(options);
     }
 }
 exports.FencedRedLock = FencedRedLock;

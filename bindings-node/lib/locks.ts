@@ -7,6 +7,8 @@ import {
   native, RLockError, codes, mapError, invalid, callNative, acquiring, holding, lostListeners, listenLost,
   nativeOfLock, nativeOfClient
 } from './common.js'
+import type { AcquireOptions, LostEvent, MultiLockAcquireOptions } from './types.js'
+import type { Client } from './client.js'
 
 /** Which lock of the family a `Lock` handle is. */
 type LockKind = NativeLock['kind']
@@ -29,12 +31,18 @@ class Lock {
   /** Whether acquires take fencing tokens (a `client.fencedLock`). */
   readonly fenced: boolean
 
-  constructor(nativePromise: Promise<NativeLock>, name: string, kind: LockKind = 'lock') {
+  /** Made by a `Client` (`lock`, `fencedLock`, `fairLock`, `spinLock`, `nonReentrantLock`, `nonReentrantFairLock`) or a `ReadWriteLock`, not directly. */
+  protected constructor(nativePromise: Promise<NativeLock>, name: string, kind: LockKind = 'lock') {
     this.#native = nativePromise
     nativeOfLock.set(this, nativePromise)
     this.name = name
     this.kind = kind
     this.fenced = kind === 'fenced'
+  }
+
+  /** @internal A handle of this class (a `FencedLock` when called on it) on `nativePromise`. */
+  static _new(nativePromise: Promise<NativeLock>, name: string, kind: LockKind = 'lock'): Lock {
+    return new this(nativePromise, name, kind)
   }
 
   /**
@@ -76,7 +84,7 @@ class Lock {
    * `waitMs` (reject with RLOCK_NOT_ACQUIRED after it), `leaseMs` (fixed lease; default: the
    * watchdog renews until release), `signal` (reject with its AbortError when it aborts).
    */
-  async acquire(options?: unknown): Promise<void | number> {
+  async acquire(options?: AcquireOptions): Promise<void | number> {
     // A fenced lock's token comes in the acquire's own reply (never a second read).
     const token = await this.#acquireWith(false, options)
     if (this.fenced) return token as number
@@ -86,7 +94,7 @@ class Lock {
    * Like `acquire`, but resolves `false` instead of waiting past `waitMs` (default 0); `true`
    * when held (a fenced lock: the new fencing token).
    */
-  async tryAcquire(options?: unknown): Promise<boolean | number> {
+  async tryAcquire(options?: AcquireOptions): Promise<boolean | number> {
     const token = await this.#acquireWith(true, options)
     if (token === false) return false
     return this.fenced ? token as number : true
@@ -117,7 +125,7 @@ class Lock {
    * watchdog loses this handle's hold; resolves a function that removes the listener. Reasons:
    * 'gone', 'lease_doubt', 'lease_ending'.
    */
-  async onLost(callback: (event: unknown) => void): Promise<() => boolean> {
+  async onLost(callback: (event: LostEvent) => void): Promise<() => void> {
     if (typeof callback !== 'function') throw invalid('onLost needs a function')
     return listenLost(await this.#native, callback)
   }
@@ -163,12 +171,17 @@ class Lock {
 }
 
 /** A hold returned by `client.acquire`; `await using` releases it at the end of the block. */
-class HeldLock {
+class HeldLock implements AsyncDisposable {
   /** The `Lock` handle that holds. */
   readonly lock: Lock
 
-  constructor(lock: Lock) {
+  private constructor(lock: Lock) {
     this.lock = lock
+  }
+
+  /** @internal The hold of `lock`, which holds. */
+  static _new(lock: Lock): HeldLock {
+    return new HeldLock(lock)
   }
 
   /** Aborts when the watchdog loses the hold. */
@@ -181,6 +194,7 @@ class HeldLock {
     return this.lock.release()
   }
 
+  /** Releases the hold at the end of an `await using` block (a lost hold rejects RLOCK_LOST). */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.lock.release()
   }
@@ -218,12 +232,12 @@ class MultiLock {
    * `leaseMs` (each member's lease; default: the watchdog), `signal` (reject with its
    * AbortError; nothing held).
    */
-  async acquire(options?: unknown): Promise<void> {
+  async acquire(options?: MultiLockAcquireOptions): Promise<void> {
     await acquiring(this.#native, options, false)
   }
 
   /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round). */
-  async tryAcquire(options?: unknown): Promise<boolean> {
+  async tryAcquire(options?: MultiLockAcquireOptions): Promise<boolean> {
     return (await acquiring(this.#native, options, true)) ?? false
   }
 
@@ -238,7 +252,7 @@ class MultiLock {
   }
 
   /** Runs `fn()` holding every member and releases afterwards; resolves what `fn` resolves. */
-  async withLock<T>(fn: () => T | Promise<T>, options?: unknown): Promise<T> {
+  async withLock<T>(fn: () => T | Promise<T>, options?: MultiLockAcquireOptions): Promise<T> {
     return holding(this, fn, options)
   }
 }
@@ -248,7 +262,22 @@ class MultiLock {
  * `acquire()` resolves a fencing token, strictly larger than any before for that name, and
  * whose `tryAcquire()` resolves the token or `false`.
  */
-class FencedLock extends Lock {}
+class FencedLock extends Lock {
+  /** Always `'fenced'`. */
+  declare readonly kind: 'fenced'
+  /** Always `true`. */
+  declare readonly fenced: true
+
+  /** Resolves the new fencing token once this handle holds the lock (re-entries take one too). */
+  override acquire(options?: AcquireOptions): Promise<number> {
+    return super.acquire(options) as Promise<number>
+  }
+
+  /** Resolves the new token, or false when `waitMs` (default 0: try once) ran out. */
+  override tryAcquire(options?: AcquireOptions): Promise<number | false> {
+    return super.tryAcquire(options) as Promise<number | false>
+  }
+}
 
 /**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
@@ -261,10 +290,15 @@ class ReadWriteLock {
   /** The lock name (its Redis key). */
   readonly name: string
 
-  constructor(name: string, sides: Promise<NativeLock[]>) {
+  private constructor(name: string, sides: Promise<NativeLock[]>) {
     this.name = name
-    this.#read = new Lock(sides.then((s) => s[0]), name, 'read')
-    this.#write = new Lock(sides.then((s) => s[1]), name, 'write')
+    this.#read = Lock._new(sides.then((s) => s[0]), name, 'read')
+    this.#write = Lock._new(sides.then((s) => s[1]), name, 'write')
+  }
+
+  /** @internal The read-write lock `name` whose two sides `sides` resolves to. */
+  static _new(name: string, sides: Promise<NativeLock[]>): ReadWriteLock {
+    return new ReadWriteLock(name, sides)
   }
 
   /** The read side: shared with other readers, excluded by another owner's write hold. */
@@ -292,11 +326,15 @@ class RedLock {
   /** The lock name (the key on every server). */
   readonly name: string
   /** The clients, one per server. */
-  readonly clients: readonly object[]
+  readonly clients: readonly Client[]
   /** How many servers make a majority. */
   readonly quorum: number
 
-  constructor(name: string, clients: object[], fenced = false) {
+  /** A RedLock on `name` over `clients` (an odd number, at least 3, one per server). */
+  constructor(name: string, clients: Client[])
+  /** @internal A `FencedRedLock` when `fenced`. */
+  constructor(name: string, clients: Client[], fenced: boolean)
+  constructor(name: string, clients: Client[], fenced = false) {
     if (!Array.isArray(clients) || !clients.every((c) => nativeOfClient.has(c))) {
       throw invalid('a RedLock needs an array of Clients (an odd number, at least 3)')
     }
@@ -321,7 +359,7 @@ class RedLock {
    * with its AbortError; nothing held). Rejects RLOCK_CONNECTION or RLOCK_TIMEOUT when more
    * than a minority of the servers failed. A `FencedRedLock` resolves the new token.
    */
-  async acquire(options?: unknown): Promise<void | number> {
+  async acquire(options?: MultiLockAcquireOptions): Promise<void | number> {
     const token = await acquiring(this.#native, options, false)
     if (this.#fenced) return token
   }
@@ -330,7 +368,7 @@ class RedLock {
    * Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round);
    * `true` when held (a `FencedRedLock`: the new token).
    */
-  async tryAcquire(options?: unknown): Promise<boolean | number> {
+  async tryAcquire(options?: MultiLockAcquireOptions): Promise<boolean | number> {
     const token = await acquiring(this.#native, options, true)
     if (token === null) return false
     return this.#fenced ? token : true
@@ -368,13 +406,13 @@ class RedLock {
    * Calls `callback({ name, kind: 'red_lock', owner, reason, permitId: null })` when this
    * handle's hold is left with fewer than a majority; resolves a function that removes it.
    */
-  async onLost(callback: (event: unknown) => void): Promise<() => boolean> {
+  async onLost(callback: (event: LostEvent) => void): Promise<() => void> {
     if (typeof callback !== 'function') throw invalid('onLost needs a function')
     return listenLost(await this.#native, callback)
   }
 
   /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */
-  async withLock<T>(fn: () => T | Promise<T>, options?: unknown): Promise<T> {
+  async withLock<T>(fn: () => T | Promise<T>, options?: MultiLockAcquireOptions): Promise<T> {
     return holding(this, fn, options)
   }
 }
@@ -385,18 +423,29 @@ class RedLock {
  * `redisson_lock_token:{name}`). Tokens are numbers, exact up to 2^53.
  */
 class FencedRedLock extends RedLock {
-  constructor(name: string, clients: object[]) {
+  /** A fenced RedLock on `name` over `clients` (an odd number, at least 3, one per server). */
+  constructor(name: string, clients: Client[]) {
     super(name, clients, true)
+  }
+
+  /** Takes the lock on a majority; resolves the new token. */
+  override acquire(options?: MultiLockAcquireOptions): Promise<number> {
+    return super.acquire(options) as Promise<number>
+  }
+
+  /** Resolves the new token, or false when `waitMs` (default 0) ran out. */
+  override tryAcquire(options?: MultiLockAcquireOptions): Promise<number | false> {
+    return super.tryAcquire(options) as Promise<number | false>
   }
 }
 
 /** A `RedLock` on `name` over `clients` (an odd number, at least 3, one per server). */
-function redLock(name: string, clients: object[]): RedLock {
+function redLock(name: string, clients: Client[]): RedLock {
   return new RedLock(name, clients)
 }
 
 /** A `FencedRedLock` on `name` over `clients`. */
-function fencedRedLock(name: string, clients: object[]): FencedRedLock {
+function fencedRedLock(name: string, clients: Client[]): FencedRedLock {
   return new FencedRedLock(name, clients)
 }
 

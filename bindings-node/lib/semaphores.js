@@ -4,8 +4,10 @@
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.CountDownLatch = exports.PermitExpirableSemaphore = exports.Semaphore = void 0;
 const common_js_1 = require("./common.js");
-// What the semaphore and the permit-expirable semaphore share: the count of free permits in the
-// key `name` (set, read, added to). `_native` is the native handle (a promise), `_call` calls it.
+/**
+ * What the semaphore and the permit-expirable semaphore share: the count of free permits in the
+ * key `name` (set, read, added to). `_native` is the native handle (a promise), `_call` calls it.
+ */
 class Permits {
     _native;
     /** The semaphore name (the Redis key of its count of free permits). */
@@ -41,6 +43,10 @@ class Permits {
  * Made by `client.semaphore(name)`.
  */
 class Semaphore extends Permits {
+    /** @internal The semaphore `name` on the native handle `nativePromise` resolves to. */
+    static _new(nativePromise, name) {
+        return new Semaphore(nativePromise, name);
+    }
     async #acquireWith(options, tryOnce) {
         const { permits, waitMs, signal } = (0, common_js_1.optionsObject)(options);
         const p = (0, common_js_1.permitsArg)(permits);
@@ -78,6 +84,10 @@ exports.Semaphore = Semaphore;
  * timeout. Made by `client.permitExpirableSemaphore(name)`.
  */
 class PermitExpirableSemaphore extends Permits {
+    /** @internal The semaphore `name` on the native handle `nativePromise` resolves to. */
+    static _new(nativePromise, name) {
+        return new PermitExpirableSemaphore(nativePromise, name);
+    }
     /**
      * Takes a permit and resolves its id. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it),
      * `leaseMs` (the permit expires then; absent: the watchdog renews it), `signal` (reject with
@@ -157,6 +167,10 @@ class CountDownLatch {
     constructor(nativePromise, name) {
         this.#native = nativePromise;
         this.name = name;
+    }
+    /** @internal The latch `name` on the native handle `nativePromise` resolves to. */
+    static _new(nativePromise, name) {
+        return new CountDownLatch(nativePromise, name);
     }
     /** Sets the count (a whole number >= 0) when the latch does not exist; resolves whether set. */
     async trySetCount(count) {

@@ -6,15 +6,18 @@ import {
   invalid, optionalMs, optionsObject, callNative, checkSignal, cancellable, orNone, acquiring, listenLost,
   permitsArg
 } from './common.js'
+import type { PermitAcquireOptions, PermitLostEvent, SemaphoreAcquireOptions } from './types.js'
 
-// What the semaphore and the permit-expirable semaphore share: the count of free permits in the
-// key `name` (set, read, added to). `_native` is the native handle (a promise), `_call` calls it.
+/**
+ * What the semaphore and the permit-expirable semaphore share: the count of free permits in the
+ * key `name` (set, read, added to). `_native` is the native handle (a promise), `_call` calls it.
+ */
 class Permits<N extends NativeSemaphore | NativePermitSemaphore> {
   protected readonly _native: Promise<N>
   /** The semaphore name (the Redis key of its count of free permits). */
   readonly name: string
 
-  constructor(nativePromise: Promise<N>, name: string) {
+  protected constructor(nativePromise: Promise<N>, name: string) {
     this._native = nativePromise
     this.name = name
   }
@@ -24,7 +27,7 @@ class Permits<N extends NativeSemaphore | NativePermitSemaphore> {
   }
 
   /** Sets the permits when the semaphore does not exist (`ttlMs`: it expires); resolves whether set. */
-  async trySetPermits(permits: unknown, options?: unknown): Promise<boolean> {
+  async trySetPermits(permits: number, options?: { ttlMs?: number }): Promise<boolean> {
     const { ttlMs } = optionsObject(options)
     if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
     return this._call('trySetPermits', permits, optionalMs('ttlMs', ttlMs))
@@ -36,7 +39,7 @@ class Permits<N extends NativeSemaphore | NativePermitSemaphore> {
   }
 
   /** Adds `n` permits (negative removes them); resolves the new count of free ones. */
-  async addPermits(n: unknown): Promise<number> {
+  async addPermits(n: number): Promise<number> {
     if (typeof n !== 'number') throw invalid(`n must be a number (got ${typeof n})`)
     return this._call('addPermits', n)
   }
@@ -48,6 +51,11 @@ class Permits<N extends NativeSemaphore | NativePermitSemaphore> {
  * Made by `client.semaphore(name)`.
  */
 class Semaphore extends Permits<NativeSemaphore> {
+  /** @internal The semaphore `name` on the native handle `nativePromise` resolves to. */
+  static _new(nativePromise: Promise<NativeSemaphore>, name: string): Semaphore {
+    return new Semaphore(nativePromise, name)
+  }
+
   async #acquireWith(options: unknown, tryOnce: boolean): Promise<boolean> {
     const { permits, waitMs, signal } = optionsObject(options)
     const p = permitsArg(permits)
@@ -62,17 +70,17 @@ class Semaphore extends Permits<NativeSemaphore> {
    * Takes `permits` (default 1). Options: `permits`, `waitMs` (reject RLOCK_NOT_ACQUIRED after
    * it, nothing taken), `signal` (reject with its AbortError; nothing taken).
    */
-  async acquire(options?: unknown): Promise<void> {
+  async acquire(options?: SemaphoreAcquireOptions): Promise<void> {
     await this.#acquireWith(options, false)
   }
 
   /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: try once). */
-  async tryAcquire(options?: unknown): Promise<boolean> {
+  async tryAcquire(options?: SemaphoreAcquireOptions): Promise<boolean> {
     return this.#acquireWith(options, true)
   }
 
   /** Gives back `permits` (default 1); resolves the new count. */
-  async release(permits?: unknown): Promise<number> {
+  async release(permits?: number): Promise<number> {
     return this._call('release', permitsArg(permits))
   }
 
@@ -89,28 +97,33 @@ class Semaphore extends Permits<NativeSemaphore> {
  * timeout. Made by `client.permitExpirableSemaphore(name)`.
  */
 class PermitExpirableSemaphore extends Permits<NativePermitSemaphore> {
+  /** @internal The semaphore `name` on the native handle `nativePromise` resolves to. */
+  static _new(nativePromise: Promise<NativePermitSemaphore>, name: string): PermitExpirableSemaphore {
+    return new PermitExpirableSemaphore(nativePromise, name)
+  }
+
   /**
    * Takes a permit and resolves its id. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it),
    * `leaseMs` (the permit expires then; absent: the watchdog renews it), `signal` (reject with
    * its AbortError; nothing taken).
    */
-  async acquire(options?: unknown): Promise<string> {
+  async acquire(options?: PermitAcquireOptions): Promise<string> {
     return acquiring(this._native, options, false)
   }
 
   /** Like `acquire`, resolving `null` instead of waiting past `waitMs` (default 0: try once). */
-  async tryAcquire(options?: unknown): Promise<string | null> {
+  async tryAcquire(options?: PermitAcquireOptions): Promise<string | null> {
     return acquiring(this._native, options, true)
   }
 
   /** Releases permit `permitId`; rejects RLOCK_NOT_HELD when it is not held, RLOCK_LOST when the watchdog lost it. */
-  async release(permitId: unknown): Promise<void> {
+  async release(permitId: string): Promise<void> {
     if (typeof permitId !== 'string') throw invalid(`permitId must be a string (got ${typeof permitId})`)
     return this._call('release', permitId)
   }
 
   /** Makes the held permit expire `leaseMs` from now (absent or null: the watchdog renews it). */
-  async updateLease(permitId: unknown, leaseMs?: unknown): Promise<void> {
+  async updateLease(permitId: string, leaseMs?: number | null): Promise<void> {
     if (typeof permitId !== 'string') throw invalid(`permitId must be a string (got ${typeof permitId})`)
     return this._call('updateLease', permitId, optionalMs('leaseMs', leaseMs))
   }
@@ -121,12 +134,12 @@ class PermitExpirableSemaphore extends Permits<NativePermitSemaphore> {
   }
 
   /** Whether this client's watchdog lost the permit (until it is released). */
-  async isLost(permitId: unknown): Promise<boolean> {
+  async isLost(permitId: string): Promise<boolean> {
     return (await this._native).isLost(String(permitId))
   }
 
   /** How long, in whole ms, local time still proves the permit (0: not held by this client, lost, or in doubt). Sends nothing. */
-  async validForMs(permitId: unknown): Promise<number> {
+  async validForMs(permitId: string): Promise<number> {
     return (await this._native).validForMs(String(permitId))
   }
 
@@ -135,7 +148,7 @@ class PermitExpirableSemaphore extends Permits<NativePermitSemaphore> {
    * client's watchdog loses a permit of this semaphore. Resolves a function that removes the
    * listener.
    */
-  async onLost(callback: (event: unknown) => void): Promise<() => boolean> {
+  async onLost(callback: (event: PermitLostEvent) => void): Promise<() => void> {
     if (typeof callback !== 'function') throw invalid('onLost needs a function')
     return listenLost(await this._native, callback)
   }
@@ -144,7 +157,7 @@ class PermitExpirableSemaphore extends Permits<NativePermitSemaphore> {
    * Runs `fn(permitId)` holding a permit (options as `acquire`) and releases it afterwards, also
    * when `fn` throws (its error wins over a failed release). Resolves what `fn` resolves.
    */
-  async withPermit<T>(fn: (permitId: string) => T | Promise<T>, options?: unknown): Promise<T> {
+  async withPermit<T>(fn: (permitId: string) => T | Promise<T>, options?: PermitAcquireOptions): Promise<T> {
     if (typeof fn !== 'function') throw invalid('withPermit needs a function')
     const permitId = await this.acquire(options)
     let result: T
@@ -169,13 +182,18 @@ class CountDownLatch {
   /** The latch name (its Redis key). */
   readonly name: string
 
-  constructor(nativePromise: Promise<NativeCountDownLatch>, name: string) {
+  private constructor(nativePromise: Promise<NativeCountDownLatch>, name: string) {
     this.#native = nativePromise
     this.name = name
   }
 
+  /** @internal The latch `name` on the native handle `nativePromise` resolves to. */
+  static _new(nativePromise: Promise<NativeCountDownLatch>, name: string): CountDownLatch {
+    return new CountDownLatch(nativePromise, name)
+  }
+
   /** Sets the count (a whole number >= 0) when the latch does not exist; resolves whether set. */
-  async trySetCount(count: unknown): Promise<boolean> {
+  async trySetCount(count: number): Promise<boolean> {
     if (typeof count !== 'number') throw invalid(`count must be a number (got ${typeof count})`)
     return callNative(this.#native, 'trySetCount', count)
   }
@@ -194,7 +212,7 @@ class CountDownLatch {
    * Resolves `true` once the latch is open, `false` when `waitMs` ran out first (default: no
    * limit). `signal` rejects with its AbortError.
    */
-  async wait(options?: unknown): Promise<boolean> {
+  async wait(options?: { waitMs?: number; signal?: AbortSignal }): Promise<boolean> {
     const { waitMs, signal } = optionsObject(options)
     const wait = optionalMs('waitMs', waitMs)
     checkSignal(signal)

@@ -28,3 +28,13 @@ Object.defineProperty(exports, "Client", { enumerable: true, get: function () { 
 /** The rlock version, "MAJOR.MINOR.PATCH" (the workspace version the addon was built from). */
 const version = common_js_1.native.version();
 exports.version = version;
+/**
+ * The whole API as one object: the default export of `rlock` (`import rlock from 'rlock'`).
+ * tsc marks this module `__esModule`, so compiled CommonJS (TypeScript's esModuleInterop, Babel,
+ * swc) and Bun take a default import from here, not from the module object; it holds every name.
+ */
+const rlock = {
+    version, Client: client_js_1.Client, Lock: locks_js_1.Lock, FencedLock: locks_js_1.FencedLock, ReadWriteLock: locks_js_1.ReadWriteLock, MultiLock: locks_js_1.MultiLock, RedLock: locks_js_1.RedLock, FencedRedLock: locks_js_1.FencedRedLock, redLock: locks_js_1.redLock, fencedRedLock: locks_js_1.fencedRedLock,
+    Semaphore: semaphores_js_1.Semaphore, PermitExpirableSemaphore: semaphores_js_1.PermitExpirableSemaphore, CountDownLatch: semaphores_js_1.CountDownLatch, HeldLock: locks_js_1.HeldLock, RLockError: common_js_1.RLockError, codes: common_js_1.codes
+};
+exports.default = rlock;

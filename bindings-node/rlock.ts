@@ -24,3 +24,14 @@ export {
   version, Client, Lock, FencedLock, ReadWriteLock, MultiLock, RedLock, FencedRedLock, redLock, fencedRedLock,
   Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes
 }
+
+/**
+ * The whole API as one object: the default export of `rlock` (`import rlock from 'rlock'`).
+ * tsc marks this module `__esModule`, so compiled CommonJS (TypeScript's esModuleInterop, Babel,
+ * swc) and Bun take a default import from here, not from the module object; it holds every name.
+ */
+const rlock = {
+  version, Client, Lock, FencedLock, ReadWriteLock, MultiLock, RedLock, FencedRedLock, redLock, fencedRedLock,
+  Semaphore, PermitExpirableSemaphore, CountDownLatch, HeldLock, RLockError, codes
+}
+export default rlock

@@ -47,6 +47,11 @@ test-node: deps build-node node-ts testbed ## Node tests (node --test) against p
 	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
 	@git diff --exit-code -- $(NODE_TS:.ts=.js) $(NODE_TS:.ts=.d.ts) || \
 	  { echo "bindings-node's .js or .d.ts drifted from its TypeScript source: run make node-ts and commit"; exit 1; }
+	@# Output git does not have (a new .ts whose output was never added), and output of a .ts
+	@# that is gone.
+	@new=$$(git status --porcelain --untracked-files=all -- $(NODE_DIR)/rlock.js $(NODE_DIR)/rlock.d.ts $(NODE_DIR)/lib); \
+	  [ -z "$$new" ] || { echo "bindings-node: make node-ts wrote files git does not have: $$new"; exit 1; }
+	@for f in $(NODE_DIR)/lib/*.js; do [ -e "$${f%.js}.ts" ] || { echo "$$f has no $${f%.js}.ts: remove it"; exit 1; }; done
 	@# The emitted types compile under --strict without skipLibCheck, and the shapes users write
 	@# type-check (test/types.check.ts).
 	cd $(NODE_DIR) && node_modules/.bin/tsc --ignoreConfig --noEmit --strict --lib esnext --types node --module nodenext \

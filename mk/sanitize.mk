@@ -1,13 +1,14 @@
 # Sanitizers on the C ABI (issue 45): librlock built on nightly twice, with AddressSanitizer and
 # with ThreadSanitizer (-Zsanitizer=..., the standard library rebuilt with it: -Zbuild-std, which
 # needs the rust-src component), and run by tests/c/run.sh against private servers as the
-# valgrind runs are:
-# Both link rustc's runtime of the sanitizer (tests/c/run.sh says why not GCC's).
+# valgrind runs are (both programs link rustc's runtime of the sanitizer; run.sh says why not
+# GCC's):
 # - asan: the C tests and the multi-threaded stress (tests/c/stress.c), built with
 #   -fsanitize=address,undefined. Use-after-free, double free, overflows and leaks on either side
 #   of the boundary stop the run with both stacks.
-# - tsan: the stress, built with -fsanitize=thread. A data race on either side fails it (tests/c/tsan.supp lists the one known false
-#   report, inside tokio, and why); a race planted in the program must be reported first.
+# - tsan: the stress, built with -fsanitize=thread. A data race on either side fails it
+#   (tests/c/tsan.supp lists the one known false report, inside tokio, and why); a race planted
+#   in the program must be reported first.
 # CI runs it (.ci/run); the nightly toolchain and its rust-src are installed by `nightly-src`.
 # llvm-symbolizer: the sanitizers name functions and lines with it (the planted-race check and
 # tests/c/tsan.supp match on those names).

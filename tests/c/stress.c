@@ -291,7 +291,6 @@ static void threads_sharing_a_client(void) {
     EXPECT(atomic_load(&s.lock_acquires) == THREADS * rounds);
     EXPECT(atomic_load(&s.fair_acquires) == THREADS * rounds);
     EXPECT(atomic_load(&s.sem_acquires) == THREADS * rounds);
-    EXPECT(atomic_load(&s.most_in_sem) >= 1 && atomic_load(&s.most_in_sem) <= PERMITS);
     bool locked = true;
     EXPECT_RC(rlock_lock_is_locked(s.lock, &locked), RLOCK_OK);
     EXPECT(!locked);
@@ -326,8 +325,7 @@ static void threads_sharing_a_client(void) {
 /* ---- a client freed while its threads are in calls ---- */
 
 struct victim_worker {
-    rlock_client *client; /* made by main; its calls race the free */
-    rlock_lock *lock;     /* this thread's handle, freed by main after the join */
+    rlock_lock *lock; /* this thread's handle on the client main frees, freed after the join */
     int ok, not_acquired, closed, other;
 };
 
@@ -376,7 +374,6 @@ static void a_client_freed_during_calls(void) {
     atomic_store(&progress, 0);
     atomic_store(&victim_freed, false);
     for (int i = 0; i < THREADS; i++) {
-        workers[i].client = victim;
         EXPECT_RC(rlock_lock_new(victim, name_victim, RLOCK_LOCK, &workers[i].lock), RLOCK_OK);
         if (!workers[i].lock) return;
     }

@@ -303,7 +303,7 @@ export declare function redLockQuorum(servers: number): number
  * whole process (`rlock.js` sets one at load that calls `process.emitWarning`). Weak: it never
  * keeps the process alive. Replaces any earlier callback.
  */
-export declare function setLogCallback(callback: (arg: LogArgs) => void): void
+export declare function setLogCallback(callback: (level: string, target: string, message: string) => void): void
 
 /**
  * Tells the addon which JS runtime loaded it: `'node'`, `'bun'`, `'deno'` or another name

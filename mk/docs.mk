@@ -2,8 +2,8 @@
 # `run` or `no-run`; tools/doc-examples.py extracts the `run` ones and runs them against private
 # redis-servers from rlock-testbed (Rust through a generated crate, Python in .venv, Node with the
 # built bindings-node, C against librlock, shell with the rlock command), and checks that every
-# relative link resolves. tools/dts-docs.py checks that bindings-node/rlock.d.ts has JSDoc on every
-# exported declaration and member. `make docs-check`, also run by `make test`.
+# relative link resolves. tools/dts-docs.py checks that the Node package's types (rlock.d.ts and
+# lib/*.d.ts, emitted by tsc) have JSDoc on every declaration and member a user can reach. `make docs-check`, also run by `make test`.
 TEST_TARGETS += docs-check
 
 .PHONY: docs-check

@@ -1,9 +1,10 @@
-# The Node surface: bindings-node/ (napi-rs v3 addon + hand-written JS wrapper), package `rlock`.
+# The Node surface: bindings-node/ (napi-rs v3 addon + hand-written TypeScript wrapper), package
+# `rlock`.
 
 NODE_DIR := bindings-node
 NPM ?= npm
 
-.PHONY: build-node dev-node test-node node-deps test-bun test-deno
+.PHONY: build-node dev-node node-ts test-node node-deps test-bun test-deno
 BUILD_TARGETS += build-node
 TEST_TARGETS += test-node test-bun test-deno
 
@@ -27,17 +28,33 @@ build-node: node-deps ## Build the Node addon and regenerate bindings-node/index
 	@mkdir -p build
 	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build
 
+# The wrapper's TypeScript sources (bindings-node/rlock.ts and lib/*.ts, tsconfig.json) compiled
+# in place, under --strict, to the CommonJS files the package ships (rlock.js, lib/*.js,
+# committed: edit the .ts), and the package's types (rlock.d.ts, lib/*.d.ts; the generated blocks of
+# lib/types.ts come from core through `make generated`).
+NODE_TS := $(NODE_DIR)/rlock.ts $(filter-out %.d.ts,$(wildcard $(NODE_DIR)/lib/*.ts))
+node-ts: node-deps ## Compile the Node wrapper's TypeScript (bindings-node/rlock.ts, lib/*.ts) to its .js
+	cd $(NODE_DIR) && node_modules/.bin/tsc -p tsconfig.json
+
 # A contributor's loop: the addon in debug (the generated index.js and index.d.ts are the same);
 # then run one test with `cd bindings-node && node --test test/lock.test.js`.
-dev-node: node-deps ## Rebuild the Node addon in debug (fast); make build-node makes the release one
+dev-node: node-deps node-ts ## Rebuild the Node addon in debug (fast) and compile the wrapper's TypeScript; make build-node makes the release one
 	@mkdir -p build
 	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build:debug
 
-test-node: deps build-node testbed ## Node tests (node --test) against private redis-servers; fails on drift
+test-node: deps build-node node-ts testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \
 	  { echo "bindings-node/index.js or index.d.ts drifted from the Rust code: commit the regenerated files"; exit 1; }
-	@# rlock.d.ts compiles under --strict, and the shapes users write type-check (test/types.check.ts).
-	cd $(NODE_DIR) && node_modules/.bin/tsc --noEmit --strict --lib esnext --types node --module nodenext \
+	@git diff --exit-code -- $(NODE_TS:.ts=.js) $(NODE_TS:.ts=.d.ts) || \
+	  { echo "bindings-node's .js or .d.ts drifted from its TypeScript source: run make node-ts and commit"; exit 1; }
+	@# Output git does not have (a new .ts whose output was never added), and output of a .ts
+	@# that is gone.
+	@new=$$(git status --porcelain --untracked-files=all -- $(NODE_DIR)/rlock.js $(NODE_DIR)/rlock.d.ts $(NODE_DIR)/lib); \
+	  [ -z "$$new" ] || { echo "bindings-node: make node-ts wrote files git does not have: $$new"; exit 1; }
+	@for f in $(NODE_DIR)/lib/*.js; do [ -e "$${f%.js}.ts" ] || { echo "$$f has no $${f%.js}.ts: remove it"; exit 1; }; done
+	@# The emitted types compile under --strict without skipLibCheck, and the shapes users write
+	@# type-check (test/types.check.ts).
+	cd $(NODE_DIR) && node_modules/.bin/tsc --ignoreConfig --noEmit --strict --lib esnext --types node --module nodenext \
 	  --moduleResolution nodenext rlock.d.ts test/types.check.ts
 	@# The cluster tests use the private cluster examples/redis.sh starts (RLOCK_CLUSTER_URL).
 	@# The suite runs on the Active LTS line, Node 26, from the npm registry into the cache

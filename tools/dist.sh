@@ -230,7 +230,7 @@ mkdir -p "$STAGE/npm-rlock/lib"
 flock "$ROOT/build/node-generated.lock" cp bindings-node/README.md bindings-node/rlock.js \
   bindings-node/rlock.mjs bindings-node/rlock.d.ts bindings-node/index.js bindings-node/index.d.ts \
   LICENSE-MIT LICENSE-APACHE "$STAGE/npm-rlock/"
-cp bindings-node/lib/*.js "$STAGE/npm-rlock/lib/"
+cp bindings-node/lib/*.js bindings-node/lib/*.d.ts "$STAGE/npm-rlock/lib/"
 node -e '
 const fs = require("fs")
 const [src, dst, version, ...deps] = process.argv.slice(1)

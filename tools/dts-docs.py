@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Checks that the Node package's types carry JSDoc (`make docs-check`).
 
-Every exported declaration of bindings-node/rlock.d.ts (`export ...`, `declare ...`, but not
-`export default`) and every member of its classes and interfaces must follow a `/** ... */`
-comment, so editors show a description for everything a user can reach. Prints what misses one
-and fails.
+The package's types are what tsc emits from the wrapper's TypeScript (bindings-node/rlock.d.ts
+and lib/*.d.ts). Every declaration there (`export ...`, `declare ...`, but not the lists of
+names `export { ... }` re-exports) and every member of its classes and interfaces a user can
+reach (not `private`, `protected` or `#private`) must follow a `/** ... */` comment, so editors
+show a description for everything a user can reach. Prints what misses one and fails.
 
-    tools/dts-docs.py [FILE.d.ts]
+    tools/dts-docs.py [FILE.d.ts ...]
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "bindings-node" / "rlock.d.ts"
+NODE = ROOT / "bindings-node"
 
 
 def undocumented(text: str) -> list:
@@ -44,10 +45,10 @@ def undocumented(text: str) -> list:
             continue
         top = depth == 0
         member = depth >= 1 and bodies and bodies[-1] and depth == len(bodies)
-        if top and re.match(r"(export|declare)\b", line) and not line.startswith("export default"):
+        if top and re.match(r"(export|declare)\b", line) and not re.match(r"export (default\b|(type )?\{)", line):
             if not documented:
                 missing.append((n, line))
-        elif member and not line.startswith("}") and not re.match(r"private\b", line):
+        elif member and not line.startswith("}") and not re.match(r"(private|protected)\b|#private;", line):
             if not documented:
                 missing.append((n, line))
         documented = False
@@ -63,14 +64,17 @@ def undocumented(text: str) -> list:
 
 
 def main() -> int:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    missing = undocumented(path.read_text())
-    for n, line in missing:
-        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{n}: no /** */ comment before: {line}")
+    paths = [Path(a) for a in sys.argv[1:]] or [NODE / "rlock.d.ts", *sorted((NODE / "lib").glob("*.d.ts"))]
+    missing = []
+    for path in paths:
+        for n, line in undocumented(path.read_text()):
+            missing.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{n}: no /** */ comment before: {line}")
+    for m in missing:
+        print(m)
     if missing:
         print(f"{len(missing)} declaration(s) without JSDoc")
         return 1
-    print(f"{path.name}: every exported declaration and member has JSDoc")
+    print(f"{', '.join(p.name for p in paths)}: every declaration and member a user can reach has JSDoc")
     return 0
 
 

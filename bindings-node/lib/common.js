@@ -1,180 +1,220 @@
-'use strict'
+"use strict";
 // What every part of the API shares: the native addon (index.js), RLockError and its codes,
 // argument checks, cancellation by AbortSignal, and lost-hold listeners.
-
-const native = require('../index.js')
-
-// Which runtime loaded us: off Node (Bun, Deno), the addon keeps calls off libuv's poll handles.
-const runtime = process.versions.bun ? 'bun' : process.versions.deno ? 'deno' : 'node'
-native.setRuntime(runtime)
-
+// The source is lib/common.ts; lib/common.js is tsc's output of it (`make node-ts`),
+// committed and checked for drift by `make test-node`.
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.nativeOfClient = exports.nativeOfLock = exports.lostListeners = exports.codes = exports.RLockError = exports.native = void 0;
+exports.mapError = mapError;
+exports.invalid = invalid;
+exports.quietReject = quietReject;
+exports.optionalMs = optionalMs;
+exports.optionsObject = optionsObject;
+exports.callNative = callNative;
+exports.checkSignal = checkSignal;
+exports.cancellable = cancellable;
+exports.orNone = orNone;
+exports.acquiring = acquiring;
+exports.holding = holding;
+exports.listenLost = listenLost;
+exports.permitsArg = permitsArg;
+const native = require("../index.js");
+exports.native = native;
+const node_worker_threads_1 = require("node:worker_threads");
+/** Which runtime loaded us: off Node (Bun, Deno), the addon keeps calls off libuv's poll handles. */
+const runtime = process.versions.bun ? 'bun' : process.versions.deno ? 'deno' : 'node';
+native.setRuntime(runtime);
 // Core's warnings (a give-back that could not reach Redis, a server that may evict a held
 // lock's key) as process warnings: printed by Node unless the process handles 'warning'. The
 // callback is one per process, so the main thread's: a worker thread's would be gone with it.
-if (require('node:worker_threads').isMainThread) native.setLogCallback((level, target, message) => {
-  if (level === 'info') return
-  process.emitWarning(message.replace(/^rlock: /, ''), {
-    type: 'RLockWarning',
-    code: level === 'error' ? 'RLOCK_LOG_ERROR' : 'RLOCK_LOG_WARN',
-    detail: `from ${target}`,
-  })
-})
-
-/** An rlock failure; `code` is one of the `RLOCK_*` strings listed in `codes`. */
+if (node_worker_threads_1.isMainThread) {
+    native.setLogCallback((level, target, message) => {
+        if (level === 'info')
+            return;
+        process.emitWarning(message.replace(/^rlock: /, ''), {
+            type: 'RLockWarning',
+            code: level === 'error' ? 'RLOCK_LOG_ERROR' : 'RLOCK_LOG_WARN',
+            detail: `from ${target}`,
+        });
+    });
+}
+/** An rlock failure. */
 class RLockError extends Error {
-  constructor(code, message, options) {
-    super(message, options)
-    this.name = 'RLockError'
-    this.code = code
-  }
+    /** What failed, one of `codes` (e.g. `'RLOCK_NOT_HELD'`); compare with `codes.NOT_HELD`. */
+    code;
+    /** @internal Made by rlock, not by users. */
+    constructor(code, message, options) {
+        super(message, options);
+        this.name = 'RLockError';
+        this.code = code;
+    }
 }
-
+exports.RLockError = RLockError;
 // The codes by short name (`codes.NOT_HELD === 'RLOCK_NOT_HELD'`), from core's one list.
-const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c.slice('RLOCK_'.length), c])))
-
-
-// The native layer rejects and throws errors whose `code` is core's code (`RLOCK_...`); they
-// become RLockErrors by that code alone. Anything else (napi's own argument errors) passes.
+/** The codes by short name: `codes.NOT_HELD === 'RLOCK_NOT_HELD'`. */
+const codes = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c.slice('RLOCK_'.length), c])));
+exports.codes = codes;
+/**
+ * The native layer rejects and throws errors whose `code` is core's code (`RLOCK_...`); they
+ * become RLockErrors by that code alone. Anything else (napi's own argument errors) passes.
+ */
 function mapError(e) {
-  return e instanceof Error && !(e instanceof RLockError) && typeof e.code === 'string' && e.code.startsWith('RLOCK_')
-    ? new RLockError(e.code, e.message)
-    : e
+    return e instanceof Error && !(e instanceof RLockError) && typeof e.code === 'string' &&
+        e.code.startsWith('RLOCK_')
+        ? new RLockError(e.code, e.message)
+        : e;
 }
-
+/** An RLOCK_INVALID_ARGUMENT error with `message`. */
 function invalid(message) {
-  return new RLockError(codes.INVALID_ARGUMENT, message)
+    return new RLockError(codes.INVALID_ARGUMENT, message);
 }
-
-// A rejected promise that is only reported when someone awaits it (a Client whose URL is bad
-// must not crash the process with an unhandled rejection before it is used).
+/**
+ * A rejected promise that is only reported when someone awaits it (a Client whose URL is bad
+ * must not crash the process with an unhandled rejection before it is used).
+ */
 function quietReject(err) {
-  const p = Promise.reject(err)
-  p.catch(() => {})
-  return p
+    const p = Promise.reject(err);
+    p.catch(() => { });
+    return p;
 }
-
+/** A duration in ms given as option `what`: undefined when absent, else it must be a number. */
 function optionalMs(what, v) {
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'number') throw invalid(`${what} must be a number of milliseconds (got ${typeof v})`)
-  return v
+    if (v === undefined || v === null)
+        return undefined;
+    if (typeof v !== 'number')
+        throw invalid(`${what} must be a number of milliseconds (got ${typeof v})`);
+    return v;
 }
-
+/** An options argument: `{}` when absent, else it must be an object. */
 function optionsObject(options) {
-  if (options === undefined || options === null) return {}
-  if (typeof options !== 'object') throw invalid(`options must be an object (got ${typeof options})`)
-  return options
+    if (options === undefined || options === null)
+        return {};
+    if (typeof options !== 'object')
+        throw invalid(`options must be an object (got ${typeof options})`);
+    return options;
 }
-
 function abortReason(signal) {
-  return signal && signal.aborted && signal.reason !== undefined
-    ? signal.reason
-    : new DOMException('the acquire was aborted', 'AbortError')
+    return signal && signal.aborted && signal.reason !== undefined
+        ? signal.reason
+        : new DOMException('the acquire was aborted', 'AbortError');
 }
-
-// The cancel token of every acquire made without an AbortSignal; `cancel()` is never called on it.
-const NEVER_CANCELLED = new native.CancelToken()
-
-// Calls `method` of the native object `nativePromise` resolves to, with its errors as RLockErrors.
+/** The cancel token of every acquire made without an AbortSignal; `cancel()` is never called on it. */
+const NEVER_CANCELLED = new native.CancelToken();
+/** Calls `method` of the native object `nativePromise` resolves to, with its errors as RLockErrors. */
 async function callNative(nativePromise, method, ...args) {
-  const n = await nativePromise
-  try {
-    return await n[method](...args)
-  } catch (e) {
-    throw mapError(e)
-  }
+    const n = await nativePromise;
+    try {
+        return await n[method](...args);
+    }
+    catch (e) {
+        throw mapError(e);
+    }
 }
-
+/** Refuses a `signal` option that is not an AbortSignal. */
 function checkSignal(signal) {
-  if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
-    throw invalid('signal must be an AbortSignal')
-  }
+    if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+        throw invalid('signal must be an AbortSignal');
+    }
 }
-
-// Runs the native call `run(token)` with a cancel token that `signal` cancels; an aborted call
-// rejects with the signal's reason, other errors with their RLockError.
+/**
+ * Runs the native call `run(token)` with a cancel token that `signal` cancels; an aborted call
+ * rejects with the signal's reason, other errors with their RLockError.
+ */
 async function cancellable(signal, run) {
-  if (signal && signal.aborted) throw abortReason(signal)
-  // Without a signal nothing can cancel the call: share one token that is never cancelled
-  // (a native object per call cost measurable CPU per acquire).
-  const token = signal ? new native.CancelToken() : NEVER_CANCELLED
-  const onAbort = () => token.cancel()
-  if (signal) signal.addEventListener('abort', onAbort, { once: true })
-  try {
-    return await run(token)
-  } catch (e) {
-    if (e instanceof Error && e.code === 'RLOCK_ABORTED') throw abortReason(signal)
-    throw mapError(e)
-  } finally {
-    if (signal) signal.removeEventListener('abort', onAbort)
-  }
+    if (signal && signal.aborted)
+        throw abortReason(signal);
+    // Without a signal nothing can cancel the call: share one token that is never cancelled
+    // (a native object per call cost measurable CPU per acquire).
+    const token = signal ? new native.CancelToken() : NEVER_CANCELLED;
+    const onAbort = () => token.cancel();
+    if (signal)
+        signal.addEventListener('abort', onAbort, { once: true });
+    try {
+        return await run(token);
+    }
+    catch (e) {
+        if (e instanceof Error && e.code === 'RLOCK_ABORTED')
+            throw abortReason(signal);
+        throw mapError(e);
+    }
+    finally {
+        if (signal)
+            signal.removeEventListener('abort', onAbort);
+    }
 }
-
-// A try-shaped call: `none` where core rejected RLOCK_NOT_ACQUIRED (the wait ran out, nothing
-// taken). Every native acquire rejects it with core's message; only the wrappers' tryAcquire
-// turn it into a value.
+/**
+ * A try-shaped call: `none` where core rejected RLOCK_NOT_ACQUIRED (the wait ran out, nothing
+ * taken). Every native acquire rejects it with core's message; only the wrappers' tryAcquire
+ * turn it into a value.
+ */
 async function orNone(promise, none) {
-  try {
-    return await promise
-  } catch (e) {
-    if (e instanceof Error && e.code === 'RLOCK_NOT_ACQUIRED') return none
-    throw e
-  }
+    try {
+        return await promise;
+    }
+    catch (e) {
+        if (e instanceof Error && e.code === 'RLOCK_NOT_ACQUIRED')
+            return none;
+        throw e;
+    }
 }
-
-// A native acquire taking (wait, lease, token) (lock, multi-lock, RedLock, permit-expirable
-// semaphore). With `tryOnce` the wait defaults to 0 (one round) and a run-out wait resolves
-// `none` instead of rejecting.
+/**
+ * A native acquire taking (wait, lease, token) (lock, multi-lock, RedLock, permit-expirable
+ * semaphore). With `tryOnce` the wait defaults to 0 (one round) and a run-out wait resolves
+ * `none` instead of rejecting.
+ */
 async function acquiring(nativePromise, options, tryOnce, none = null) {
-  const { waitMs, leaseMs, signal } = optionsObject(options)
-  const wait = optionalMs('waitMs', waitMs)
-  const lease = optionalMs('leaseMs', leaseMs)
-  checkSignal(signal)
-  const n = await nativePromise
-  const call = cancellable(signal, (token) => n.acquire(tryOnce && wait === undefined ? 0 : wait, lease, token))
-  return tryOnce ? orNone(call, none) : call
+    const { waitMs, leaseMs, signal } = optionsObject(options);
+    const wait = optionalMs('waitMs', waitMs);
+    const lease = optionalMs('leaseMs', leaseMs);
+    checkSignal(signal);
+    const n = await nativePromise;
+    const call = cancellable(signal, (token) => n.acquire(tryOnce && wait === undefined ? 0 : wait, lease, token));
+    return tryOnce ? orNone(call, none) : call;
 }
-
-// withLock: runs `fn()` while `holder` holds and releases afterwards, also when `fn` throws
-// (then `fn`'s error wins over a failed release).
+/**
+ * withLock: runs `fn()` while `holder` holds and releases afterwards, also when `fn` throws
+ * (then `fn`'s error wins over a failed release).
+ */
 async function holding(holder, fn, options) {
-  if (typeof fn !== 'function') throw invalid('withLock needs a function')
-  await holder.acquire(options)
-  let result
-  try {
-    result = await fn()
-  } catch (e) {
-    await holder.release().catch(() => {})
-    throw e
-  }
-  await holder.release()
-  return result
+    if (typeof fn !== 'function')
+        throw invalid('withLock needs a function');
+    await holder.acquire(options);
+    let result;
+    try {
+        result = await fn();
+    }
+    catch (e) {
+        await holder.release().catch(() => { });
+        throw e;
+    }
+    await holder.release();
+    return result;
 }
-
-// A collected handle's lost-hold listener is removed from core (dropping its threadsafe function).
-const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id))
-
-// Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
-// a client): it gets one event object with the fields every surface has. Returns the function
-// that removes it.
+/** A collected handle's lost-hold listener is removed from core (dropping its threadsafe function). */
+const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id));
+exports.lostListeners = lostListeners;
+/**
+ * Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
+ * a client): it gets one event object with the fields every surface has. Returns the function
+ * that removes it.
+ */
 function listenLost(n, callback) {
-  if (typeof callback !== 'function') throw invalid('onLost needs a function')
-  const id = n.onLost((name, kind, owner, reason, permitId) => callback({ name, kind, owner, reason, permitId }))
-  return () => n.removeLostListener(id)
+    if (typeof callback !== 'function')
+        throw invalid('onLost needs a function');
+    const id = n.onLost((name, kind, owner, reason, permitId) => callback({ name, kind, owner, reason, permitId }));
+    return () => n.removeLostListener(id);
 }
-
-// Each Lock's native handle (a promise), for the multi-locks made over it.
-const nativeOfLock = new WeakMap()
-// Each Client's native client (a promise), for the RedLocks made over several.
-const nativeOfClient = new WeakMap()
-
+/** Each Lock's native handle (a promise), for the multi-locks made over it. */
+const nativeOfLock = new WeakMap();
+exports.nativeOfLock = nativeOfLock;
+/** Each Client's native client (a promise), for the RedLocks made over several. */
+const nativeOfClient = new WeakMap();
+exports.nativeOfClient = nativeOfClient;
+/** A `permits` option: 1 when absent, else it must be a number (core checks the range). */
 function permitsArg(permits) {
-  if (permits === undefined || permits === null) return 1
-  if (typeof permits !== 'number') throw invalid(`permits must be a number (got ${typeof permits})`)
-  return permits
-}
-
-module.exports = {
-  native, RLockError, codes, mapError, invalid, quietReject, optionalMs, optionsObject, callNative,
-  checkSignal, cancellable, orNone, acquiring, holding, lostListeners, listenLost, nativeOfLock, nativeOfClient,
-  permitsArg
+    if (permits === undefined || permits === null)
+        return 1;
+    if (typeof permits !== 'number')
+        throw invalid(`permits must be a number (got ${typeof permits})`);
+    return permits;
 }

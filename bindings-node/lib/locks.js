@@ -1,182 +1,182 @@
-'use strict'
+"use strict";
 // The locks: the reentrant lock and its family (fenced, fair, read-write sides), the hold
 // `client.acquire` returns, the multi-lock and RedLock.
-
-const {
-  native, RLockError, codes, mapError, invalid, callNative, acquiring, holding, lostListeners, listenLost,
-  nativeOfLock, nativeOfClient
-} = require('./common.js')
-
+// The source is lib/locks.ts; lib/locks.js is tsc's output of it (`make node-ts`).
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.FencedRedLock = exports.RedLock = exports.MultiLock = exports.ReadWriteLock = exports.FencedLock = exports.HeldLock = exports.Lock = void 0;
+exports.redLock = redLock;
+exports.fencedRedLock = fencedRedLock;
+const common_js_1 = require("./common.js");
 /**
  * A handle on one lock; each handle is its own owner. Made by `client.lock(name)`,
  * `client.fencedLock(name)`, `client.fairLock(name)` or a `ReadWriteLock`'s sides.
  */
 class Lock {
-  #native
-  #lost = null
-  #listening = false
-
-  constructor(nativePromise, name, kind = 'lock') {
-    this.#native = nativePromise
-    nativeOfLock.set(this, nativePromise)
+    #native;
+    #lost = null;
+    #listening = false;
     /** The lock name (its Redis key). */
-    this.name = name
+    name;
     /**
      * Which lock of the family: 'lock', 'fenced', 'read', 'write', 'fair', 'spin',
      * 'non_reentrant' or 'non_reentrant_fair'.
      */
-    this.kind = kind
+    kind;
     /** Whether acquires take fencing tokens (a `client.fencedLock`). */
-    this.fenced = kind === 'fenced'
-  }
-
-  /**
-   * Aborts when the watchdog loses this handle's hold; a new hold after a loss gets a fresh
-   * signal. Core routes the loss to this handle; it listens from the first time this is read.
-   */
-  get lostSignal() {
-    if (this.#lost === null) this.#lost = new AbortController()
-    if (!this.#listening) this.#listen()
-    return this.#lost.signal
-  }
-
-  #listen() {
-    this.#listening = true
-    this.#native.then((n) => {
-      const id = n.onLost(() => this.#abort())
-      lostListeners.register(this, { n, id })
-      if (n.isLost()) this.#abort()
-    }, () => {})
-  }
-
-  #abort() {
-    if (this.#lost && !this.#lost.signal.aborted) {
-      this.#lost.abort(new RLockError(codes.LOST, `the hold of lock '${this.name}' was lost (lease expired or the lock was deleted)`))
+    fenced;
+    /** Made by a `Client` (`lock`, `fencedLock`, `fairLock`, `spinLock`, `nonReentrantLock`, `nonReentrantFairLock`) or a `ReadWriteLock`, not directly. */
+    constructor(nativePromise, name, kind = 'lock') {
+        this.#native = nativePromise;
+        common_js_1.nativeOfLock.set(this, nativePromise);
+        this.name = name;
+        this.kind = kind;
+        this.fenced = kind === 'fenced';
     }
-  }
-
-  // The native acquire's token (null: not fenced); `false` when `tryOnce` and the wait (0 by
-  // default) ran out.
-  async #acquireWith(tryOnce, options) {
-    const r = await acquiring(this.#native, options, tryOnce, false)
-    // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
-    if (r !== false && this.#lost?.signal.aborted) this.#lost = new AbortController()
-    return r
-  }
-
-  /**
-   * Resolves once this handle holds the lock (re-entering when it already does). Options:
-   * `waitMs` (reject with RLOCK_NOT_ACQUIRED after it), `leaseMs` (fixed lease; default: the
-   * watchdog renews until release), `signal` (reject with its AbortError when it aborts).
-   */
-  async acquire(options) {
-    // A fenced lock's token comes in the acquire's own reply (never a second read).
-    const token = await this.#acquireWith(false, options)
-    if (this.fenced) return token
-  }
-
-  /**
-   * Like `acquire`, but resolves `false` instead of waiting past `waitMs` (default 0); `true`
-   * when held (a fenced lock: the new fencing token).
-   */
-  async tryAcquire(options) {
-    const token = await this.#acquireWith(true, options)
-    if (token === false) return false
-    return this.fenced ? token : true
-  }
-
-  /** A fenced lock's latest token while this handle holds it; null otherwise. */
-  async token() {
-    return (await this.#native).token()
-  }
-
-  /** Whether the watchdog lost this handle's hold (until its next release). */
-  async isLost() {
-    return (await this.#native).isLost()
-  }
-
-  /**
-   * How long, in whole ms, local time still proves this handle's hold: until the send of its
-   * last confirmed renewal (or its acquire), plus the lease, minus the lease-doubt margin. 0
-   * when it does not hold the lock, or the hold is lost or in doubt (which marks it lost at
-   * once). Check it before each write when the storage takes no fencing token. Sends nothing.
-   */
-  async validForMs() {
-    return (await this.#native).validForMs()
-  }
-
-  /**
-   * Calls `callback({ name, kind, owner, reason, permitId })` (`permitId` null) when the
-   * watchdog loses this handle's hold; resolves a function that removes the listener. Reasons:
-   * 'gone', 'lease_doubt', 'lease_ending'.
-   */
-  async onLost(callback) {
-    if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    return listenLost(await this.#native, callback)
-  }
-
-  #call(method) {
-    return callNative(this.#native, method)
-  }
-
-  /**
-   * Releases one hold level; resolves `true` when the lock is now free, `false` when this
-   * handle still holds it (it had re-entered), or when only levels of acquires whose reply was
-   * lost are left (nobody holds those: they are not renewed and end with their lease). Rejects
-   * RLOCK_NOT_HELD or RLOCK_LOST.
-   */
-  async release() {
-    return this.#call('release')
-  }
-
-  /** Whether anyone holds the lock. */
-  async isLocked() {
-    return this.#call('isLocked')
-  }
-
-  /** Whether this handle holds the lock. */
-  async isHeld() {
-    return this.#call('isHeld')
-  }
-
-  /** How many times this handle holds the lock (0 when it does not). */
-  async holdCount() {
-    return this.#call('holdCount')
-  }
-
-  /** Remaining lease in ms; null when the lock is free, -1 when the key has no expiry. */
-  async remainingTtl() {
-    return this.#call('remainingTtl')
-  }
-
-  /** Deletes the lock whoever holds it and wakes a waiter; resolves whether it existed. */
-  async forceUnlock() {
-    return this.#call('forceUnlock')
-  }
+    /** @internal A handle of this class (a `FencedLock` when called on it) on `nativePromise`. */
+    static _new(nativePromise, name, kind = 'lock') {
+        return new this(nativePromise, name, kind);
+    }
+    /**
+     * Aborts when the watchdog loses this handle's hold; a new hold after a loss gets a fresh
+     * signal. Core routes the loss to this handle; it listens from the first time this is read.
+     */
+    get lostSignal() {
+        if (this.#lost === null)
+            this.#lost = new AbortController();
+        if (!this.#listening)
+            this.#listen();
+        return this.#lost.signal;
+    }
+    #listen() {
+        this.#listening = true;
+        this.#native.then((n) => {
+            const id = n.onLost(() => this.#abort());
+            common_js_1.lostListeners.register(this, { n, id });
+            if (n.isLost())
+                this.#abort();
+        }, () => { });
+    }
+    #abort() {
+        if (this.#lost && !this.#lost.signal.aborted) {
+            this.#lost.abort(new common_js_1.RLockError(common_js_1.codes.LOST, `the hold of lock '${this.name}' was lost (lease expired or the lock was deleted)`));
+        }
+    }
+    // The native acquire's token (null: not fenced); `false` when `tryOnce` and the wait (0 by
+    // default) ran out.
+    async #acquireWith(tryOnce, options) {
+        const r = await (0, common_js_1.acquiring)(this.#native, options, tryOnce, false);
+        // A new hold after a lost one gets a fresh signal: an aborted signal cannot be reset.
+        if (r !== false && this.#lost?.signal.aborted)
+            this.#lost = new AbortController();
+        return r;
+    }
+    /**
+     * Resolves once this handle holds the lock (re-entering when it already does). Options:
+     * `waitMs` (reject with RLOCK_NOT_ACQUIRED after it), `leaseMs` (fixed lease; default: the
+     * watchdog renews until release), `signal` (reject with its AbortError when it aborts).
+     */
+    async acquire(options) {
+        // A fenced lock's token comes in the acquire's own reply (never a second read).
+        const token = await this.#acquireWith(false, options);
+        if (this.fenced)
+            return token;
+    }
+    /**
+     * Like `acquire`, but resolves `false` instead of waiting past `waitMs` (default 0); `true`
+     * when held (a fenced lock: the new fencing token).
+     */
+    async tryAcquire(options) {
+        const token = await this.#acquireWith(true, options);
+        if (token === false)
+            return false;
+        return this.fenced ? token : true;
+    }
+    /** A fenced lock's latest token while this handle holds it; null otherwise. */
+    async token() {
+        return (await this.#native).token();
+    }
+    /** Whether the watchdog lost this handle's hold (until its next release). */
+    async isLost() {
+        return (await this.#native).isLost();
+    }
+    /**
+     * How long, in whole ms, local time still proves this handle's hold: until the send of its
+     * last confirmed renewal (or its acquire), plus the lease, minus the lease-doubt margin. 0
+     * when it does not hold the lock, or the hold is lost or in doubt (which marks it lost at
+     * once). Check it before each write when the storage takes no fencing token. Sends nothing.
+     */
+    async validForMs() {
+        return (await this.#native).validForMs();
+    }
+    /**
+     * Calls `callback({ name, kind, owner, reason, permitId })` (`permitId` null) when the
+     * watchdog loses this handle's hold; resolves a function that removes the listener. Reasons:
+     * 'gone', 'lease_doubt', 'lease_ending'.
+     */
+    async onLost(callback) {
+        if (typeof callback !== 'function')
+            throw (0, common_js_1.invalid)('onLost needs a function');
+        return (0, common_js_1.listenLost)(await this.#native, callback);
+    }
+    #call(method) {
+        return (0, common_js_1.callNative)(this.#native, method);
+    }
+    /**
+     * Releases one hold level; resolves `true` when the lock is now free, `false` when this
+     * handle still holds it (it had re-entered), or when only levels of acquires whose reply was
+     * lost are left (nobody holds those: they are not renewed and end with their lease). Rejects
+     * RLOCK_NOT_HELD or RLOCK_LOST.
+     */
+    async release() {
+        return this.#call('release');
+    }
+    /** Whether anyone holds the lock. */
+    async isLocked() {
+        return this.#call('isLocked');
+    }
+    /** Whether this handle holds the lock. */
+    async isHeld() {
+        return this.#call('isHeld');
+    }
+    /** How many times this handle holds the lock (0 when it does not). */
+    async holdCount() {
+        return this.#call('holdCount');
+    }
+    /** Remaining lease in ms; null when the lock is free, -1 when the key has no expiry. */
+    async remainingTtl() {
+        return this.#call('remainingTtl');
+    }
+    /** Deletes the lock whoever holds it and wakes a waiter; resolves whether it existed. */
+    async forceUnlock() {
+        return this.#call('forceUnlock');
+    }
 }
-
+exports.Lock = Lock;
 /** A hold returned by `client.acquire`; `await using` releases it at the end of the block. */
 class HeldLock {
-  constructor(lock) {
     /** The `Lock` handle that holds. */
-    this.lock = lock
-  }
-
-  /** Aborts when the watchdog loses the hold. */
-  get signal() {
-    return this.lock.lostSignal
-  }
-
-  /** Releases the hold (see `Lock.release`). */
-  async release() {
-    return this.lock.release()
-  }
-
-  async [Symbol.asyncDispose]() {
-    await this.lock.release()
-  }
+    lock;
+    constructor(lock) {
+        this.lock = lock;
+    }
+    /** @internal The hold of `lock`, which holds. */
+    static _new(lock) {
+        return new HeldLock(lock);
+    }
+    /** Aborts when the watchdog loses the hold. */
+    get signal() {
+        return this.lock.lostSignal;
+    }
+    /** Releases the hold (see `Lock.release`). */
+    async release() {
+        return this.lock.release();
+    }
+    /** Releases the hold at the end of an `await using` block (a lost hold rejects RLOCK_LOST). */
+    async [Symbol.asyncDispose]() {
+        await this.lock.release();
+    }
 }
-
+exports.HeldLock = HeldLock;
 /**
  * Several locks taken all-or-nothing (Redisson's RedissonMultiLock): any mix of kinds, from one
  * client or several (other servers included), under one wait, by one owner of its own. Owners
@@ -184,89 +184,96 @@ class HeldLock {
  * its error names each one that failed.
  */
 class MultiLock {
-  #native
-
-  /** A multi-lock over `locks` (an array of at least one `Lock`), taken in this order. */
-  constructor(locks) {
-    if (!Array.isArray(locks) || locks.length === 0 || !locks.every((l) => nativeOfLock.has(l))) {
-      throw invalid('a multi-lock needs an array of at least one Lock')
-    }
+    #native;
     /** The member locks, in the order they are taken. */
-    this.locks = Object.freeze([...locks])
-    this.#native = Promise.all(locks.map((l) => nativeOfLock.get(l))).then((ns) => {
-      try {
-        return native.multiLock(ns)
-      } catch (e) {
-        throw mapError(e)
-      }
-    })
-    this.#native.catch(() => {})
-  }
-
-  /**
-   * Takes every member. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it, nothing held),
-   * `leaseMs` (each member's lease; default: the watchdog), `signal` (reject with its
-   * AbortError; nothing held).
-   */
-  async acquire(options) {
-    await acquiring(this.#native, options, false)
-  }
-
-  /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round). */
-  async tryAcquire(options) {
-    return (await acquiring(this.#native, options, true)) ?? false
-  }
-
-  /** Releases every member (all of them, also when some fail; the error names each failure). */
-  async release() {
-    return callNative(this.#native, 'release')
-  }
-
-  /** Whether this multi-lock's owner holds every member. */
-  async isHeld() {
-    return callNative(this.#native, 'isHeld')
-  }
-
-  /** Runs `fn()` holding every member and releases afterwards; resolves what `fn` resolves. */
-  async withLock(fn, options) {
-    return holding(this, fn, options)
-  }
+    locks;
+    /** A multi-lock over `locks` (an array of at least one `Lock`), taken in this order. */
+    constructor(locks) {
+        if (!Array.isArray(locks) || locks.length === 0 || !locks.every((l) => common_js_1.nativeOfLock.has(l))) {
+            throw (0, common_js_1.invalid)('a multi-lock needs an array of at least one Lock');
+        }
+        this.locks = Object.freeze([...locks]);
+        this.#native = Promise.all(locks.map((l) => common_js_1.nativeOfLock.get(l))).then((ns) => {
+            try {
+                return common_js_1.native.multiLock(ns);
+            }
+            catch (e) {
+                throw (0, common_js_1.mapError)(e);
+            }
+        });
+        this.#native.catch(() => { });
+    }
+    /**
+     * Takes every member. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it, nothing held),
+     * `leaseMs` (each member's lease; default: the watchdog), `signal` (reject with its
+     * AbortError; nothing held).
+     */
+    async acquire(options) {
+        await (0, common_js_1.acquiring)(this.#native, options, false);
+    }
+    /** Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round). */
+    async tryAcquire(options) {
+        return (await (0, common_js_1.acquiring)(this.#native, options, true)) ?? false;
+    }
+    /** Releases every member (all of them, also when some fail; the error names each failure). */
+    async release() {
+        return (0, common_js_1.callNative)(this.#native, 'release');
+    }
+    /** Whether this multi-lock's owner holds every member. */
+    async isHeld() {
+        return (0, common_js_1.callNative)(this.#native, 'isHeld');
+    }
+    /** Runs `fn()` holding every member and releases afterwards; resolves what `fn` resolves. */
+    async withLock(fn, options) {
+        return (0, common_js_1.holding)(this, fn, options);
+    }
 }
-
+exports.MultiLock = MultiLock;
 /**
  * A fenced lock (Redisson's RFencedLock), made by `client.fencedLock(name)`: a `Lock` whose
  * `acquire()` resolves a fencing token, strictly larger than any before for that name, and
  * whose `tryAcquire()` resolves the token or `false`.
  */
-class FencedLock extends Lock {}
-
+class FencedLock extends Lock {
+    /** Resolves the new fencing token once this handle holds the lock (re-entries take one too). */
+    acquire(options) {
+        return super.acquire(options);
+    }
+    /** Resolves the new token, or false when `waitMs` (default 0: try once) ran out. */
+    tryAcquire(options) {
+        return super.tryAcquire(options);
+    }
+}
+exports.FencedLock = FencedLock;
 /**
  * Redisson's read-write lock: many readers, or one writer. Both sides are `Lock`s sharing one
  * owner. A reader asking for the write lock rejects RLOCK_WOULD_DEADLOCK at once (Redisson's
  * waits forever); nothing changes in Redis.
  */
 class ReadWriteLock {
-  #read
-  #write
-
-  constructor(name, sides) {
+    #read;
+    #write;
     /** The lock name (its Redis key). */
-    this.name = name
-    this.#read = new Lock(sides.then((s) => s[0]), name, 'read')
-    this.#write = new Lock(sides.then((s) => s[1]), name, 'write')
-  }
-
-  /** The read side: shared with other readers, excluded by another owner's write hold. */
-  readLock() {
-    return this.#read
-  }
-
-  /** The write side: excludes every other owner's reads and writes. */
-  writeLock() {
-    return this.#write
-  }
+    name;
+    constructor(name, sides) {
+        this.name = name;
+        this.#read = Lock._new(sides.then((s) => s[0]), name, 'read');
+        this.#write = Lock._new(sides.then((s) => s[1]), name, 'write');
+    }
+    /** @internal The read-write lock `name` whose two sides `sides` resolves to. */
+    static _new(name, sides) {
+        return new ReadWriteLock(name, sides);
+    }
+    /** The read side: shared with other readers, excluded by another owner's write hold. */
+    readLock() {
+        return this.#read;
+    }
+    /** The write side: excludes every other owner's reads and writes. */
+    writeLock() {
+        return this.#write;
+    }
 }
-
+exports.ReadWriteLock = ReadWriteLock;
 /**
  * One lock name held by a majority of N independent servers (Redisson's RedissonRedLock;
  * antirez's algorithm), so it survives the loss of a minority of them: `new RedLock(name,
@@ -276,116 +283,118 @@ class ReadWriteLock {
  * when fewer than a majority are left.
  */
 class RedLock {
-  #native
-  #fenced
-
-  constructor(name, clients, fenced = false) {
-    if (!Array.isArray(clients) || !clients.every((c) => nativeOfClient.has(c))) {
-      throw invalid('a RedLock needs an array of Clients (an odd number, at least 3)')
-    }
-    if (typeof name !== 'string') throw invalid(`lock name must be a string (got ${typeof name})`)
+    #native;
+    #fenced;
     /** The lock name (the key on every server). */
-    this.name = name
+    name;
     /** The clients, one per server. */
-    this.clients = Object.freeze([...clients])
+    clients;
     /** How many servers make a majority. */
-    this.quorum = native.redLockQuorum(clients.length)
-    this.#fenced = fenced
-    this.#native = Promise.all(clients.map((c) => nativeOfClient.get(c))).then((ns) => {
-      try {
-        return native.redLock(name, ns, fenced)
-      } catch (e) {
-        throw mapError(e)
-      }
-    })
-    this.#native.catch(() => {})
-  }
-
-  /**
-   * Takes the lock on a majority. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it,
-   * nothing held), `leaseMs` (each member's lease; default: the watchdogs), `signal` (reject
-   * with its AbortError; nothing held). Rejects RLOCK_CONNECTION or RLOCK_TIMEOUT when more
-   * than a minority of the servers failed. A `FencedRedLock` resolves the new token.
-   */
-  async acquire(options) {
-    const token = await acquiring(this.#native, options, false)
-    if (this.#fenced) return token
-  }
-
-  /**
-   * Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round);
-   * `true` when held (a `FencedRedLock`: the new token).
-   */
-  async tryAcquire(options) {
-    const token = await acquiring(this.#native, options, true)
-    if (token === null) return false
-    return this.#fenced ? token : true
-  }
-
-  /**
-   * Releases this handle's holds on every server; resolves `true` when the lock is now free.
-   * Rejects RLOCK_LOST when fewer than a majority were still held, RLOCK_NOT_HELD when none.
-   */
-  async release() {
-    return callNative(this.#native, 'release')
-  }
-
-  /** Whether this handle holds the lock on a majority of the servers. */
-  async isHeld() {
-    return callNative(this.#native, 'isHeld')
-  }
-
-  /** Whether this handle's hold was lost (fewer than a majority left), until its release. */
-  async isLost() {
-    return (await this.#native).isLost()
-  }
-
-  /** How long, in whole ms, local time still proves this handle's holds on a majority of the servers (0: fewer than a majority are proven). Sends nothing. */
-  async validForMs() {
-    return (await this.#native).validForMs()
-  }
-
-  /** A `FencedRedLock`'s latest token while this handle holds it; null otherwise. */
-  async token() {
-    return (await this.#native).token()
-  }
-
-  /**
-   * Calls `callback({ name, kind: 'red_lock', owner, reason, permitId: null })` when this
-   * handle's hold is left with fewer than a majority; resolves a function that removes it.
-   */
-  async onLost(callback) {
-    if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    return listenLost(await this.#native, callback)
-  }
-
-  /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */
-  async withLock(fn, options) {
-    return holding(this, fn, options)
-  }
+    quorum;
+    constructor(name, clients, fenced = false) {
+        if (!Array.isArray(clients) || !clients.every((c) => common_js_1.nativeOfClient.has(c))) {
+            throw (0, common_js_1.invalid)('a RedLock needs an array of Clients (an odd number, at least 3)');
+        }
+        if (typeof name !== 'string')
+            throw (0, common_js_1.invalid)(`lock name must be a string (got ${typeof name})`);
+        this.name = name;
+        this.clients = Object.freeze([...clients]);
+        this.quorum = common_js_1.native.redLockQuorum(clients.length);
+        this.#fenced = fenced;
+        this.#native = Promise.all(clients.map((c) => common_js_1.nativeOfClient.get(c))).then((ns) => {
+            try {
+                return common_js_1.native.redLock(name, ns, fenced);
+            }
+            catch (e) {
+                throw (0, common_js_1.mapError)(e);
+            }
+        });
+        this.#native.catch(() => { });
+    }
+    /**
+     * Takes the lock on a majority. Options: `waitMs` (reject RLOCK_NOT_ACQUIRED after it,
+     * nothing held), `leaseMs` (each member's lease; default: the watchdogs), `signal` (reject
+     * with its AbortError; nothing held). Rejects RLOCK_CONNECTION or RLOCK_TIMEOUT when more
+     * than a minority of the servers failed. A `FencedRedLock` resolves the new token.
+     */
+    async acquire(options) {
+        const token = await (0, common_js_1.acquiring)(this.#native, options, false);
+        if (this.#fenced)
+            return token;
+    }
+    /**
+     * Like `acquire`, resolving `false` instead of waiting past `waitMs` (default 0: one round);
+     * `true` when held (a `FencedRedLock`: the new token).
+     */
+    async tryAcquire(options) {
+        const token = await (0, common_js_1.acquiring)(this.#native, options, true);
+        if (token === null)
+            return false;
+        return this.#fenced ? token : true;
+    }
+    /**
+     * Releases this handle's holds on every server; resolves `true` when the lock is now free.
+     * Rejects RLOCK_LOST when fewer than a majority were still held, RLOCK_NOT_HELD when none.
+     */
+    async release() {
+        return (0, common_js_1.callNative)(this.#native, 'release');
+    }
+    /** Whether this handle holds the lock on a majority of the servers. */
+    async isHeld() {
+        return (0, common_js_1.callNative)(this.#native, 'isHeld');
+    }
+    /** Whether this handle's hold was lost (fewer than a majority left), until its release. */
+    async isLost() {
+        return (await this.#native).isLost();
+    }
+    /** How long, in whole ms, local time still proves this handle's holds on a majority of the servers (0: fewer than a majority are proven). Sends nothing. */
+    async validForMs() {
+        return (await this.#native).validForMs();
+    }
+    /** A `FencedRedLock`'s latest token while this handle holds it; null otherwise. */
+    async token() {
+        return (await this.#native).token();
+    }
+    /**
+     * Calls `callback({ name, kind: 'red_lock', owner, reason, permitId: null })` when this
+     * handle's hold is left with fewer than a majority; resolves a function that removes it.
+     */
+    async onLost(callback) {
+        if (typeof callback !== 'function')
+            throw (0, common_js_1.invalid)('onLost needs a function');
+        return (0, common_js_1.listenLost)(await this.#native, callback);
+    }
+    /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */
+    async withLock(fn, options) {
+        return (0, common_js_1.holding)(this, fn, options);
+    }
 }
-
+exports.RedLock = RedLock;
 /**
  * A `RedLock` whose every acquire resolves a fencing token that strictly increases across
  * successful acquires, whichever majority granted them (a quorum register on each server's
  * `redisson_lock_token:{name}`). Tokens are numbers, exact up to 2^53.
  */
 class FencedRedLock extends RedLock {
-  constructor(name, clients) {
-    super(name, clients, true)
-  }
+    /** A fenced RedLock on `name` over `clients` (an odd number, at least 3, one per server). */
+    constructor(name, clients) {
+        super(name, clients, true);
+    }
+    /** Takes the lock on a majority; resolves the new token. */
+    acquire(options) {
+        return super.acquire(options);
+    }
+    /** Resolves the new token, or false when `waitMs` (default 0) ran out. */
+    tryAcquire(options) {
+        return super.tryAcquire(options);
+    }
 }
-
+exports.FencedRedLock = FencedRedLock;
 /** A `RedLock` on `name` over `clients` (an odd number, at least 3, one per server). */
 function redLock(name, clients) {
-  return new RedLock(name, clients)
+    return new RedLock(name, clients);
 }
-
 /** A `FencedRedLock` on `name` over `clients`. */
 function fencedRedLock(name, clients) {
-  return new FencedRedLock(name, clients)
-}
-
-module.exports = {
-  Lock, HeldLock, FencedLock, ReadWriteLock, MultiLock, RedLock, FencedRedLock, redLock, fencedRedLock
+    return new FencedRedLock(name, clients);
 }

@@ -66,7 +66,8 @@ type LogArgs = FnArgs<(String, String, String)>;
 /// Sends core's log records to `callback(level, target, message)` on this JS thread, for the
 /// whole process (`rlock.js` sets one at load that calls `process.emitWarning`). Weak: it never
 /// keeps the process alive. Replaces any earlier callback.
-#[napi]
+// napi-rs writes the alias's name, which index.d.ts does not declare, as the parameter type.
+#[napi(ts_args_type = "callback: (level: string, target: string, message: string) => void")]
 pub fn set_log_callback(callback: Function<'_, LogArgs, ()>) -> napi::Result<(), Code> {
     let tsfn: ThreadsafeFunction<LogArgs, (), LogArgs, Status, false, true> = callback
         .build_threadsafe_function()

@@ -28,6 +28,13 @@ test('ESM and CommonJS load the same API', () => {
   assert.equal(rlockDefault.Client, Client)
   assert.equal(cjs.RLockError, RLockError)
   assert.equal(codes.TIMEOUT, 'RLOCK_TIMEOUT')
+  // The default export holds every name, from ESM and as compiled CommonJS reads it (rlock.js is
+  // marked __esModule, so TypeScript's esModuleInterop, Babel and swc take `.default`).
+  const names = Object.keys(cjs).filter((k) => k !== 'default').sort()
+  assert.deepEqual(Object.keys(rlockDefault).sort(), names)
+  assert.equal(cjs.__esModule, true)
+  assert.deepEqual(Object.keys(cjs.default).sort(), names)
+  for (const k of names) assert.equal(cjs.default[k], cjs[k], k)
 })
 
 test('version is the workspace version and the package version', () => {

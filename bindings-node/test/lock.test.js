@@ -360,13 +360,13 @@ test('HeldLock.release and a held handle that acquires again re-enter', async ()
 
 test('the option and error-code types follow core\'s lists', () => {
   const native = require('../index.js')
-  const dts = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'rlock.d.ts'), 'utf8')
+  const dts = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'lib', 'types.ts'), 'utf8')
   const iface = dts.slice(dts.indexOf('export interface ClientOptions {'), dts.indexOf('}', dts.indexOf('export interface ClientOptions {')))
   const declared = [...iface.matchAll(/^  (\w+)\?:/gm)].map((m) => m[1])
   assert.deepEqual(declared, native.optionNames())
   assert.deepEqual(Object.values(codes), native.errorCodes())
   assert.ok(codes.NOT_ACQUIRED === 'RLOCK_NOT_ACQUIRED' && codes.TIMEOUT === 'RLOCK_TIMEOUT')
-  for (const c of native.errorCodes()) assert.ok(dts.includes(`'${c}'`), `${c} in rlock.d.ts`)
+  for (const c of native.errorCodes()) assert.ok(dts.includes(`'${c}'`), `${c} in lib/types.ts`)
 })
 
 test('the native layer rejects and throws Errors coded by core, with the message as core wrote it', async () => {

@@ -1,8 +1,9 @@
 'use strict'
 // The parity table, docs/parity.json: one row per operation of every primitive, with its name,
 // parameters and result on each surface. This checks Node's column by introspection: every
-// name is declared on its class in rlock.d.ts with those parameters and that result type (read
-// with the TypeScript compiler's parser), and exists at run time on the class rlock.js exports.
+// name is declared on its class in the package's types (rlock.d.ts and the lib/*.d.ts tsc emits
+// from the wrapper's TypeScript; read with the TypeScript compiler's parser) with those
+// parameters and that result type, and exists at run time on the class rlock.js exports.
 // RLOCK_PARITY_WRITE=1 writes what is found into the table instead (after a deliberate API
 // change; review the diff). The second test runs the check the other way, code to table.
 
@@ -14,17 +15,27 @@ const ts = require('typescript')
 const rlock = require('../rlock.js')
 
 const TABLE = path.join(__dirname, '..', '..', 'docs', 'parity.json')
-const DTS = path.join(__dirname, '..', 'rlock.d.ts')
+const LIB = path.join(__dirname, '..', 'lib')
+/** The declaration files tsc emits for the wrapper. */
+const DTS = fs.readdirSync(LIB).filter((f) => f.endsWith('.d.ts')).map((f) => path.join(LIB, f))
 
-/** Every class of rlock.d.ts: name -> { member name -> { params, returns } }. */
+/** The top-level statements of every declaration file. */
+function statements() {
+  return DTS.flatMap((f) => ts.createSourceFile(f, fs.readFileSync(f, 'utf8'), ts.ScriptTarget.Latest, true).statements)
+}
+
+/** Every class the package exports: name -> { member name -> { params, returns } }. */
 function declared() {
-  const source = ts.createSourceFile(DTS, fs.readFileSync(DTS, 'utf8'), ts.ScriptTarget.Latest, true)
   const classes = new Map()
-  for (const st of source.statements) {
+  for (const st of statements()) {
     if (!ts.isClassDeclaration(st) || !st.name) continue
+    // A base class of the wrapper's own (Permits) is read too: its members are the subclasses'.
+    if (!(st.name.getText() in rlock) && !DTS.some((f) => fs.readFileSync(f, 'utf8').includes(`extends ${st.name.getText()}<`))) continue
     const members = new Map()
     for (const m of st.members) {
-      if (m.modifiers?.some((x) => x.kind === ts.SyntaxKind.PrivateKeyword)) continue
+      // What users cannot call: private and protected members, #private fields.
+      if (m.modifiers?.some((x) => x.kind === ts.SyntaxKind.PrivateKeyword || x.kind === ts.SyntaxKind.ProtectedKeyword)) continue
+      if (m.name && ts.isPrivateIdentifier(m.name)) continue
       const params = (m.parameters || []).map((p) => (p.dotDotDotToken ? '...' : '') + p.name.getText())
       if (ts.isConstructorDeclaration(m)) members.set('constructor', { params, returns: '' })
       else if (ts.isMethodDeclaration(m)) members.set(m.name.getText(), { params, returns: m.type ? m.type.getText() : '' })
@@ -32,16 +43,16 @@ function declared() {
         members.set(m.name.getText(), { params: ['(property)'], returns: m.type ? m.type.getText() : '' })
       }
     }
-    const base = st.heritageClauses?.find((h) => h.token === ts.SyntaxKind.ExtendsKeyword)?.types[0]?.getText()
+    const base = st.heritageClauses?.find((h) => h.token === ts.SyntaxKind.ExtendsKeyword)?.types[0]?.expression.getText()
     classes.set(st.name.getText(), { members, base })
   }
   return classes
 }
 
-/** The functions rlock.d.ts exports. */
+/** The functions the package exports. */
 function declaredFunctions() {
-  const source = ts.createSourceFile(DTS, fs.readFileSync(DTS, 'utf8'), ts.ScriptTarget.Latest, true)
-  return source.statements.filter((st) => ts.isFunctionDeclaration(st) && st.name).map((st) => st.name.getText())
+  return statements().filter((st) => ts.isFunctionDeclaration(st) && st.name && st.name.getText() in rlock)
+    .map((st) => st.name.getText())
 }
 
 /** The declaration of `Class.member`, looked up through the classes it extends. */
@@ -63,7 +74,7 @@ test('the Node column of docs/parity.json is what rlock declares and has', () =>
     if (cell.absent) continue
     const [cls, member] = cell.name.split('.')
     const found = lookUp(classes, cell.name)
-    assert.ok(found, `${row.primitive}, ${row.operation}: rlock.d.ts declares no ${cell.name}`)
+    assert.ok(found, `${row.primitive}, ${row.operation}: the package's types declare no ${cell.name}`)
     const Class = rlock[cls]
     assert.equal(typeof Class, 'function', `rlock.js exports no class ${cls}`)
     if (member !== 'constructor' && found.params[0] !== '(property)') {
@@ -71,7 +82,7 @@ test('the Node column of docs/parity.json is what rlock declares and has', () =>
     }
     if (write) Object.assign(cell, found)
     else if (JSON.stringify([cell.params, cell.returns]) !== JSON.stringify([found.params, found.returns])) {
-      wrong.push(`${cell.name}: table ${JSON.stringify(cell.params)} -> ${cell.returns}, rlock.d.ts ${JSON.stringify(found.params)} -> ${found.returns}`)
+      wrong.push(`${cell.name}: table ${JSON.stringify(cell.params)} -> ${cell.returns}, types ${JSON.stringify(found.params)} -> ${found.returns}`)
     }
   }
   if (write) fs.writeFileSync(TABLE, JSON.stringify(table, null, 1) + '\n')
@@ -82,14 +93,14 @@ test('the Node column of docs/parity.json is what rlock declares and has', () =>
 // same declaration as a name in a row (reached through `extends`), or is in an unlisted group
 // (`*.member`: that member on every class; `Class.*`: every member of a class that is no
 // primitive); an unlisted name must still be public.
-test('every public name of rlock.d.ts has a row of docs/parity.json or a reason', () => {
+test('every public name of the package\'s types has a row of docs/parity.json or a reason', () => {
   const table = JSON.parse(fs.readFileSync(TABLE, 'utf8'))
   const classes = declared()
   const named = new Set(table.rows.filter((r) => r.node.name).map((r) => r.node.name))
   const unlisted = new Set((table.unlisted || []).flatMap((g) => g.node || []))
   const publicNames = declaredFunctions().map((f) => `rlock.${f}`)
   for (const [cls, { members, base }] of classes) {
-    if (base === 'Error' || base === 'RLockError') continue
+    if (base === 'Error' || base === 'RLockError' || !(cls in rlock)) continue
     const all = new Set(members.keys())
     for (let c = classes.get(base); c; c = classes.get(c.base)) for (const m of c.members.keys()) all.add(m)
     for (const m of all) publicNames.push(`${cls}.${m}`)

@@ -1,4 +1,4 @@
-// Type-checked by `make test-node` (tsc --noEmit): the shapes users get from rlock.d.ts. Not run.
+// Type-checked by `make test-node` (tsc --noEmit): the shapes users get from the package's types (rlock.d.ts, emitted by tsc). Not run.
 import { Client, FencedLock, Lock, fencedRedLock, redLock, RLockError, codes } from 'rlock'
 
 async function shapes(client: Client, others: Client[]): Promise<void> {

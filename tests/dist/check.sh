@@ -7,7 +7,8 @@
 #         CPython 3.14 and 3.15 (Debian sid's, tests/dist/check-sid.sh); the cp314t wheel's
 #         whole suite on a free-threaded CPython 3.14 with the GIL off (tests/dist/check-ft.sh);
 #   Node: an empty npm project, `npm install` of the two tarballs, `await lock.acquire()` from
-#         CommonJS and from ESM, on Node 22, 24 and 26, Bun and Deno (from the npm registry);
+#         CommonJS and from ESM, on Node 22, 24 and 26, Bun and Deno (from the npm registry),
+#         and the installed package's types checked with tsc against test/types.check.ts;
 #   C: the tarball unpacked to a prefix, `cc example.c $(pkg-config --cflags --libs rlock)`
 #      linked dynamically and statically, both run; the tarball's `rlock` guards a job.
 # It also checks the glibc symbol versions of the wheel's module and the addon against the
@@ -134,6 +135,13 @@ for rt in $RUNTIMES; do
   done
   echo "$rt ($("$bin" --version | head -1)): the installed packages, CommonJS and ESM: ok (version $V)"
 done
+# The installed package's types (what tsc emitted: rlock.d.ts and lib/*.d.ts) resolve and type
+# the shapes users write, under --strict and without skipLibCheck.
+cp bindings-node/test/types.check.ts "$WORK/node/types.check.ts"
+(cd "$WORK/node" && "$ROOT/bindings-node/node_modules/.bin/tsc" --ignoreConfig --noEmit --strict --lib esnext,dom \
+  --module nodenext --moduleResolution nodenext types.check.ts) ||
+  { echo "dist-check: the installed package's types do not type-check test/types.check.ts"; exit 1; }
+echo "the installed package's types: test/types.check.ts type-checks (tsc --strict)"
 
 echo "== dist-check: C tarball unpacked to a prefix, pkg-config, dynamic and static"
 mkdir -p "$WORK/c"

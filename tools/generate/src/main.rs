@@ -95,7 +95,7 @@ fn python_options() -> String {
     out
 }
 
-/// The generated block of bindings-node/rlock.d.ts: option and error-code types.
+/// The generated block of bindings-node/lib/types.ts: option and error-code types.
 fn node_types() -> String {
     let mut out = format!("// {HEADER}\n\n/** Client settings; durations in milliseconds. */\nexport interface ClientOptions {{\n");
     for o in OPTIONS {
@@ -116,7 +116,7 @@ fn node_types() -> String {
     for k in ErrorKind::ALL {
         let _ = writeln!(out, "  | '{}'", k.code_name());
     }
-    out.push_str("\n/** The codes by short name: `codes.NOT_HELD === 'RLOCK_NOT_HELD'`. */\nexport declare const codes: Readonly<{\n");
+    out.push_str("\n/** The type of `codes`, the codes by short name: `codes.NOT_HELD === 'RLOCK_NOT_HELD'`. */\nexport type Codes = Readonly<{\n");
     for k in ErrorKind::ALL {
         let name = k.code_name();
         let _ = writeln!(out, "  {}: '{name}'", &name["RLOCK_".len()..]);
@@ -282,7 +282,7 @@ const END: &str = "// END GENERATED\n";
 fn splice(current: &str, block: &str) -> String {
     let b = current.find(BEGIN);
     let (Some(b), Some(e)) = (b, b.and_then(|b| current[b..].find(END).map(|e| b + e))) else {
-        eprintln!("the generated markers are missing in bindings-node/rlock.d.ts");
+        eprintln!("the generated markers are missing in bindings-node/lib/types.ts");
         std::process::exit(2);
     };
     format!("{}{BEGIN}{block}{}", &current[..b], &current[e..])
@@ -310,8 +310,8 @@ fn main() {
     let check = std::env::args().any(|a| a == "--check");
     // The workspace root, two levels above this crate (tools/generate).
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dts = root.join("bindings-node/rlock.d.ts");
-    let dts_now = std::fs::read_to_string(&dts).expect("bindings-node/rlock.d.ts");
+    let dts = root.join("bindings-node/lib/types.ts");
+    let dts_now = std::fs::read_to_string(&dts).expect("bindings-node/lib/types.ts");
     let init = root.join("bindings-python/python/rlock/__init__.py");
     let init_now = std::fs::read_to_string(&init).expect("bindings-python/python/rlock/__init__.py");
     let describe = with_blocks(
@@ -338,7 +338,7 @@ fn main() {
             ("// BEGIN GENERATED records", records::node(&root)),
             ("// BEGIN GENERATED lost", records::node_lost(&root)),
         ],
-        "bindings-node/rlock.d.ts",
+        "bindings-node/lib/types.ts",
     );
     let files = [
         (root.join("core/src/ffi/options.rs"), c_setters()),

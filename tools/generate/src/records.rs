@@ -330,7 +330,7 @@ fn node_interface(r: &Record, extra: &str) -> String {
     out
 }
 
-/// The generated block of `rlock.d.ts` with the records.
+/// The generated block of `bindings-node/lib/types.ts` with the records.
 pub fn node(root: &Path) -> String {
     let mut out = String::new();
     for r in records(root) {
@@ -347,7 +347,7 @@ pub fn node(root: &Path) -> String {
 /// Core's lost event (not JSON: each surface builds its own from the event's fields).
 const LOST: [(&str, &str, &str); 1] = [("core/src/watchdog/mod.rs", "LostEvent", "LostEvent")];
 
-/// The generated block of `rlock.d.ts` with the lost event.
+/// The generated block of `bindings-node/lib/types.ts` with the lost event.
 pub fn node_lost(root: &Path) -> String {
     read(root, &LOST).iter().map(|r| node_interface(r, "")).collect()
 }

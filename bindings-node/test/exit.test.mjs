@@ -168,9 +168,13 @@ test('workers that load rlock one after another, never the main thread, each hav
           eval: true,
           workerData: { module: ${JSON.stringify(require.resolve('rlock'))}, url: process.env.REDIS_URL },
         })
+        // Both listeners before either wait: Node emits a worker's last messages and its 'exit'
+        // in one go, so an 'exit' listener added once the message came can be too late (then
+        // this child waited for nothing, printed one line and exited 0).
+        const exited = once(w, 'exit')
         const [got] = await once(w, 'message')
         console.log(got)
-        await once(w, 'exit')
+        await exited
       }
     })().catch((e) => { console.error(e); process.exitCode = 3 })`)
   assert.equal(r.code, 0, r.err)

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { readFileSync } from 'node:fs'
 import rlockDefault, { Client, RLockError, codes, version } from 'rlock'
+import * as esm from 'rlock'
 
 const require = createRequire(import.meta.url)
 const { startRedis, eventually } = require('./redis-server.js')
@@ -32,6 +33,9 @@ test('ESM and CommonJS load the same API', () => {
   // marked __esModule, so TypeScript's esModuleInterop, Babel and swc take `.default`).
   const names = Object.keys(cjs).filter((k) => k !== 'default').sort()
   assert.deepEqual(Object.keys(rlockDefault).sort(), names)
+  // rlock.mjs names each export by hand: one the CommonJS entry gained must be named there too.
+  assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), names)
+  for (const k of names) assert.equal(esm[k], cjs[k], k)
   assert.equal(cjs.__esModule, true)
   assert.deepEqual(Object.keys(cjs.default).sort(), names)
   for (const k of names) assert.equal(cjs.default[k], cjs[k], k)

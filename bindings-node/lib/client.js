@@ -173,9 +173,7 @@ class Client {
      * listener. Rejects like every call when the client could not connect.
      */
     async onLost(callback) {
-        if (typeof callback !== 'function')
-            throw (0, common_js_1.invalid)('onLost needs a function');
-        return (0, common_js_1.listenLost)(await this.#ready, callback);
+        return (0, common_js_1.listenLost)(this.#ready, callback);
     }
     /**
      * The client's figures since it connected (times in milliseconds): acquires (contended, timed

@@ -194,8 +194,7 @@ class Client {
    * listener. Rejects like every call when the client could not connect.
    */
   async onLost(callback: (event: LostEvent) => void): Promise<() => void> {
-    if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    return listenLost(await this.#ready, callback)
+    return listenLost(this.#ready, callback)
   }
 
   /**

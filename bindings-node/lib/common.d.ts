@@ -69,11 +69,12 @@ declare const lostListeners: FinalizationRegistry<{
     id: number;
 }>;
 /**
- * Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
- * a client): it gets one event object with the fields every surface has. Returns the function
- * that removes it.
+ * Adds `callback` as a lost-hold listener of the native handle `native` resolves to (a lock, a
+ * permit semaphore or a client): it gets one event object with the fields every surface has.
+ * Resolves the function that removes it. A callback that is not a function rejects at once,
+ * before the handle is waited for.
  */
-declare function listenLost(n: NativeObject, callback: (event: LostEvent) => void): () => void;
+declare function listenLost(native: Promise<NativeObject>, callback: (event: LostEvent) => void): Promise<() => void>;
 /** Each Lock's native handle (a promise), for the multi-locks made over it. */
 declare const nativeOfLock: WeakMap<object, Promise<any>>;
 /** Each Client's native client (a promise), for the RedLocks made over several. */

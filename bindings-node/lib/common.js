@@ -194,13 +194,15 @@ async function holding(holder, fn, options) {
 const lostListeners = new FinalizationRegistry(({ n, id }) => n.removeLostListener(id));
 exports.lostListeners = lostListeners;
 /**
- * Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
- * a client): it gets one event object with the fields every surface has. Returns the function
- * that removes it.
+ * Adds `callback` as a lost-hold listener of the native handle `native` resolves to (a lock, a
+ * permit semaphore or a client): it gets one event object with the fields every surface has.
+ * Resolves the function that removes it. A callback that is not a function rejects at once,
+ * before the handle is waited for.
  */
-function listenLost(n, callback) {
+async function listenLost(native, callback) {
     if (typeof callback !== 'function')
         throw invalid('onLost needs a function');
+    const n = await native;
     const id = n.onLost((name, kind, owner, reason, permitId) => callback({ name, kind, owner, reason, permitId }));
     return () => n.removeLostListener(id);
 }

@@ -201,12 +201,14 @@ async function holding<T>(holder: Holder, fn: () => T | Promise<T>, options?: un
 const lostListeners = new FinalizationRegistry(({ n, id }: { n: NativeObject, id: number }) => n.removeLostListener(id))
 
 /**
- * Adds `callback` as a lost-hold listener of native handle `n` (a lock, a permit semaphore or
- * a client): it gets one event object with the fields every surface has. Returns the function
- * that removes it.
+ * Adds `callback` as a lost-hold listener of the native handle `native` resolves to (a lock, a
+ * permit semaphore or a client): it gets one event object with the fields every surface has.
+ * Resolves the function that removes it. A callback that is not a function rejects at once,
+ * before the handle is waited for.
  */
-function listenLost(n: NativeObject, callback: (event: LostEvent) => void): () => void {
+async function listenLost(native: Promise<NativeObject>, callback: (event: LostEvent) => void): Promise<() => void> {
   if (typeof callback !== 'function') throw invalid('onLost needs a function')
+  const n = await native
   const id: number = n.onLost((name: string, kind: string, owner: string, reason: string, permitId: string | null) =>
     callback({ name, kind, owner, reason, permitId } as LostEvent))
   return () => n.removeLostListener(id)

@@ -114,9 +114,7 @@ class Lock {
      * 'gone', 'lease_doubt', 'lease_ending'.
      */
     async onLost(callback) {
-        if (typeof callback !== 'function')
-            throw (0, common_js_1.invalid)('onLost needs a function');
-        return (0, common_js_1.listenLost)(await this.#native, callback);
+        return (0, common_js_1.listenLost)(this.#native, callback);
     }
     #call(method) {
         return (0, common_js_1.callNative)(this.#native, method);
@@ -360,9 +358,7 @@ class RedLock {
      * handle's hold is left with fewer than a majority; resolves a function that removes it.
      */
     async onLost(callback) {
-        if (typeof callback !== 'function')
-            throw (0, common_js_1.invalid)('onLost needs a function');
-        return (0, common_js_1.listenLost)(await this.#native, callback);
+        return (0, common_js_1.listenLost)(this.#native, callback);
     }
     /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */
     async withLock(fn, options) {

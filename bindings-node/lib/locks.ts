@@ -126,8 +126,7 @@ class Lock {
    * 'gone', 'lease_doubt', 'lease_ending'.
    */
   async onLost(callback: (event: LostEvent) => void): Promise<() => void> {
-    if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    return listenLost(await this.#native, callback)
+    return listenLost(this.#native, callback)
   }
 
   #call(method: string) {
@@ -407,8 +406,7 @@ class RedLock {
    * handle's hold is left with fewer than a majority; resolves a function that removes it.
    */
   async onLost(callback: (event: LostEvent) => void): Promise<() => void> {
-    if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    return listenLost(await this.#native, callback)
+    return listenLost(this.#native, callback)
   }
 
   /** Runs `fn()` holding the lock and releases afterwards; resolves what `fn` resolves. */

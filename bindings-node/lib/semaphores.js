@@ -130,9 +130,7 @@ class PermitExpirableSemaphore extends Permits {
      * listener.
      */
     async onLost(callback) {
-        if (typeof callback !== 'function')
-            throw (0, common_js_1.invalid)('onLost needs a function');
-        return (0, common_js_1.listenLost)(await this._native, callback);
+        return (0, common_js_1.listenLost)(this._native, callback);
     }
     /**
      * Runs `fn(permitId)` holding a permit (options as `acquire`) and releases it afterwards, also

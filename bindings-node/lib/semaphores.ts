@@ -149,8 +149,7 @@ class PermitExpirableSemaphore extends Permits<NativePermitSemaphore> {
    * listener.
    */
   async onLost(callback: (event: PermitLostEvent) => void): Promise<() => void> {
-    if (typeof callback !== 'function') throw invalid('onLost needs a function')
-    return listenLost(await this._native, callback)
+    return listenLost(this._native, callback)
   }
 
   /**

@@ -23,10 +23,12 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 	@touch $@
 
 # Under a lock that `make dist` takes to copy index.js and index.d.ts (CI runs it beside
-# `make test`), so it never copies them half rewritten.
+# `make test`), so it never copies them half rewritten. napi runs cargo through
+# tools/napi-cargo.sh, so the addon shares the dependencies the other builds compiled.
+NAPI_CARGO := CARGO=$(abspath tools/napi-cargo.sh) RLOCK_CARGO=$(CARGO)
 build-node: node-deps ## Build the Node addon and regenerate bindings-node/index.js, index.d.ts
 	@mkdir -p build
-	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build
+	cd $(NODE_DIR) && flock ../build/node-generated.lock env $(NAPI_CARGO) $(NPM) run build
 
 # The wrapper's TypeScript sources (bindings-node/rlock.ts and lib/*.ts, tsconfig.json) compiled
 # in place, under --strict, to the CommonJS files the package ships (rlock.js, lib/*.js,
@@ -40,7 +42,7 @@ node-ts: node-deps ## Compile the Node wrapper's TypeScript (bindings-node/rlock
 # then run one test with `cd bindings-node && node --test test/lock.test.js`.
 dev-node: node-deps node-ts ## Rebuild the Node addon in debug (fast) and compile the wrapper's TypeScript; make build-node makes the release one
 	@mkdir -p build
-	cd $(NODE_DIR) && flock ../build/node-generated.lock $(NPM) run build:debug
+	cd $(NODE_DIR) && flock ../build/node-generated.lock env $(NAPI_CARGO) $(NPM) run build:debug
 
 test-node: deps build-node node-ts testbed ## Node tests (node --test) against private redis-servers; fails on drift
 	@git diff --exit-code -- $(NODE_DIR)/index.js $(NODE_DIR)/index.d.ts || \

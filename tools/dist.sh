@@ -37,8 +37,9 @@ TOOLS_KEY=$( (echo "${TOOL_PINS[*]}"; python3 -V) | sha256sum | cut -c1-12)
 TOOLS=${RLOCK_CACHE:-$HOME/.cache/rlock}/dist-tools-$TOOLS_KEY
 STAGE=$ROOT/build/dist
 OUT=$ROOT/dist
-# The dist builds have a target dir of their own: `napi build --platform` (make build-node) also
-# builds into target/<triple>/, and the two would take turns rebuilding each other's artifacts.
+# The dist builds have a target dir of their own: their release profile differs (no debug info,
+# below) and their C compiler and linker are zig's, so in target/ they and the test builds would
+# take turns rebuilding each other's artifacts.
 DIST_TARGET=$ROOT/target/dist
 export CARGO_TARGET_DIR=$DIST_TARGET
 # Release artifacts without debug info (the workspace's release profile keeps line tables for
@@ -93,14 +94,19 @@ target_facts() {
     *) echo "dist: unknown libc of $t"; exit 1 ;;
   esac
   # What a process loads (the addon, the Python module, librlock.so) is a shared object: on
-  # musl, Rust links those only against a dynamic C library. Its own target dir, so the
-  # static commands (below) keep theirs.
-  if [ "$L" = musl ]; then
-    DYN_DIR=$DIST_TARGET/musl-dynamic
-    DYN_ENV=("CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C target-feature=-crt-static")
-  else
-    DYN_DIR=$DIST_TARGET DYN_ENV=()
-  fi
+  # musl, Rust links those only against a dynamic C library (musl_env).
+  if [ "$L" = musl ]; then mapfile -t DYN_ENV < <(musl_env "$t"); else DYN_ENV=(); fi
+}
+
+# Every musl build compiles its crates with `-crt-static` (what maturin sets for a musl
+# library anyway), so the static command and the shared objects of one target share one build
+# of their dependencies: with a target dir of their own for the static command, each musl
+# target compiled them twice, and the host's build scripts and proc macros once more. Which C
+# library a program links is decided when it is linked, by the crate that links it (libc's and
+# std's `#[link(cfg(target_feature = "crt-static"))]`), so the command's own crate alone gets
+# `+crt-static` (below) and is static; dist-check checks that it is.
+musl_env() { # TARGET: the environment of a musl build, a line per variable
+  echo "CARGO_TARGET_$(echo "$1" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C target-feature=-crt-static"
 }
 
 # zig links a musl shared object against a libc whose name is `libc.so`; Alpine's (and every
@@ -114,7 +120,9 @@ musl_libc_name() {
 
 echo "== dist: the rlock command, static (musl), per architecture (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
 for a in $(for t in $TARGETS; do echo "${t%%-*}"; done | sort -u); do
-  "$CARGO" zigbuild --quiet --release --target "$a-unknown-linux-musl" -p rlock-cli
+  mapfile -t cli_env < <(musl_env "$a-unknown-linux-musl")
+  env "${cli_env[@]}" cargo-zigbuild rustc --quiet --release --target "$a-unknown-linux-musl" \
+    -p rlock-cli --bin rlock -- -C target-feature=+crt-static
   install -m 755 "$DIST_TARGET/$a-unknown-linux-musl/release/rlock" "$OUT/rlock-cli-$V-$a-linux"
 done
 
@@ -138,7 +146,7 @@ rm -f bindings-python/python/rlock/*.so
 for t in $TARGETS; do
   target_facts "$t"
   echo "== dist: $t: Python wheel (abi3, $AUDIT_TAG) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
-  env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" \
+  env "${DYN_ENV[@]}" \
     maturin build --quiet --release --zig --compatibility "$COMPAT" --target "$t" \
     -m bindings-python/Cargo.toml -o "$STAGE/wheels-$t"
   WHEEL=$OUT/rlock-$V-cp39-abi3-$WHEEL_TAG.whl
@@ -169,10 +177,10 @@ for t in $TARGETS; do
   fi
 
   echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
-  env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node
+  env "${DYN_ENV[@]}" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node
   pkg=$STAGE/npm-linux-$P-$L
   mkdir -p "$pkg"
-  cp "$DYN_DIR/$t/release/librlock_node.so" "$pkg/rlock.linux-$P-$L.node"
+  cp "$DIST_TARGET/$t/release/librlock_node.so" "$pkg/rlock.linux-$P-$L.node"
   [ "$L" != musl ] || musl_libc_name "$pkg/rlock.linux-$P-$L.node" "$A"
   cp LICENSE-MIT LICENSE-APACHE "$pkg/"
   # napi-rs's layout for a platform package; the fields npm matches on (os, cpu, libc).
@@ -195,17 +203,17 @@ fs.writeFileSync(`${dir}/README.md`, `# ${name}\n\nThe \`${target}\` native addo
   optional_deps+=("rlock-linux-$P-$L")
 
   echo "== dist: $t: C tarball (librlock, header, pkg-config, the rlock command) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
-  env "${DYN_ENV[@]}" CARGO_TARGET_DIR="$DYN_DIR" cargo-zigbuild rustc --quiet --release --target "$ZT" \
+  env "${DYN_ENV[@]}" cargo-zigbuild rustc --quiet --release --target "$ZT" \
     -p rlock --features capi --lib --crate-type cdylib --crate-type staticlib -- \
     -C link-arg=-Wl,-soname,librlock.so.0
   C=rlock-$V-$A-linux-$L
   CDIR=$STAGE/$C
   install -d "$CDIR/lib/pkgconfig" "$CDIR/include" "$CDIR/bin" "$CDIR/share/doc/rlock"
-  install -m 755 "$DYN_DIR/$t/release/librlock.so" "$CDIR/lib/librlock.so.$V"
+  install -m 755 "$DIST_TARGET/$t/release/librlock.so" "$CDIR/lib/librlock.so.$V"
   [ "$L" != musl ] || musl_libc_name "$CDIR/lib/librlock.so.$V" "$A"
   ln -s "librlock.so.$V" "$CDIR/lib/librlock.so.0"
   ln -s librlock.so.0 "$CDIR/lib/librlock.so"
-  install -m 644 "$DYN_DIR/$t/release/librlock.a" "$CDIR/lib/"
+  install -m 644 "$DIST_TARGET/$t/release/librlock.a" "$CDIR/lib/"
   # Its objects carry the Rust standard library's debug info (the profile's setting does not
   # reach the prebuilt std): stripped, the archive is a fraction of the size.
   "$RUST_OBJCOPY" --strip-debug "$CDIR/lib/librlock.a"
@@ -244,13 +252,29 @@ fs.writeFileSync(dst, JSON.stringify(pkg, null, 2) + "\n")
 (cd "$STAGE/npm-rlock" && npm pack --silent --pack-destination "$OUT" >/dev/null)
 [ -f "$OUT/rlock-$V.tgz" ] || { echo "dist: no rlock-$V.tgz"; ls "$OUT"; exit 1; }
 
-echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, verified by a build) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
-RUSTDOCFLAGS="-D warnings" "$CARGO" doc --quiet -p rlock --no-deps --features capi
-# Not offline: the packaged crate depends on crates.io's empty `workspace-hack` 0.1.0 (the
-# workspace's own is a path dependency, which a published crate cannot have), which no build
-# above fetched; everything else resolves to the workspace's lock.
-"$CARGO" package --quiet -p rlock --allow-dirty
+echo "== dist: Rust crate (cargo doc with warnings as errors; cargo package, the crate checked on its own) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
+# In the workspace's target dir, where `make lint` runs the same command (in CI, before this):
+# the documentation's dependencies are not compiled a second time.
+RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR="$ROOT/target" "$CARGO" doc --quiet -p rlock --no-deps --features capi
+"$CARGO" package --quiet -p rlock --allow-dirty --no-verify
 cp "$CARGO_TARGET_DIR/package/rlock-$V.crate" "$OUT/"
+# The packaged crate compiles on its own, from the .crate file a user downloads: what
+# `cargo package` verifies, with `cargo check` (a library's build only adds code generation,
+# which nothing here can get wrong that check would not). Not offline: it depends on crates.io's
+# empty `workspace-hack` 0.1.0 (the workspace's own is a path dependency, which a published
+# crate cannot have), which no build above fetched; everything else resolves to the
+# workspace's lock.
+# Checked twice: with no features, as a plain `rlock = ...` dependency gets it (no build above
+# turns off `process-runtime`, so a missing cfg gate or an undeclared tokio feature would show
+# nowhere else), and with `capi`, the C library's.
+# Unpacked outside the clone (in /tmp, whatever TMPDIR says), where cargo would take the
+# workspace for its own.
+CRATE_CHECK=$(mktemp -d -p /tmp)
+trap 'rm -rf "$CRATE_CHECK"' EXIT
+tar -xzf "$OUT/rlock-$V.crate" -C "$CRATE_CHECK"
+cp Cargo.lock "$CRATE_CHECK/rlock-$V/"
+"$CARGO" check --quiet --manifest-path "$CRATE_CHECK/rlock-$V/Cargo.toml"
+"$CARGO" check --quiet --manifest-path "$CRATE_CHECK/rlock-$V/Cargo.toml" --features capi
 
 echo "== dist: $OUT"
 (cd "$OUT" && ls -l)

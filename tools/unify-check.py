@@ -31,9 +31,9 @@ WITH_DEV = ["-e", "normal,dev"]
 # not use core, and the few small crates it shares (memchr, rustix) take seconds. Not the
 # documentation's Rust examples (tools/doc-examples.py): a workspace of their own with a
 # profile of their own, so nothing of theirs is shared whatever their features. The Node
-# addon's row holds its features to the others', but `napi build` always names the target
-# triple, so its target-side crates are compiled in target/<triple>/release, once more; its
-# proc-macros and build scripts are the others'.
+# addon's row holds its features to the others'; `napi build` always names the target triple,
+# which would compile its crates once more in target/<triple>/release, so it runs cargo
+# through tools/napi-cargo.sh, which drops the host's triple.
 BUILDS = {
     "release": [
         ("lib-c (mk/c.mk)", ["-p", "rlock", "--features", "capi", *NO_DEV]),
@@ -129,6 +129,10 @@ edition = "2021"
 license = "MIT OR Apache-2.0"
 description = "Feature unification for the rlock workspace's own builds (not published)"
 publish = false
+
+# No code, so no lints: an empty table says it inherits none of [workspace.lints] (a nightly
+# cargo warns of a member that says neither).
+[lints]
 """
 
 

@@ -48,9 +48,10 @@ NORUST=(env -u CARGO -u CARGO_HOME -u RUSTUP_HOME -u RUSTC -u RUSTFLAGS -u CARGO
   { echo "dist-check: cargo or rustc is still reachable"; exit 1; }
 
 # Fails unless `file` is a static executable (no program interpreter, no shared library needed).
+# readelf reads every architecture's ELF, so each architecture's command is checked here.
 static_check() {
-  if objdump -p "$1" | grep -q 'NEEDED' || readelf -l "$1" | grep -q 'INTERP'; then
-    echo "dist-check: $(basename "$1") is not static:"; objdump -p "$1" | grep NEEDED; exit 1
+  if readelf -ld "$1" | grep -E 'INTERP|\(NEEDED\)'; then
+    echo "dist-check: $(basename "$1") is not static (above)"; exit 1
   fi
   echo "static: $(basename "$1") needs no shared library"
 }
@@ -202,7 +203,7 @@ CM=rlock-$V-x86_64-linux-musl
 mkdir -p "$WORK/musl"
 tar -C "$WORK/musl" -xzf "$DIST/$CM.tar.gz"
 PM=$WORK/musl/$CM
-static_check "$DIST/rlock-cli-$V-x86_64-linux"
+for cli in "$DIST"/rlock-cli-"$V"-*-linux; do static_check "$cli"; done
 cmp -s "$DIST/rlock-cli-$V-x86_64-linux" "$PM/bin/rlock" || { echo "dist-check: the musl tarball's rlock is not the static one"; exit 1; }
 out=$("${NORUST[@]}" "$DIST/rlock-cli-$V-x86_64-linux" run dist-check-musl --wait 5s -- echo guarded)
 [ "$out" = guarded ] || { echo "dist-check: the static rlock run printed: $out"; exit 1; }

@@ -118,7 +118,7 @@ CORE_TIER := acl describe fair fenced hold_property latch lease_doubt lock lost_
   parity permit_semaphore pubsub_silence read_write records red_lock script_eviction scripts \
   semaphore server_faults spin stats thread_links
 
-test-core: deps testbed ## The fast tier: core's unit tests and single-server integration tests (about a minute warm)
+test-core: deps testbed ## The fast tier: core's unit tests and single-server integration tests (about a minute and a half warm)
 	$(CARGO) test $(CORE_PKG) --lib $(addprefix --test ,$(CORE_TIER)) -- --test-threads=4 \
 	  --skip on_a_cluster --skip behind_a_sentinel
 

@@ -403,6 +403,12 @@ def run_lanes(jobs: List[Job], lanes: int, run: Callable[[Job], None]) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     servers = args.servers.split(",") if args.servers else cached_servers()
     if args.subset == "ci":
+        missing = [s for s in CI_SUBSET if s not in servers]
+        if missing and not args.servers:
+            # Not a smaller run: CI's subset is what guards each server's branch.
+            print(f"compat: CI's servers not in the cache: {', '.join(missing)} (`make servers-ci`)",
+                  file=sys.stderr)
+            return 1
         servers = [s for s in servers if s in CI_SUBSET]
     want_modes = args.modes.split(",")
     data = load()
@@ -634,11 +640,18 @@ def cmd_doc(_: argparse.Namespace) -> int:
         "Valkey 9.1.2, and the Redisson interop (3.52) on Redis 6.2.16 and Valkey 8.0.1: "
         f"{ci / 60:.0f} min by the times above, plus the builds unless CI keeps the cache between",
         "runs (tools/servers.sh names every version, so it is the cache's key). Redis 6.2.14 and",
-        "7.2.6 and the chaos cases run only in `make compat`.",
+        "7.2.6 and the chaos cases run only in `make compat`; CI makes only its subset's servers",
+        "(`make servers-ci`), not those two.",
     ]
     lines += ["", NOT_TESTED]
     DOC.write_text("\n".join(lines).rstrip() + "\n")
     print(f"wrote {DOC.relative_to(ROOT)}")
+    return 0
+
+
+def cmd_ci_servers(args: argparse.Namespace) -> int:
+    """Print CI_SUBSET's servers, one a line: what `make servers-ci` makes."""
+    print("\n".join(CI_SUBSET))
     return 0
 
 
@@ -662,6 +675,8 @@ def main() -> int:
     st.set_defaults(fn=cmd_self_test)
     d = sub.add_parser("doc")
     d.set_defaults(fn=cmd_doc)
+    cs = sub.add_parser("ci-servers", help="the servers of CI's subset, one a line (`make servers-ci`)")
+    cs.set_defaults(fn=cmd_ci_servers)
     args = ap.parse_args()
     result: int = args.fn(args)
     return result

@@ -17,7 +17,8 @@
 #   rlock-cli-V-A-linux                                      the rlock command, static (musl):
 #                                                            runs on any Linux of that architecture
 #   rlock-V.crate                                            Rust (cargo package)
-# The native code is linked by zig (maturin --zig, cargo-zigbuild): against glibc 2.17, or
+# The native code is linked by zig (cargo-zigbuild; maturin's builds through tools/zig-cargo.sh,
+# so a target's builds share one linker and one build of its dependencies): against glibc 2.17, or
 # against musl (static for the command, dynamic for what a process loads). The build tools come
 # from PyPI into a venv in the cache (linked as build/dist-tools), the Rust targets from rustup; nothing is installed by
 # hand.
@@ -60,6 +61,11 @@ mkdir -p "$ROOT/build"
 ln -sfn "$TOOLS" "$ROOT/build/dist-tools"
 # cargo-zigbuild finds zig through `python3 -m ziglang`: the venv's python first on PATH.
 export PATH="$TOOLS/bin:$PATH"
+# maturin builds through cargo-zigbuild (tools/zig-cargo.sh), not with its own --zig: every build
+# of a target then has the same linker, which cargo's fingerprints hold, so the wheels, the addon,
+# the C library and the command share one build of the target's dependencies.
+ZIG_CARGO=$ROOT/tools/zig-cargo.sh
+export RLOCK_GLIBC_FLOOR=$GLIBC
 
 # The Rust standard libraries of the targets (and of the musl ones the commands are built for).
 need_targets=$(for t in $TARGETS; do echo "$t" "${t%%-*}-unknown-linux-musl"; done | tr ' ' '\n' | sort -u)
@@ -146,8 +152,8 @@ rm -f bindings-python/python/rlock/*.so
 for t in $TARGETS; do
   target_facts "$t"
   echo "== dist: $t: Python wheel (abi3, $AUDIT_TAG) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
-  env "${DYN_ENV[@]}" \
-    maturin build --quiet --release --zig --compatibility "$COMPAT" --target "$t" \
+  env "${DYN_ENV[@]}" CARGO="$ZIG_CARGO" \
+    maturin build --quiet --release --compatibility "$COMPAT" --target "$t" \
     -m bindings-python/Cargo.toml -o "$STAGE/wheels-$t"
   WHEEL=$OUT/rlock-$V-cp39-abi3-$WHEEL_TAG.whl
   # maturin orders manylinux's two platform tags the other way round; the name auditwheel (and
@@ -169,7 +175,8 @@ for t in $TARGETS; do
   if [ "$t" = x86_64-unknown-linux-gnu ] && [ "$(uname -m)" = x86_64 ]; then
     echo "== dist: $t: Python wheel (free-threaded CPython 3.14, cp314t, $AUDIT_TAG) (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
     ft_python=$(bash tools/cpython-ft.sh)
-    maturin build --quiet --release --zig --compatibility "$COMPAT" --target "$t" -i "$ft_python" \
+    CARGO="$ZIG_CARGO" \
+      maturin build --quiet --release --compatibility "$COMPAT" --target "$t" -i "$ft_python" \
       -m bindings-python/Cargo.toml -o "$STAGE/wheels-ft-$t"
     FT_WHEEL=$OUT/rlock-$V-cp314-cp314t-$WHEEL_TAG.whl
     mv "$(ls "$STAGE/wheels-ft-$t"/rlock-"$V"-cp314-cp314t-*.whl)" "$FT_WHEEL"
@@ -177,7 +184,23 @@ for t in $TARGETS; do
   fi
 
   echo "== dist: $t: Node addon and its npm package rlock-linux-$P-$L (at $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
-  env "${DYN_ENV[@]}" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node
+  # The wheel's build compiled core and its dependencies for this target; the addon's must find
+  # them fresh. One it compiles again means a setting differs between the two builds (maturin's
+  # own --zig linker did: every dependency was built twice per target), so the build fails.
+  core_deps=$("$CARGO" tree --quiet -p rlock --target "$t" -e normal --prefix none --format '{p}' |
+    cut -d' ' -f1 | sort -u)
+  env "${DYN_ENV[@]}" "$CARGO" zigbuild --quiet --release --target "$ZT" -p rlock-node \
+    --message-format=json-render-diagnostics | python3 -c '
+import json, sys
+core = {n.replace("-", "_") for n in sys.argv[2].split()}
+msgs = [json.loads(line) for line in sys.stdin if line.startswith("{")]
+again = sorted({m["target"]["name"] for m in msgs
+                if m.get("reason") == "compiler-artifact" and not m["fresh"]
+                and "custom-build" not in m["target"]["kind"] and m["target"]["name"] in core})
+if again:
+    sys.exit(f"dist: the {sys.argv[1]} addon compiled again what the wheel had built: "
+             + ", ".join(again) + " (a build setting differs between them)")
+' "$t" "$core_deps"
   pkg=$STAGE/npm-linux-$P-$L
   mkdir -p "$pkg"
   cp "$DIST_TARGET/$t/release/librlock_node.so" "$pkg/rlock.linux-$P-$L.node"

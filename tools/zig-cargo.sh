@@ -7,28 +7,24 @@
 # every dependency of the target stale (seen as `ConfigSettingsChanged`), and each target's
 # dependencies were compiled two or three times per `make dist` instead of once.
 #
-# A glibc target is given the glibc floor (RLOCK_GLIBC_FLOOR, set by tools/dist.sh) as
-# cargo-zigbuild spells it: x86_64-unknown-linux-gnu.2.17. Commands cargo-zigbuild does not
-# have (maturin also runs `cargo metadata`) go to cargo as they came.
+# maturin builds with `cargo rustc --target T`; this runs `cargo-zigbuild rustc --target
+# $RLOCK_ZIG_TARGET`, the target as tools/dist.sh gives it to cargo-zigbuild (a glibc target with
+# its floor: x86_64-unknown-linux-gnu.2.17). Anything else maturin runs (`cargo metadata`) goes
+# to cargo as it came.
 #
-# usage: CARGO=tools/zig-cargo.sh RLOCK_GLIBC_FLOOR=2.17 maturin build --target T ...
+# usage: CARGO=tools/zig-cargo.sh RLOCK_ZIG_TARGET=ZT maturin build --target T ...
 set -euo pipefail
-floor=${RLOCK_GLIBC_FLOOR:?tools/zig-cargo.sh: RLOCK_GLIBC_FLOOR is not set (tools/dist.sh sets it)}
-case "${1:-}" in
-  build) sub=zigbuild ;;
-  rustc | check | test | run | doc | clippy) sub=$1 ;;
-  *) exec cargo "$@" ;;
-esac
+zt=${RLOCK_ZIG_TARGET:?tools/zig-cargo.sh: RLOCK_ZIG_TARGET is not set (tools/dist.sh sets it)}
+[ "${1:-}" = rustc ] || exec cargo "$@"
 shift
-triple() { case "$1" in *-gnu) echo "$1.$floor" ;; *) echo "$1" ;; esac; }
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --target) args+=(--target "$(triple "$2")"); shift 2; continue ;;
-    --target=*) args+=("--target=$(triple "${1#--target=}")") ;;
+    --target) args+=(--target "$zt"); shift 2; continue ;;
+    --target=*) args+=("--target=$zt") ;;
     --) args+=("$@"); break ;;
     *) args+=("$1") ;;
   esac
   shift
 done
-exec cargo-zigbuild "$sub" "${args[@]}"
+exec cargo-zigbuild rustc "${args[@]}"

@@ -14,6 +14,15 @@
 # It also checks the glibc symbol versions of the wheel's module and the addon against the
 # declared floor (2.17), the versions every artifact reports, and (with Rust, as any source build
 # needs it) that the sdist builds a wheel.
+#
+# usage: tests/dist/check.sh [PART...]   (`make dist-check DIST_CHECK_PARTS="..."`)
+#   x86_64-gnu  what needs only the x86_64 glibc target's artifacts: the wheel on every CPython
+#               (the whole suite on 3.14, 3.15 and free-threaded 3.14) and the C tarball. CI runs
+#               it as soon as `make dist` has built that target, while it builds the others:
+#               its suites mostly wait on leases, and the builds use what they leave.
+#   rest        the rest, which needs every target: npm (its main package is made last), musl,
+#               aarch64, the sdist.
+#   Both by default.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -22,8 +31,16 @@ GLIBC_FLOOR=2.17
 DIST=$ROOT/dist
 WHEEL=$DIST/rlock-$V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
 C=rlock-$V-x86_64-linux-gnu
-for f in "$WHEEL" "$DIST/rlock-$V.tar.gz" "$DIST/rlock-$V.tgz" "$DIST/rlock-linux-x64-gnu-$V.tgz" \
-  "$DIST/$C.tar.gz" "$DIST/rlock-$V.crate"; do
+PARTS=" ${*:-x86_64-gnu rest} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
+for p in $PARTS; do
+  case "$p" in x86_64-gnu | rest) ;; *) echo "dist-check: no part '$p' (x86_64-gnu, rest)"; exit 2 ;; esac
+done
+need=()
+! part x86_64-gnu || need+=("$WHEEL" "$DIST/$C.tar.gz")
+! part rest || need+=("$DIST/rlock-$V.tar.gz" "$DIST/rlock-$V.tgz" "$DIST/rlock-linux-x64-gnu-$V.tgz"
+  "$DIST/rlock-$V.crate")
+for f in "${need[@]}"; do
   [ -f "$f" ] || { echo "dist-check: missing $f (run 'make dist')"; exit 1; }
 done
 WORK=$(mktemp -d)
@@ -75,6 +92,8 @@ pyenv_python() {
   find "$root/versions" -maxdepth 3 -path "*/versions/$1.*/bin/python$1" 2>/dev/null | sort -V | tail -1
 }
 
+# The x86_64 glibc target: the wheel, the whole suite beside the C tarball.
+if part x86_64-gnu; then
 cp tests/dist/example.py "$WORK/example.py"
 for pv in $PYTHONS; do
   echo "== dist-check: Python wheel in a fresh venv of CPython $pv"
@@ -99,7 +118,8 @@ done
 # below: it mostly waits on leases, they mostly on installs.
 echo "== dist-check: the whole Python suite on the wheel, CPython 3.14 and 3.15, then on the cp314t wheel, free-threaded CPython 3.14 (beside what follows)"
 # The free-threaded run (tests/dist/check-ft.sh: the GIL off, no Rust toolchain reachable) comes
-# after sid's two, as three suites at once on 2 cores would load the short leases some tests use.
+# after sid's two, one suite at a time: in CI they run while `make dist` still builds (.ci/run),
+# and suites side by side on 2 cores would load the short leases some tests use.
 # The exit status: 1 when sid's failed, 2 when the free-threaded one did, 3 both.
 python_suites() {
   local status=0
@@ -109,40 +129,6 @@ python_suites() {
 }
 python_suites &
 suites=$!
-
-echo "== dist-check: npm packages in an empty project (CommonJS and ESM)"
-mkdir -p "$WORK/node"
-(cd "$WORK/node" && "${NORUST[@]}" npm init -y >/dev/null &&
-  "${NORUST[@]}" npm install --no-audit --no-fund --silent \
-    "$DIST/rlock-linux-x64-gnu-$V.tgz" "$DIST/rlock-$V.tgz")
-glibc_floor_check "$WORK/node/node_modules/rlock-linux-x64-gnu/rlock.linux-x64-gnu.node"
-[ ! -e "$WORK/node/node_modules/rlock/rlock.linux-x64-gnu.node" ] ||
-  { echo "dist-check: the main npm package carries an addon of its own"; exit 1; }
-cp tests/dist/example.cjs "$WORK/node/example.cjs"
-cp tests/dist/example.mjs "$WORK/node/example.mjs"
-# The runtimes the installed packages are checked on: the supported Node lines (22, 24 and 26;
-# 18 and 20 have reached their end of life), Bun and Deno, each from the npm registry into the
-# cache (tools/runtime.sh).
-RUNTIMES=${RLOCK_DIST_RUNTIMES:-node22 node24 node26 bun deno}
-for rt in $RUNTIMES; do
-  bin=$(tools/runtime.sh "$rt")
-  case "$rt" in
-    deno) run=("$bin" run -A) ;;
-    *) run=("$bin") ;;
-  esac
-  for f in example.cjs example.mjs; do
-    out=$(cd "$WORK/node" && "${NORUST[@]}" "${run[@]}" "$f")
-    [ "$out" = "$V" ] || { echo "dist-check: $rt $f printed: $out"; exit 1; }
-  done
-  echo "$rt ($("$bin" --version | head -1)): the installed packages, CommonJS and ESM: ok (version $V)"
-done
-# The installed package's types (what tsc emitted: rlock.d.ts and lib/*.d.ts) resolve and type
-# the shapes users write, under --strict and without skipLibCheck.
-cp bindings-node/test/types.check.ts "$WORK/node/types.check.ts"
-(cd "$WORK/node" && "$ROOT/bindings-node/node_modules/.bin/tsc" --ignoreConfig --noEmit --strict --lib esnext,dom \
-  --module nodenext --moduleResolution nodenext types.check.ts) ||
-  { echo "dist-check: the installed package's types do not type-check test/types.check.ts"; exit 1; }
-echo "the installed package's types: test/types.check.ts type-checks (tsc --strict)"
 
 echo "== dist-check: C tarball unpacked to a prefix, pkg-config, dynamic and static"
 mkdir -p "$WORK/c"
@@ -188,6 +174,43 @@ out=$("${NORUST[@]}" "$P/bin/rlock" run dist-check --wait 5s -- echo guarded)
 out=$("${NORUST[@]}" "$P/bin/rlock" --version)
 [ "$out" = "rlock $V" ] || { echo "dist-check: rlock --version printed: $out"; exit 1; }
 echo "c: pkg-config build, dynamic and static, rlock_version() $V, bin/rlock: ok"
+fi
+
+# Every target (the npm main package is made after them all): npm, musl, aarch64.
+if part rest; then
+echo "== dist-check: npm packages in an empty project (CommonJS and ESM)"
+mkdir -p "$WORK/node"
+(cd "$WORK/node" && "${NORUST[@]}" npm init -y >/dev/null &&
+  "${NORUST[@]}" npm install --no-audit --no-fund --silent \
+    "$DIST/rlock-linux-x64-gnu-$V.tgz" "$DIST/rlock-$V.tgz")
+glibc_floor_check "$WORK/node/node_modules/rlock-linux-x64-gnu/rlock.linux-x64-gnu.node"
+[ ! -e "$WORK/node/node_modules/rlock/rlock.linux-x64-gnu.node" ] ||
+  { echo "dist-check: the main npm package carries an addon of its own"; exit 1; }
+cp tests/dist/example.cjs "$WORK/node/example.cjs"
+cp tests/dist/example.mjs "$WORK/node/example.mjs"
+# The runtimes the installed packages are checked on: the supported Node lines (22, 24 and 26;
+# 18 and 20 have reached their end of life), Bun and Deno, each from the npm registry into the
+# cache (tools/runtime.sh).
+RUNTIMES=${RLOCK_DIST_RUNTIMES:-node22 node24 node26 bun deno}
+for rt in $RUNTIMES; do
+  bin=$(tools/runtime.sh "$rt")
+  case "$rt" in
+    deno) run=("$bin" run -A) ;;
+    *) run=("$bin") ;;
+  esac
+  for f in example.cjs example.mjs; do
+    out=$(cd "$WORK/node" && "${NORUST[@]}" "${run[@]}" "$f")
+    [ "$out" = "$V" ] || { echo "dist-check: $rt $f printed: $out"; exit 1; }
+  done
+  echo "$rt ($("$bin" --version | head -1)): the installed packages, CommonJS and ESM: ok (version $V)"
+done
+# The installed package's types (what tsc emitted: rlock.d.ts and lib/*.d.ts) resolve and type
+# the shapes users write, under --strict and without skipLibCheck.
+cp bindings-node/test/types.check.ts "$WORK/node/types.check.ts"
+(cd "$WORK/node" && "$ROOT/bindings-node/node_modules/.bin/tsc" --ignoreConfig --noEmit --strict --lib esnext,dom \
+  --module nodenext --moduleResolution nodenext types.check.ts) ||
+  { echo "dist-check: the installed package's types do not type-check test/types.check.ts"; exit 1; }
+echo "the installed package's types: test/types.check.ts type-checks (tsc --strict)"
 
 # The targets make dist built (tools/dist.sh); each one's artifacts are checked.
 TARGETS=${RLOCK_DIST_TARGETS:-$(cat tools/dist-targets)}
@@ -259,7 +282,9 @@ fi
 if built aarch64-unknown-linux-gnu && built aarch64-unknown-linux-musl; then
   REDIS_URL=$REDIS_URL bash tests/dist/check-arm64.sh
 fi
+fi
 
+if part x86_64-gnu; then
 echo "== dist-check: the whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh), then free-threaded 3.14 (tests/dist/check-ft.sh)"
 suites_status=0
 wait "$suites" || suites_status=$?
@@ -267,12 +292,15 @@ wait "$suites" || suites_status=$?
 cat "$WORK/sid.log"
 [ $((suites_status & 2)) = 0 ] || { cat "$WORK/ft.log"; echo "dist-check: the Python suite on free-threaded CPython 3.14 failed (above)"; exit 1; }
 grep -E "free-threaded, GIL off|[0-9]+ passed|dist-check ft" "$WORK/ft.log"
+fi
 
+if part rest; then
 echo "== dist-check: the sdist builds a wheel (a source build: Rust is used here)"
 # pip from make dist's tool venv (a Debian python3 may come without pip).
 CARGO_TARGET_DIR=$ROOT/target "$ROOT/build/dist-tools/bin/python" -m pip wheel -q --no-deps \
   -w "$WORK/sdist-wheel" "$DIST/rlock-$V.tar.gz"
 ls "$WORK"/sdist-wheel/rlock-"$V"-*.whl >/dev/null
 echo "sdist: builds $(basename "$WORK"/sdist-wheel/rlock-"$V"-*.whl)"
+fi
 
-echo "dist-check: every artifact installs and runs without a Rust toolchain"
+echo "dist-check ($(xargs <<<"$PARTS")): every artifact installs and runs without a Rust toolchain"

@@ -31,11 +31,13 @@ GLIBC_FLOOR=2.17
 DIST=$ROOT/dist
 WHEEL=$DIST/rlock-$V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
 C=rlock-$V-x86_64-linux-gnu
-PARTS=" ${*:-x86_64-gnu rest} "
-part() { [[ "$PARTS" == *" $1 "* ]]; }
-for p in $PARTS; do
+read -r -a parts <<<"${*:-x86_64-gnu rest}"
+[ "${#parts[@]}" -gt 0 ] || { echo "dist-check: no part named (x86_64-gnu, rest)"; exit 2; }
+for p in "${parts[@]}"; do
   case "$p" in x86_64-gnu | rest) ;; *) echo "dist-check: no part '$p' (x86_64-gnu, rest)"; exit 2 ;; esac
 done
+PARTS=" ${parts[*]} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 need=()
 ! part x86_64-gnu || need+=("$WHEEL" "$DIST/$C.tar.gz")
 ! part rest || need+=("$DIST/rlock-$V.tar.gz" "$DIST/rlock-$V.tgz" "$DIST/rlock-linux-x64-gnu-$V.tgz"
@@ -115,7 +117,8 @@ for pv in $PYTHONS; do
 done
 
 # The whole Python suite on CPython 3.14 and 3.15 (tests/dist/check-sid.sh) runs beside the checks
-# below: it mostly waits on leases, they mostly on installs.
+# that follow (the C tarball's, and with the rest part npm's, musl's and aarch64's): it mostly
+# waits on leases, they mostly on installs.
 echo "== dist-check: the whole Python suite on the wheel, CPython 3.14 and 3.15, then on the cp314t wheel, free-threaded CPython 3.14 (beside what follows)"
 # The free-threaded run (tests/dist/check-ft.sh: the GIL off, no Rust toolchain reachable) comes
 # after sid's two, one suite at a time: in CI they run while `make dist` still builds (.ci/run),
@@ -303,4 +306,4 @@ ls "$WORK"/sdist-wheel/rlock-"$V"-*.whl >/dev/null
 echo "sdist: builds $(basename "$WORK"/sdist-wheel/rlock-"$V"-*.whl)"
 fi
 
-echo "dist-check ($(xargs <<<"$PARTS")): every artifact installs and runs without a Rust toolchain"
+echo "dist-check (${parts[*]}): every artifact of $([ "${#parts[@]}" = 2 ] && echo "dist/" || echo "the part") installs and runs without a Rust toolchain"
